@@ -1,0 +1,39 @@
+// rdmadiag: one entry point; each part registers its own subcommands (cli/command.h).
+#include "cli/command.h"
+
+#include <cstdio>
+#include <exception>
+
+#ifdef RDMADIAG_HAVE_PERFTEST
+#include "perftest/cli.h"
+#endif
+
+namespace rdmadiag::cli {
+void add_analyze_command(CLI::App& app, Commands& out);
+}
+
+int main(int argc, char** argv) {
+  using namespace rdmadiag::cli;
+  CLI::App app{"rdmadiag: RDMA packet-level diagnostics (InfiniBand, RoCEv1/v2, iWARP)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "rdmadiag 0.1.0");
+  Commands commands;
+  add_analyze_command(app, commands);
+#ifdef RDMADIAG_HAVE_PERFTEST
+  rdmadiag::perftest::add_perftest_commands(app, commands);
+#endif
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& c : commands)
+      if (c.sub->parsed()) return c.run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rdmadiag: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "rdmadiag: no command chosen (see --help)\n");
+  return 2;
+}
