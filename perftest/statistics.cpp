@@ -1,0 +1,90 @@
+#include "perftest/statistics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+namespace rdmadiag::perftest {
+
+double nearest_rank_percentile(const std::vector<double>& sorted_usec, double quantile) {
+  if (sorted_usec.empty()) throw std::invalid_argument("percentile of an empty sample set");
+  const auto n = sorted_usec.size();
+  // rank = ceil(q*n), 1-based; clamp so q=0 gives the minimum. The small epsilon keeps
+  // q*n that is mathematically an integer (0.99*100) from rounding up to the next rank.
+  auto rank = static_cast<std::size_t>(std::ceil(quantile * static_cast<double>(n) - 1e-9));
+  rank = std::clamp<std::size_t>(rank, 1, n);
+  return sorted_usec[rank - 1];
+}
+
+LatencyStatistics compute_statistics(std::vector<double> samples_usec, std::size_t histogram_bins) {
+  if (samples_usec.empty()) throw std::invalid_argument("no latency samples");
+  std::sort(samples_usec.begin(), samples_usec.end());
+  LatencyStatistics s;
+  const auto n = samples_usec.size();
+  s.sample_count = n;
+  s.min_usec = samples_usec.front();
+  s.max_usec = samples_usec.back();
+  s.median_usec = (n % 2) ? samples_usec[n / 2] : (samples_usec[n / 2 - 1] + samples_usec[n / 2]) / 2;
+  // Kahan-free but two-pass: the mean first, then squared deviations about it, which is
+  // numerically sound for latency-sized values.
+  s.mean_usec = std::accumulate(samples_usec.begin(), samples_usec.end(), 0.0) / static_cast<double>(n);
+  double squares = 0;
+  for (double v : samples_usec) squares += (v - s.mean_usec) * (v - s.mean_usec);
+  s.stdev_usec = std::sqrt(squares / static_cast<double>(n));
+  for (double q : {0.5, 0.9, 0.99, 0.999, 0.9999})
+    s.percentiles.push_back({q, nearest_rank_percentile(samples_usec, q)});
+
+  if (histogram_bins == 0) histogram_bins = 1;
+  s.histogram.low_usec = s.min_usec;
+  const double span = s.max_usec - s.min_usec;
+  s.histogram.bin_width_usec = span > 0 ? span / static_cast<double>(histogram_bins) : 1.0;
+  s.histogram.counts.assign(span > 0 ? histogram_bins : 1, 0);
+  for (double v : samples_usec) {
+    auto bin = static_cast<std::size_t>((v - s.min_usec) / s.histogram.bin_width_usec);
+    bin = std::min(bin, s.histogram.counts.size() - 1);  // the maximum falls in the last bin
+    ++s.histogram.counts[bin];
+  }
+  return s;
+}
+
+PerftestFigures perftest_figures(std::vector<std::uint64_t> deltas_cycles, double cycles_per_usec,
+                                 int round_trip_factor) {
+  if (deltas_cycles.size() < 3) throw std::invalid_argument("perftest figures need at least 3 deltas");
+  if (!(cycles_per_usec > 0)) throw std::invalid_argument("counter frequency must be positive");
+  std::sort(deltas_cycles.begin(), deltas_cycles.end());
+  const double quotient = cycles_per_usec * round_trip_factor;
+  const int kept = static_cast<int>(deltas_cycles.size()) - 2;  // perftest drops the 2 largest...
+  auto usec = [&](std::size_t i) { return static_cast<double>(deltas_cycles[i]) / quotient; };
+
+  // ...takes the median of what is left in integer cycles (two middle values averaged with
+  // integer division when the count is even)...
+  std::uint64_t median_cycles;
+  if ((kept - 1) % 2)
+    median_cycles = (deltas_cycles[kept / 2] + deltas_cycles[kept / 2 - 1]) / 2;
+  else
+    median_cycles = deltas_cycles[kept / 2];
+
+  PerftestFigures f;
+  double sum = 0;
+  for (int i = 0; i < kept; ++i) sum += usec(i);
+  f.t_avg = sum / kept;
+  // ...and squares deviations that were first truncated to int microseconds.
+  double square_sum = 0;
+  for (int i = 0; i < kept; ++i) {
+    const int truncated_deviation = static_cast<int>(f.t_avg - usec(i));
+    const int squared = static_cast<int>(std::pow(truncated_deviation, 2));
+    square_sum += squared;
+  }
+  f.t_stdev = std::sqrt(square_sum / kept);
+  f.t_min = usec(0);
+  f.t_max = usec(kept);  // index kept = the second largest delta, not the largest kept one
+  f.t_typical = static_cast<double>(median_cycles) / quotient;
+  const auto idx99 = static_cast<std::size_t>(std::ceil(kept * 0.99));
+  const auto idx999 = static_cast<std::size_t>(std::ceil(kept * 0.999));
+  f.p99 = usec(std::min(idx99, deltas_cycles.size() - 1));
+  f.p99_9 = usec(std::min(idx999, deltas_cycles.size() - 1));
+  return f;
+}
+
+}  // namespace rdmadiag::perftest

@@ -1,0 +1,97 @@
+#include "perftest/statistics.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <stdexcept>
+
+using namespace rdmadiag::perftest;
+
+TEST(Statistics, KnownSetOneToHundred) {
+  std::vector<double> v(100);
+  std::iota(v.begin(), v.end(), 1.0);  // 1..100, shuffled order must not matter
+  std::reverse(v.begin(), v.end());
+  const auto s = compute_statistics(v, 10);
+  EXPECT_EQ(s.sample_count, 100u);
+  EXPECT_DOUBLE_EQ(s.min_usec, 1);
+  EXPECT_DOUBLE_EQ(s.max_usec, 100);
+  EXPECT_DOUBLE_EQ(s.median_usec, 50.5);
+  EXPECT_DOUBLE_EQ(s.mean_usec, 50.5);
+  EXPECT_NEAR(s.stdev_usec, 28.866070047722118, 1e-12);  // population stdev of 1..100
+  ASSERT_EQ(s.percentiles.size(), 5u);
+  EXPECT_DOUBLE_EQ(s.percentiles[0].usec, 50);   // nearest rank ceil(0.5*100) = 50
+  EXPECT_DOUBLE_EQ(s.percentiles[1].usec, 90);
+  EXPECT_DOUBLE_EQ(s.percentiles[2].usec, 99);
+  EXPECT_DOUBLE_EQ(s.percentiles[3].usec, 100);
+  EXPECT_DOUBLE_EQ(s.percentiles[4].usec, 100);
+  ASSERT_EQ(s.histogram.counts.size(), 10u);
+  EXPECT_EQ(std::accumulate(s.histogram.counts.begin(), s.histogram.counts.end(), std::uint64_t{0}), 100u);
+  EXPECT_NEAR(s.histogram.bin_width_usec, 9.9, 1e-12);
+}
+
+TEST(Statistics, OddCountMedianAndSingleValue) {
+  EXPECT_DOUBLE_EQ(compute_statistics({3, 1, 2}).median_usec, 2);
+  const auto one = compute_statistics({7.25});
+  EXPECT_DOUBLE_EQ(one.min_usec, 7.25);
+  EXPECT_DOUBLE_EQ(one.max_usec, 7.25);
+  EXPECT_DOUBLE_EQ(one.stdev_usec, 0);
+  EXPECT_EQ(one.histogram.counts.size(), 1u);
+  EXPECT_EQ(one.histogram.counts[0], 1u);
+}
+
+TEST(Statistics, EmptyIsAnError) {
+  EXPECT_THROW(compute_statistics({}), std::invalid_argument);
+}
+
+TEST(Statistics, HighPercentilesNeedManySamples) {
+  // 10000 samples: p99.99 is the largest, p99.9 the 9990th.
+  std::vector<double> v(10000);
+  std::iota(v.begin(), v.end(), 1.0);
+  const auto s = compute_statistics(v);
+  EXPECT_DOUBLE_EQ(s.percentiles[3].usec, 9990);
+  EXPECT_DOUBLE_EQ(s.percentiles[4].usec, 9999);
+}
+
+// perftest's figures: deltas 1..100 cycles at 1 MHz, READ (factor 1).
+TEST(PerftestFigures, ReproducesPerftestQuirks) {
+  std::vector<std::uint64_t> deltas(100);
+  std::iota(deltas.begin(), deltas.end(), 1);
+  const auto f = perftest_figures(deltas, 1.0, 1);
+  // kept = 98 (the two largest, 99 and 100, are dropped)...
+  EXPECT_DOUBLE_EQ(f.t_min, 1);
+  EXPECT_DOUBLE_EQ(f.t_avg, 49.5);      // mean of 1..98
+  EXPECT_DOUBLE_EQ(f.t_typical, 49);    // (49+50)/2 in integer cycles
+  // ...but t_max prints delta[98] = 99, the second largest, and so do both percentiles.
+  EXPECT_DOUBLE_EQ(f.t_max, 99);
+  EXPECT_DOUBLE_EQ(f.p99, 99);
+  EXPECT_DOUBLE_EQ(f.p99_9, 99);
+}
+
+TEST(PerftestFigures, SubMicrosecondDeviationsVanish) {
+  // All deviations are below 1 usec: perftest truncates each to int 0 and prints stdev 0,
+  // while the real standard deviation is 0.4 usec.
+  std::vector<std::uint64_t> deltas;
+  for (int i = 0; i < 50; ++i) {
+    deltas.push_back(1000);  // 1.0 usec at 1000 MHz
+    deltas.push_back(1800);  // 1.8 usec
+  }
+  deltas.push_back(500000);  // two outliers that perftest drops
+  deltas.push_back(600000);
+  const auto f = perftest_figures(deltas, 1000.0, 1);
+  EXPECT_DOUBLE_EQ(f.t_stdev, 0.0);
+  std::vector<double> usec;
+  for (int i = 0; i < 50; ++i) { usec.push_back(1.0); usec.push_back(1.8); }
+  EXPECT_NEAR(compute_statistics(usec).stdev_usec, 0.4, 1e-12);
+}
+
+TEST(PerftestFigures, HalvesForPingPong) {
+  std::vector<std::uint64_t> deltas(10, 2000);
+  const auto f = perftest_figures(deltas, 1000.0, 2);
+  EXPECT_DOUBLE_EQ(f.t_typical, 1.0);
+  EXPECT_DOUBLE_EQ(f.t_avg, 1.0);
+}
+
+TEST(PerftestFigures, TooFewDeltas) {
+  EXPECT_THROW(perftest_figures({1, 2}, 1.0, 1), std::invalid_argument);
+  EXPECT_THROW(perftest_figures({1, 2, 3}, 0.0, 1), std::invalid_argument);
+}
