@@ -1,0 +1,67 @@
+// Counts over a whole capture: packets and bytes per transport and per opcode,
+// CRC verdicts, diagnostics by kind with the first frames of each, the queue
+// pairs seen. A pass over decode results; memory is bounded by the number of
+// distinct queue pairs (capped), never by the number of packets.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <unordered_set>
+#include <vector>
+
+#include "decode/packet.h"
+
+namespace rdmadiag::decode {
+
+struct Counter {
+  std::uint64_t packets = 0;
+  std::uint64_t bytes = 0;  // wire bytes
+  void add(std::uint64_t b) { ++packets; bytes += b; }
+};
+
+struct CrcCounts {
+  std::uint64_t ok = 0, bad = 0, unverifiable = 0;
+  void add(CrcStatus s) {
+    if (s == CrcStatus::ok) ++ok;
+    else if (s == CrcStatus::bad) ++bad;
+    else if (s == CrcStatus::unverifiable) ++unverifiable;
+  }
+};
+
+struct DiagSummary {
+  static constexpr std::size_t kFirstFrames = 5;
+  std::uint64_t count = 0;
+  Severity severity = Severity::note;
+  std::array<std::uint64_t, kFirstFrames> first_frames{};
+  std::size_t first_count = 0;
+};
+
+class CaptureSummary {
+ public:
+  static constexpr std::size_t kMaxTrackedQps = 1 << 20;
+
+  // `frame` is 1-based across all input files; `ts` in seconds.
+  void add(const DecodedPacket& p, std::uint64_t frame, double ts);
+
+  std::uint64_t packets = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t truncated_packets = 0;
+  double first_ts = 0, last_ts = 0;
+  std::array<Counter, 5> by_transport{};  // indexed by Transport
+  std::array<Counter, 256> by_opcode{};   // RDMA packets with a BTH
+  CrcCounts icrc, vcrc;
+  std::array<DiagSummary, static_cast<std::size_t>(DiagCode::count_)> diags{};
+  std::uint64_t cm_messages = 0;
+  std::uint64_t mads = 0;
+
+  std::size_t queue_pairs() const { return qps_.size(); }
+  bool queue_pairs_capped() const { return qps_capped_; }
+
+ private:
+  std::unordered_set<std::uint64_t> qps_;
+  bool qps_capped_ = false;
+};
+
+// A stable key for (destination address, destination QP): the QP identity on the wire.
+std::uint64_t queue_pair_key(const DecodedPacket& p);
+
+}  // namespace rdmadiag::decode

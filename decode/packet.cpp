@@ -1,0 +1,359 @@
+#include "decode/packet.h"
+
+#include <algorithm>
+
+namespace rdmadiag::decode {
+
+bool linktype_supported(std::uint32_t lt) {
+  switch (lt) {
+    case linktype::kEthernet: case linktype::kRawDlt12: case linktype::kRawDlt14: case linktype::kRaw:
+    case linktype::kLinuxSll: case linktype::kErf: case linktype::kIpv4: case linktype::kIpv6:
+    case linktype::kInfiniband: case linktype::kLinuxSll2:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string_view linktype_name(std::uint32_t lt) {
+  switch (lt) {
+    case linktype::kEthernet: return "EN10MB";
+    case linktype::kRawDlt12: case linktype::kRawDlt14: case linktype::kRaw: return "RAW";
+    case linktype::kLinuxSll: return "LINUX_SLL";
+    case linktype::kErf: return "ERF";
+    case linktype::kIpv4: return "IPV4";
+    case linktype::kIpv6: return "IPV6";
+    case linktype::kInfiniband: return "INFINIBAND";
+    case linktype::kLinuxSll2: return "LINUX_SLL2";
+    default: return "unknown";
+  }
+}
+
+std::string_view to_string(Transport t) {
+  switch (t) {
+    case Transport::other: return "other";
+    case Transport::ib: return "ib";
+    case Transport::roce_v1: return "roce_v1";
+    case Transport::roce_v2: return "roce_v2";
+    case Transport::iwarp: return "iwarp";
+  }
+  return "?";
+}
+
+namespace {
+
+class FrameDecoder {
+ public:
+  FrameDecoder(Bytes frame, std::uint32_t wirelen, const DecodeOptions& opts, DecodedPacket& p)
+      : frame_(frame), r_(frame), wirelen_(std::max<std::uint32_t>(wirelen, static_cast<std::uint32_t>(frame.size()))),
+        opts_(opts), p_(p) {}
+
+  void run(std::uint32_t lt) {
+    switch (lt) {
+      case linktype::kEthernet: ethernet(0); break;
+      case linktype::kRawDlt12: case linktype::kRawDlt14: case linktype::kRaw: ip_any(0); break;
+      case linktype::kIpv4: ipv4(0); break;
+      case linktype::kIpv6: ipv6(0); break;
+      case linktype::kLinuxSll: case linktype::kLinuxSll2: sll(lt); break;
+      case linktype::kInfiniband: native_ib(0, wirelen_); break;
+      case linktype::kErf: erf(); break;
+      default: p_.diags.add(DiagCode::unsupported_linktype, Severity::error, 0); break;
+    }
+  }
+
+ private:
+  Bytes at(std::size_t off) const { return r_.from(std::min(off, frame_.size())); }
+
+  // A header that did not parse: truncated only if the capture, not the packet, ended.
+  void header_failed(ParseStatus st, std::size_t off, DiagCode malformed_code) {
+    if (st == ParseStatus::truncated) {
+      p_.truncated = true;
+      p_.diags.add(frame_.size() < wirelen_ ? DiagCode::truncated : malformed_code,
+                   frame_.size() < wirelen_ ? Severity::note : Severity::error, off);
+    } else {
+      p_.diags.add(malformed_code, Severity::error, off);
+    }
+  }
+
+  void ethertype(std::uint16_t type, std::size_t off) {
+    switch (type) {
+      case kEthertypeIpv4: ipv4(off); break;
+      case kEthertypeIpv6: ipv6(off); break;
+      case kEthertypeRoceV1: roce_v1(off); break;
+      default: break;
+    }
+  }
+
+  void ethernet(std::size_t off) {
+    EthernetHeader eth;
+    const auto st = parse_ethernet(at(off), eth);
+    if (st != ParseStatus::ok) return header_failed(st, off, DiagCode::truncated);
+    p_.eth = eth;
+    ethertype(eth.ethertype, off + eth.header_len);
+  }
+
+  void sll(std::uint32_t lt) {
+    SllHeader h;
+    const auto st = lt == linktype::kLinuxSll ? parse_sll(frame_, h) : parse_sll2(frame_, h);
+    if (st != ParseStatus::ok) return header_failed(st, 0, DiagCode::truncated);
+    p_.sll = h;
+    ethertype(h.protocol, h.header_len);
+  }
+
+  void erf() {
+    ErfHeader h;
+    const auto st = parse_erf(frame_, h);
+    if (st != ParseStatus::ok) return header_failed(st, 0, DiagCode::erf_bad_record);
+    p_.erf = h;
+    std::size_t end = h.rlen ? std::min<std::size_t>(h.rlen, wirelen_) : wirelen_;
+    switch (h.type) {
+      case kErfTypeInfiniband: native_ib(h.header_len, end); break;
+      case kErfTypeEth: ethernet(h.header_len); break;
+      case kErfTypeIpv4: ipv4(h.header_len); break;
+      case kErfTypeIpv6: ipv6(h.header_len); break;
+      default: p_.diags.add(DiagCode::unsupported_linktype, Severity::warning, 8); break;
+    }
+  }
+
+  void ip_any(std::size_t off) {
+    if (!r_.has(off, 1)) return header_failed(ParseStatus::truncated, off, DiagCode::bad_ip_version);
+    const unsigned v = r_.u8(off) >> 4;
+    if (v == 4) return ipv4(off);
+    if (v == 6) return ipv6(off);
+    p_.diags.add(DiagCode::bad_ip_version, Severity::error, off);
+  }
+
+  // The end of a length-delimited region: clipped to the wire length, with a diagnostic when the field lies.
+  std::size_t declared_end(std::size_t start, std::size_t length, std::size_t off_for_diag) {
+    std::size_t end = start + length;
+    if (end > wirelen_) {
+      p_.diags.add(DiagCode::ip_length_mismatch, Severity::error, off_for_diag);
+      end = wirelen_;
+    }
+    return end;
+  }
+
+  void ipv4(std::size_t off) {
+    Ipv4Header h;
+    const auto st = parse_ipv4(at(off), h);
+    if (st != ParseStatus::ok) return header_failed(st, off, DiagCode::bad_ip_header_length);
+    p_.ipv4 = h;
+    const std::size_t end = declared_end(off, h.total_length, off + 2);
+    if (h.is_fragment()) {
+      p_.diags.add(DiagCode::ip_fragment, Severity::note, off + 6);
+      return;
+    }
+    l4(h.protocol, off, off + h.ihl_bytes, end);
+  }
+
+  void ipv6(std::size_t off) {
+    Ipv6Header h;
+    const auto st = parse_ipv6(at(off), h);
+    if (st != ParseStatus::ok) return header_failed(st, off, DiagCode::ipv6_ext_header_limit);
+    p_.ipv6 = h;
+    const std::size_t end = declared_end(off + 40, h.payload_length, off + 4);
+    if (h.fragment) {
+      p_.diags.add(DiagCode::ip_fragment, Severity::note, off + 40);
+      return;
+    }
+    l4(h.upper_protocol, off, off + h.header_len, end);
+  }
+
+  bool is_roce_port(std::uint16_t port) const {
+    if (port == kRoceV2UdpPort) return true;
+    for (std::size_t i = 0; i < opts_.extra_roce_port_count; ++i)
+      if (opts_.extra_roce_ports[i] == port) return true;
+    return false;
+  }
+
+  void l4(std::uint8_t proto, std::size_t ip_off, std::size_t off, std::size_t ip_end) {
+    if (off > ip_end) return p_.diags.add(DiagCode::ip_length_mismatch, Severity::error, ip_off);
+    if (proto == kIpProtoUdp) {
+      UdpHeader u;
+      const auto st = parse_udp(at(off), u);
+      if (st != ParseStatus::ok) return header_failed(st, off, DiagCode::bad_udp_length);
+      p_.udp = u;
+      std::size_t end = off + u.length;
+      if (end > ip_end) {
+        p_.diags.add(DiagCode::bad_udp_length, Severity::error, off + 4);
+        end = ip_end;
+      }
+      IcrcInput icrc{p_.ipv4 ? IcrcInput::Kind::roce_v2_ipv4 : IcrcInput::Kind::roce_v2_ipv6,
+                     r_.sub(ip_off, std::min(off, frame_.size()) - ip_off), r_.sub(off, 8), {}, {}, {}};
+      if (is_roce_port(u.dst_port)) {
+        p_.transport = Transport::roce_v2;
+        ib_transport(off + 8, end, icrc, false);
+      } else if (opts_.roce_heuristic && end - off >= 8 + kBthLength + 4 && end <= frame_.size()) {
+        ib_transport(off + 8, end, icrc, true);
+      }
+    } else if (proto == kIpProtoTcp) {
+      TcpHeader t;
+      const auto st = parse_tcp(at(off), t);
+      if (st != ParseStatus::ok) return header_failed(st, off, DiagCode::bad_tcp_header_length);
+      p_.tcp = t;
+      const std::size_t start = off + t.header_len;
+      if (start > ip_end) return p_.diags.add(DiagCode::bad_tcp_header_length, Severity::error, off + 12);
+      p_.tcp_payload_len = static_cast<std::uint32_t>(ip_end - start);
+      p_.tcp_payload = r_.sub(start, std::min(ip_end, frame_.size()) - start);
+    }
+  }
+
+  void roce_v1(std::size_t off) {
+    Grh g;
+    const auto st = parse_grh(at(off), g);
+    if (st != ParseStatus::ok) return header_failed(st, off, DiagCode::truncated);
+    p_.grh = g;
+    p_.transport = Transport::roce_v1;
+    if (g.next_header != kGrhNextHeaderIba) return p_.diags.add(DiagCode::bad_grh_next_header, Severity::warning, off + 6);
+    const std::size_t end = declared_end(off + 40, g.payload_length, off + 4);
+    ib_transport(off + 40, end, IcrcInput{IcrcInput::Kind::roce_v1, r_.sub(off, 40), {}, {}, {}, {}}, false);
+  }
+
+  // Native InfiniBand from the LRH at `off`; `limit` is where the record ends on the wire.
+  void native_ib(std::size_t off, std::size_t limit) {
+    Lrh l;
+    const auto st = parse_lrh(at(off), l);
+    if (st != ParseStatus::ok) return header_failed(st, off, DiagCode::bad_lrh);
+    p_.lrh = l;
+    p_.transport = Transport::ib;
+    std::size_t end = off + l.packet_bytes();  // through the ICRC (or the raw payload)
+    if (end > limit) {
+      p_.diags.add(DiagCode::bad_lrh, Severity::error, off + 4);
+      end = limit;
+    }
+    // VCRC: 2 bytes after the packet, when the capture kept them.
+    if (end + 2 <= limit) {
+      if (end + 2 <= frame_.size()) {
+        p_.vcrc_wire = r_.le16(end);
+        p_.vcrc_computed = vcrc16(r_.sub(off, end - off));
+        p_.vcrc = p_.vcrc_wire == p_.vcrc_computed ? CrcStatus::ok : CrcStatus::bad;
+        if (p_.vcrc == CrcStatus::bad) p_.diags.add(DiagCode::vcrc_bad, Severity::error, end);
+      } else {
+        p_.vcrc = CrcStatus::unverifiable;
+      }
+    }
+    switch (l.lnh) {
+      case Lnh::iba_local:
+        ib_transport(off + 8, end, IcrcInput{IcrcInput::Kind::ib_local, r_.sub(off, 8), {}, {}, {}, {}}, false);
+        break;
+      case Lnh::iba_global: {
+        Grh g;
+        const auto gst = parse_grh(at(off + 8), g);
+        if (gst != ParseStatus::ok) return header_failed(gst, off + 8, DiagCode::bad_lrh);
+        p_.grh = g;
+        if (g.next_header != kGrhNextHeaderIba) return p_.diags.add(DiagCode::bad_grh_next_header, Severity::warning, off + 14);
+        ib_transport(off + 48, end, IcrcInput{IcrcInput::Kind::ib_global, r_.sub(off + 8, 40), {}, {}, {}, {}}, false);
+        break;
+      }
+      default:
+        break;  // raw packets carry no BTH and no ICRC
+    }
+  }
+
+  // BTH at `off`; the packet (through the 4-byte ICRC) ends at `end` on the wire.
+  // With `probe`, nothing is kept unless the ICRC confirms RoCEv2 (the UDP-port heuristic).
+  void ib_transport(std::size_t off, std::size_t end, IcrcInput icrc_in, bool probe) {
+    if (end < off + kBthLength + 4) {
+      if (!probe) {
+        const bool cut = end > frame_.size() || frame_.size() < wirelen_;
+        p_.diags.add(cut && frame_.size() < end ? DiagCode::truncated : DiagCode::payload_length_mismatch,
+                     Severity::error, off);
+      }
+      return;
+    }
+    const std::size_t icrc_off = end - 4;
+    const std::size_t have = std::min(icrc_off, frame_.size());
+    if (have < off) {
+      p_.truncated = true;
+      p_.diags.add(DiagCode::truncated, Severity::note, frame_.size());
+      return;
+    }
+    IbTransport t;
+    const auto st = parse_ib_transport(r_.sub(off, have - off), t);
+    if (st == ParseStatus::truncated && t.header_len < kBthLength) {  // not even the BTH
+      if (probe) return;
+      p_.truncated = true;
+      p_.diags.add(DiagCode::truncated, Severity::note, frame_.size());
+      return;
+    }
+    const OpcodeInfo& info = opcode_info(t.bth.opcode);
+    const bool whole = end <= frame_.size();
+    std::uint32_t computed = 0, wire = 0;
+    if (whole) {
+      icrc_in.bth = r_.sub(off, kBthLength);
+      icrc_in.rest = r_.sub(off + kBthLength, icrc_off - off - kBthLength);
+      computed = compute_icrc(icrc_in);
+      wire = r_.le32(icrc_off);
+    }
+    if (probe) {
+      if (!whole || computed != wire || !info.valid || t.bth.tver != 0) return;
+      p_.transport = Transport::roce_v2;
+      p_.diags.add(DiagCode::roce_heuristic, Severity::note, off);
+    }
+    p_.has_bth = true;
+    p_.ib = t;
+    p_.bth_offset = static_cast<std::uint32_t>(off);
+    if (!info.valid) p_.diags.add(DiagCode::unknown_opcode, Severity::warning, off);
+    if (t.bth.tver != 0) p_.diags.add(DiagCode::bad_tver, Severity::warning, off + 1);
+    if (whole) {
+      p_.icrc_wire = wire;
+      p_.icrc_computed = computed;
+      p_.icrc = computed == wire ? CrcStatus::ok : CrcStatus::bad;
+      if (p_.icrc == CrcStatus::bad) p_.diags.add(DiagCode::icrc_bad, Severity::error, icrc_off);
+    } else {
+      p_.icrc = CrcStatus::unverifiable;
+      p_.truncated = true;
+    }
+    if (st == ParseStatus::truncated) {
+      // The extended headers the opcode needs are not all here: cut capture, or a packet too short.
+      if (whole) p_.diags.add(DiagCode::payload_length_mismatch, Severity::error, off + t.header_len);
+      else p_.diags.add(DiagCode::truncated, Severity::note, frame_.size());
+      return;
+    }
+    const std::size_t pay_off = off + t.header_len;
+    p_.payload_offset = static_cast<std::uint32_t>(pay_off);
+    std::size_t pay_len = icrc_off - pay_off;
+    if (t.bth.pad_count > pay_len) {
+      p_.diags.add(DiagCode::pad_exceeds_payload, Severity::error, off + 1);
+      pay_len = 0;
+    } else {
+      pay_len -= t.bth.pad_count;
+    }
+    p_.payload_len = static_cast<std::uint32_t>(pay_len);
+    p_.payload = r_.sub(pay_off, std::min(pay_off + pay_len, frame_.size()) - std::min(pay_off, frame_.size()));
+    if (pay_len && info.valid && !info.carries_payload())
+      p_.diags.add(DiagCode::payload_length_mismatch, Severity::warning, pay_off);
+    // MADs: UD SEND to QP0 (SMI) or QP1 (GSI).
+    if (info.service == TransportService::ud && t.bth.dest_qp <= 1 && pay_len >= kMadHeaderLength) {
+      MadHeader mad;
+      const auto mst = parse_mad_header(p_.payload, mad);
+      if (mst == ParseStatus::ok) {
+        p_.mad = mad;
+        if (mad.mgmt_class == kMgmtClassCm) {
+          CmMessage cm;
+          if (parse_cm(p_.payload, mad, cm) == ParseStatus::ok) p_.cm = cm;
+        }
+      } else if (mst == ParseStatus::malformed) {
+        p_.diags.add(DiagCode::bad_mad, Severity::warning, pay_off);
+      }
+    }
+  }
+
+  Bytes frame_;
+  ByteReader r_;
+  std::uint32_t wirelen_;
+  const DecodeOptions& opts_;
+  DecodedPacket& p_;
+};
+
+}  // namespace
+
+void decode_frame(std::uint32_t lt, Bytes frame, std::uint32_t wirelen, const DecodeOptions& opts, DecodedPacket& out) {
+  out = DecodedPacket{};
+  out.linktype = lt;
+  out.caplen = static_cast<std::uint32_t>(frame.size());
+  out.wirelen = wirelen;
+  FrameDecoder(frame, wirelen, opts, out).run(lt);
+}
+
+}  // namespace rdmadiag::decode

@@ -1,0 +1,103 @@
+// One frame, decoded from the link layer down to the InfiniBand transport
+// headers: the entry point every other part of rdmadiag calls. A decode never
+// throws and never reads past the captured bytes; it returns what it could
+// decode (the prefix) plus typed diagnostics. No heap allocation.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "decode/byte_reader.h"
+#include "decode/crc.h"
+#include "decode/diagnostics.h"
+#include "decode/erf.h"
+#include "decode/ethernet.h"
+#include "decode/ib_link.h"
+#include "decode/ib_mad.h"
+#include "decode/ib_transport.h"
+#include "decode/ip.h"
+#include "decode/l4.h"
+#include "decode/sll.h"
+
+namespace rdmadiag::decode {
+
+// pcap LINKTYPE_* values (tcpdump.org link-layer header types).
+namespace linktype {
+inline constexpr std::uint32_t kEthernet = 1;
+inline constexpr std::uint32_t kRawDlt12 = 12;   // DLT_RAW on most systems
+inline constexpr std::uint32_t kRawDlt14 = 14;   // DLT_RAW on OpenBSD
+inline constexpr std::uint32_t kRaw = 101;
+inline constexpr std::uint32_t kLinuxSll = 113;
+inline constexpr std::uint32_t kErf = 197;
+inline constexpr std::uint32_t kIpv4 = 228;
+inline constexpr std::uint32_t kIpv6 = 229;
+inline constexpr std::uint32_t kInfiniband = 247;
+inline constexpr std::uint32_t kLinuxSll2 = 276;
+}  // namespace linktype
+
+bool linktype_supported(std::uint32_t lt);
+std::string_view linktype_name(std::uint32_t lt);
+
+enum class Transport : std::uint8_t { other, ib, roce_v1, roce_v2, iwarp };
+std::string_view to_string(Transport t);
+
+struct DecodeOptions {
+  // Extra UDP destination ports that carry RoCEv2 besides 4791.
+  std::array<std::uint16_t, 8> extra_roce_ports{};
+  std::uint8_t extra_roce_port_count = 0;
+  // Try RoCEv2 on any UDP port; a valid ICRC confirms it.
+  bool roce_heuristic = true;
+  bool add_roce_port(std::uint16_t port) {
+    if (extra_roce_port_count == extra_roce_ports.size()) return false;
+    extra_roce_ports[extra_roce_port_count++] = port;
+    return true;
+  }
+};
+
+struct DecodedPacket {
+  std::uint32_t linktype = 0;
+  std::uint32_t caplen = 0;   // bytes captured
+  std::uint32_t wirelen = 0;  // bytes on the wire
+  Transport transport = Transport::other;
+  bool truncated = false;     // the snap length cut the frame before the packet's end
+
+  std::optional<ErfHeader> erf;
+  std::optional<EthernetHeader> eth;
+  std::optional<SllHeader> sll;
+  std::optional<Ipv4Header> ipv4;
+  std::optional<Ipv6Header> ipv6;
+  std::optional<UdpHeader> udp;
+  std::optional<TcpHeader> tcp;
+  std::optional<Lrh> lrh;
+  std::optional<Grh> grh;
+  bool has_bth = false;
+  IbTransport ib;             // valid when has_bth (ib.present says which ext headers)
+  std::optional<MadHeader> mad;
+  std::optional<CmMessage> cm;
+
+  std::uint32_t bth_offset = 0;     // in the frame
+  std::uint32_t payload_offset = 0; // IB payload (after the extended headers)
+  std::uint32_t payload_len = 0;    // IB payload bytes on the wire, pad excluded
+  Bytes payload;                    // the captured part of that payload
+  Bytes tcp_payload;                // captured TCP payload (for stream reassembly)
+  std::uint32_t tcp_payload_len = 0;  // its length on the wire
+
+  CrcStatus icrc = CrcStatus::not_present;
+  std::uint32_t icrc_wire = 0;      // as the integer the CRC produces (wire bytes are little-endian)
+  std::uint32_t icrc_computed = 0;
+  CrcStatus vcrc = CrcStatus::not_present;
+  std::uint16_t vcrc_wire = 0;
+  std::uint16_t vcrc_computed = 0;
+
+  DiagList diags;
+
+  const OpcodeInfo* opcode() const { return has_bth ? &opcode_info(ib.bth.opcode) : nullptr; }
+  bool is_rdma() const { return transport == Transport::ib || transport == Transport::roce_v1 || transport == Transport::roce_v2; }
+};
+
+// Decodes one frame. `wirelen` is the original length (>= frame.size() normally).
+void decode_frame(std::uint32_t linktype, Bytes frame, std::uint32_t wirelen, const DecodeOptions& opts,
+                  DecodedPacket& out);
+
+}  // namespace rdmadiag::decode

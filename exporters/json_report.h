@@ -1,0 +1,32 @@
+// JSON for `analyze`: one object per packet (with --packets) and the summary.
+// Schema: docs/json-schema.md (schema_version in exporters/report.h). Packets
+// are written as they come, so memory does not grow with the capture.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "exporters/report.h"
+
+namespace rdmadiag::exporters {
+
+using Json = nlohmann::ordered_json;
+
+Json packet_json(const decode::DecodedPacket& p, std::uint64_t frame, double ts);
+Json summary_json(const decode::CaptureSummary& s);
+Json inputs_json(const std::vector<InputInfo>& inputs);
+
+// Streams {"schema_version":..., "tool":..., "packets":[...], "inputs":..., "summary":...}.
+class JsonReportWriter {
+ public:
+  JsonReportWriter(std::ostream& out, bool with_packets);
+  void packet(const decode::DecodedPacket& p, std::uint64_t frame, double ts);
+  // Writes the closing members; `extra` members (e.g. flows, anomalies) are appended as they are.
+  void finish(const AnalyzeReport& report, const Json& extra = Json::object());
+
+ private:
+  std::ostream& out_;
+  bool with_packets_;
+  bool first_packet_ = true;
+};
+
+}  // namespace rdmadiag::exporters

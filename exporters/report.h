@@ -1,0 +1,33 @@
+// What an analyze run produced, in the shape every exporter reads (JSON, text).
+// The decode/analysis library fills the summary; exporters only format.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "decode/capture_summary.h"
+
+namespace rdmadiag::exporters {
+
+inline constexpr const char* kAnalyzeSchemaVersion = "1.0";
+
+struct InputInfo {
+  std::string path;
+  std::uint32_t linktype = 0;
+  std::uint32_t snaplen = 0;
+  std::uint64_t records = 0;
+  std::string error;        // could not be opened / not a capture
+  std::string stop_reason;  // read up to damage
+};
+
+struct AnalyzeReport {
+  std::vector<InputInfo> inputs;
+  const decode::CaptureSummary* summary = nullptr;
+};
+
+// Source and destination addresses as people write them (IPv4, IPv6, GID, LID).
+std::string src_address(const decode::DecodedPacket& p);
+std::string dst_address(const decode::DecodedPacket& p);
+std::string hex(std::uint64_t v, int width = 0);
+
+}  // namespace rdmadiag::exporters
