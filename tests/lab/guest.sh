@@ -1,0 +1,100 @@
+#!/bin/bash
+# Runs inside a lab VM, chrooted into the host's read-only root (see
+# initramfs-init). `tests/lab/run` copies it into the VM's results share
+# (/tmp/lab) next to job.env and the commands (cmd.1, cmd.2 ...).
+#
+# Server and client step through the commands together: for step N the server
+# starts its command, waits until it listens, then creates /tmp/sync/ready.N;
+# the client waits for that file before starting its own. The rendezvous goes
+# through a host directory both VMs mount, so it adds nothing to the wire.
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp LC_ALL=C
+cd /tmp/lab || exit 1
+# shellcheck disable=SC1091
+. ./job.env   # LAB_ROLE LAB_MODE LAB_DEV LAB_TYPE LAB_MY_IP LAB_PEER_IP LAB_SERVER_IP LAB_NETEM LAB_STEPS LAB_STEP_TIMEOUT LAB_PEER_WAIT
+export LAB_ROLE LAB_MODE LAB_DEV LAB_MY_IP LAB_PEER_IP LAB_SERVER_IP
+
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+note() { echo "[$(uptime_s)] $*"; }
+
+note "guest $LAB_ROLE ($LAB_MODE) up"
+ip link set lo up
+ip addr add "$LAB_MY_IP/24" dev eth0
+ip link set eth0 up
+
+if [ -n "$LAB_NETEM" ]; then
+  # shellcheck disable=SC2086  # the netem options are words on purpose
+  if tc qdisc add dev eth0 root netem $LAB_NETEM; then note "netem: $LAB_NETEM"
+  else note "netem setup failed: $LAB_NETEM"; echo "netem setup failed" >>errors; fi
+fi
+
+if rdma link add "$LAB_DEV" type "$LAB_TYPE" netdev eth0; then note "rdma link $LAB_DEV added"
+else note "rdma link add $LAB_DEV failed"; echo "rdma link add $LAB_DEV type $LAB_TYPE failed" >>errors; fi
+
+# Wait (bounded) until the peer answers; the host notes when "reachable" appears.
+deadline=$(( $(date +%s) + LAB_PEER_WAIT ))
+until busybox ping -c 1 -W 1 "$LAB_PEER_IP" >/dev/null 2>&1; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    note "peer $LAB_PEER_IP not reachable after ${LAB_PEER_WAIT}s"; echo "peer not reachable" >>errors; break
+  fi
+done
+: >reachable
+note "peer reachable"
+
+# True once the server command has something listening: a new TCP listener
+# (perftest's out-of-band port, siw's rdma_cm socket) or an rdma_cm LISTEN id.
+listeners() { awk '$4 == "0A" {print $2}' /proc/net/tcp /proc/net/tcp6 2>/dev/null | sort; }
+is_listening() {
+  [ "$(listeners)" != "$1" ] && return 0
+  rdma resource show cm_id 2>/dev/null | grep -q LISTEN
+}
+
+for i in $(seq 1 "$LAB_STEPS"); do
+  cmd=$(cat "cmd.$i")
+  if [ "$LAB_ROLE" = server ]; then
+    before=$(listeners)
+    note "step $i: $cmd"
+    timeout -k 5 "$LAB_STEP_TIMEOUT" bash -c "$cmd" >"step$i.stdout" 2>"step$i.stderr" &
+    pid=$!
+    # Perftest needs a moment (emulated) to open its device; give up waiting after 30 s.
+    for _ in $(seq 1 150); do
+      is_listening "$before" && break
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    : >"/tmp/sync/ready.$i"
+    wait "$pid"; rc=$?
+  else
+    note "step $i: waiting for the server"
+    for _ in $(seq 1 $(( LAB_STEP_TIMEOUT * 5 ))); do
+      [ -e "/tmp/sync/ready.$i" ] && break
+      sleep 0.2
+    done
+    sleep 0.3   # the listener exists; let the server reach accept()/rdma_get_cm_event
+    note "step $i: $cmd"
+    timeout -k 5 "$LAB_STEP_TIMEOUT" bash -c "$cmd" >"step$i.stdout" 2>"step$i.stderr"
+    rc=$?
+  fi
+  echo "$rc" >"step$i.rc"
+  note "step $i: exit $rc"
+done
+
+# Let the peer finish before counting (and before this VM leaves the wire).
+: >"/tmp/sync/$LAB_ROLE.finished"
+peer=client; [ "$LAB_ROLE" = client ] && peer=server
+for _ in $(seq 1 50); do [ -e "/tmp/sync/$peer.finished" ] && break; sleep 0.2; done
+
+# Kernel RDMA counters and netem statistics.
+# (bash builtins only: every fork is slow in an emulated VM)
+for f in /sys/class/infiniband/*/ports/*/hw_counters/* /sys/class/infiniband/*/ports/*/counters/*; do
+  [ -f "$f" ] || continue
+  v=; read -r v <"$f" 2>/dev/null
+  printf '%s\t%s\n' "${f#/sys/class/infiniband/}" "$v"
+done >counters.tsv
+rdma statistic show >rdma-statistic.txt 2>&1
+rdma link show >rdma-link.txt 2>&1
+tc -s qdisc show dev eth0 >tc-qdisc.txt 2>&1
+ip -s link show dev eth0 >ip-link.txt 2>&1
+dmesg >dmesg.txt 2>&1
+note "done"
+sync
