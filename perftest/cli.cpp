@@ -1,0 +1,198 @@
+#include "perftest/cli.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "perftest/devices.h"
+#include "perftest/engine.h"
+#include "perftest/errors.h"
+#include "perftest/report.h"
+
+namespace rdmadiag::perftest {
+
+namespace {
+
+struct LeafSpec {
+  const char* name;
+  Verb verb;
+  Measure measure;
+  const char* help;
+};
+
+constexpr LeafSpec kLeaves[] = {
+    {"write-lat", Verb::Write, Measure::Latency, "RDMA WRITE latency (like ib_write_lat)"},
+    {"read-lat", Verb::Read, Measure::Latency, "RDMA READ latency (like ib_read_lat)"},
+    {"send-lat", Verb::Send, Measure::Latency, "SEND latency (like ib_send_lat)"},
+    {"atomic-lat", Verb::Atomic, Measure::Latency, "ATOMIC FETCH_AND_ADD latency (like ib_atomic_lat)"},
+    {"write-bw", Verb::Write, Measure::Bandwidth, "RDMA WRITE bandwidth (like ib_write_bw)"},
+    {"read-bw", Verb::Read, Measure::Bandwidth, "RDMA READ bandwidth (like ib_read_bw)"},
+    {"send-bw", Verb::Send, Measure::Bandwidth, "SEND bandwidth (like ib_send_bw)"},
+};
+
+// Everything one leaf subcommand fills in while parsing.
+struct LeafState {
+  TestOptions options;
+  std::string connection = "RC";
+  int gid_index = -1;
+  int inline_size = -1;
+  int mtu = 0;
+  std::uint64_t size = 0;
+  std::uint64_t iterations = 0;
+  bool out_json = false;
+  std::string out_json_file;
+  std::string json_file;
+  CLI::Option* size_option = nullptr;
+  CLI::Option* iters_option = nullptr;
+  CLI::Option* gid_option = nullptr;
+  CLI::Option* inline_option = nullptr;
+  CLI::Option* mtu_option = nullptr;
+};
+
+bool write_json_file(const std::string& path, const nlohmann::json& j) {
+  if (path == "-") {
+    std::cout << j.dump(2) << "\n";
+    return true;
+  }
+  std::ofstream f(path);
+  if (!f) {
+    std::fprintf(stderr, "rdmadiag: cannot write %s\n", path.c_str());
+    return false;
+  }
+  f << j.dump(2) << "\n";
+  return static_cast<bool>(f);
+}
+
+int run_leaf(LeafState& st) {
+  TestOptions& o = st.options;
+  if (st.size_option->count()) {
+    o.size = st.size;
+    o.size_given = true;
+  } else {
+    o.size = o.measure == Measure::Latency ? 2 : 65536;  // perftest's defaults
+  }
+  if (o.verb == Verb::Atomic) o.size = 8;
+  o.iterations = st.iters_option->count() ? st.iterations : (o.measure == Measure::Latency ? 1000 : 5000);
+  if (st.gid_option->count()) o.gid_index = st.gid_index;
+  if (st.inline_option->count()) o.inline_size = st.inline_size;
+  if (st.mtu_option->count()) o.mtu_bytes = st.mtu;
+  o.transport = st.connection == "UC" ? Transport::UC : st.connection == "UD" ? Transport::UD : Transport::RC;
+  const bool text_to_stdout = st.json_file != "-";
+
+  auto fail_report = [&](const std::string& message) {
+    TestResult r;
+    r.info.test = o.test_name;
+    r.info.role = o.peer.empty() ? "server" : "client";
+    r.info.peer = o.peer;
+    r.errors.push_back(message);
+    return r;
+  };
+
+  TestResult result;
+  try {
+    if (o.peer.empty() && text_to_stdout) {
+      // perftest's banner; scripts wait for it before starting the client.
+      o.before_accept = [] {
+        std::printf("\n************************************\n* Waiting for client to connect... *\n************************************\n");
+        std::fflush(stdout);
+      };
+    }
+    result = run_test(o);
+  } catch (const RunError& e) {
+    std::fprintf(stderr, "rdmadiag perftest %s: %s\n", o.test_name.c_str(), e.what());
+    result = fail_report(e.what());
+    if (!st.json_file.empty()) write_json_file(st.json_file, to_json(result, o));
+    return 1;
+  }
+  if (text_to_stdout) {
+    std::fputs(format_text(result, o).c_str(), stdout);
+    std::fflush(stdout);
+  }
+  for (const auto& e : result.errors) std::fprintf(stderr, "rdmadiag perftest %s: %s\n", o.test_name.c_str(), e.c_str());
+  bool written = true;
+  if (!st.json_file.empty()) written = write_json_file(st.json_file, to_json(result, o)) && written;
+  if (st.out_json || !st.out_json_file.empty())
+    written = write_json_file(st.out_json_file.empty() ? "perftest_out.json" : st.out_json_file,
+                              to_perftest_style_json(result, o)) && written;
+  return result.errors.empty() && written ? 0 : 1;
+}
+
+void add_leaf(CLI::App& parent, const LeafSpec& spec, rdmadiag::cli::Commands& out) {
+  auto st = std::make_shared<LeafState>();
+  TestOptions& o = st->options;
+  o.verb = spec.verb;
+  o.measure = spec.measure;
+  o.test_name = spec.name;
+  CLI::App* sub = parent.add_subcommand(spec.name, std::string(spec.help) +
+                                                        "; server without a peer address, client with one");
+  sub->add_option("peer", o.peer, "server address (client mode); omit to be the server");
+  sub->add_option("-d,--ib-dev", o.device, "RDMA device (default: the first one)");
+  sub->add_option("-i,--ib-port", o.ib_port, "device port (default 1)")->check(CLI::Range(1, 255));
+  st->gid_option = sub->add_option("-x,--gid-index", st->gid_index,
+                                   "GID index (default: a RoCE v2 IPv4 GID on Ethernet, LID addressing on IB)")
+                       ->check(CLI::Range(0, 65535));
+  st->size_option = sub->add_option("-s,--size", st->size, "message size in bytes (default 2 for latency, 65536 for bandwidth)")
+                        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 31));
+  sub->add_flag("-a,--all", o.all_sizes, "run sizes 2 B .. 8 MiB (every size is reported)");
+  st->iters_option = sub->add_option("-n,--iters", st->iterations, "iterations (default 1000 for latency, 5000 for bandwidth)")
+                         ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  st->inline_option = sub->add_option("-I,--inline_size", st->inline_size, "max inline size (default as perftest: 0 on rxe/siw)")
+                          ->check(CLI::Range(0, 4096));
+  sub->add_option("-p,--port", o.tcp_port, "TCP port of the out-of-band exchange (default 18515)")->check(CLI::Range(1, 65535));
+  sub->add_flag("-R,--rdma_cm", o.rdma_cm, "connect with rdma_cm (not supported yet)");
+  sub->add_option("-c,--connection", st->connection, "transport: RC (default), UC (write/send) or UD (not supported yet)")
+      ->check(CLI::IsMember({"RC", "UC", "UD"}));
+  st->mtu_option = sub->add_option("-m,--mtu", st->mtu, "path MTU: 256..4096 (default: the port's active MTU)");
+  sub->add_option("-T,--tos", o.tos, "traffic class / DSCP+ECN byte for RoCE")->check(CLI::Range(0, 255));
+  sub->add_option("-u,--qp-timeout", o.qp_timeout, "QP timeout exponent (default 14)")->check(CLI::Range(0, 31));
+  sub->add_option("-S,--sl", o.sl, "service level (default 0)")->check(CLI::Range(0, 15));
+  sub->add_flag("-e,--events", o.use_events, "wait for completions with events instead of polling");
+  sub->add_flag("-F,--CPU-freq", o.cpu_freq_warning_ok,
+                "accepted for compatibility: rdmadiag measures the counter frequency, so there is no warning to silence");
+  sub->add_option("-D,--duration", o.duration_s, "run for seconds instead of iterations (not supported yet)");
+  sub->add_flag("-H,--report-histogram", o.print_every_sample, "print every sample (latency tests)");
+  if (spec.measure == Measure::Bandwidth) {
+    sub->add_flag("--report-both", o.report_both, "also print the peer's report (when the peer is rdmadiag)");
+    sub->add_option("-t,--tx-depth", o.tx_depth, "operations in flight (default 128)")->check(CLI::Range(1, 8192));
+  }
+  sub->add_option("--warmup", o.warmup, "leading iterations excluded from the statistics (default 0)");
+  sub->add_flag("--samples", o.keep_samples, "put every sample in the JSON report");
+  sub->add_option("--timeout", o.timeout_s, "seconds for connecting and the longest silence during a test (default 60)")
+      ->check(CLI::Range(1, 86400));
+  sub->add_option("--perftest-version", o.announce_version,
+                  "perftest version to announce (default 6.06; >= 6.28 enables upstream's parameter negotiation)");
+  sub->add_flag("--out_json", st->out_json, "write a JSON report with perftest's result names (perftest_out.json)");
+  sub->add_option("--out_json_file", st->out_json_file, "file for --out_json");
+  sub->add_option("--json", st->json_file, "write the full JSON report to FILE ('-' for stdout instead of the table)");
+  out.push_back({sub, [st] { return run_leaf(*st); }});
+}
+
+}  // namespace
+
+void add_perftest_commands(CLI::App& app, rdmadiag::cli::Commands& out) {
+  CLI::App* perftest = app.add_subcommand("perftest", "verbs latency/bandwidth tests compatible with linux-rdma perftest");
+  perftest->require_subcommand(1);
+  for (const auto& spec : kLeaves) add_leaf(*perftest, spec, out);
+
+  CLI::App* devices = app.add_subcommand("devices", "RDMA devices, ports, GID tables and counters");
+  auto json_file = std::make_shared<std::string>();
+  auto counters = std::make_shared<bool>(false);
+  devices->add_option("--json", *json_file, "write JSON to FILE ('-' for stdout)");
+  devices->add_flag("--counters", *counters, "include the port counters");
+  out.push_back({devices, [json_file, counters] {
+                   try {
+                     const auto j = describe_devices(*counters || !json_file->empty());
+                     if (json_file->empty()) {
+                       std::fputs(format_devices_text(j, *counters).c_str(), stdout);
+                       return 0;
+                     }
+                     return write_json_file(*json_file, nlohmann::json{{"devices", j}}) ? 0 : 1;
+                   } catch (const RunError& e) {
+                     std::fprintf(stderr, "rdmadiag devices: %s\n", e.what());
+                     return 1;
+                   }
+                 }});
+}
+
+}  // namespace rdmadiag::perftest

@@ -1,0 +1,681 @@
+#include "perftest/engine.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <functional>
+
+#include "perftest/clock.h"
+#include "perftest/errors.h"
+#include "perftest/oob_channel.h"
+
+namespace rdmadiag::perftest {
+
+namespace {
+
+constexpr std::uint64_t kLargestSweepSize = 1ull << 23;  // perftest's -a: 2 B .. 8 MiB
+constexpr int kSignalEvery = 100;                          // perftest's default cq_mod
+constexpr std::uint64_t kMaxReceiveDepth = 512;            // perftest's DEF_RX_SEND
+
+std::string iso_time_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string transport_name(Transport t) { return t == Transport::RC ? "RC" : t == Transport::UC ? "UC" : "UD"; }
+
+// Waits for progress with a no-progress limit: every blocking loop in a test calls
+// check() while it spins, so a dead peer ends the test with an explanation instead of a hang.
+class ProgressWatchdog {
+ public:
+  ProgressWatchdog(int limit_s, std::string what) : limit_ns_(static_cast<std::uint64_t>(limit_s) * 1000000000ull), what_(std::move(what)) {
+    progressed();
+  }
+  void progressed() { deadline_ = monotonic_ns() + limit_ns_; }
+  // Cheap enough to call on every spin: reads the clock only every 1024 calls.
+  void check(const std::string& waiting_for) {
+    if (++spins_ & 1023) return;
+    if (monotonic_ns() > deadline_)
+      throw RunError(what_ + ": no progress for " + std::to_string(limit_ns_ / 1000000000ull) + " s while waiting for " +
+                     waiting_for +
+                     " - the peer stopped, runs a different test or size (-s/-a/-n), or the RDMA path drops packets");
+  }
+
+ private:
+  std::uint64_t limit_ns_;
+  std::uint64_t deadline_ = 0;
+  std::uint64_t spins_ = 0;
+  std::string what_;
+};
+
+// One completion from cq, by busy polling or (use_events) through the completion channel.
+ibv_wc wait_completion(ibv_cq* cq, ibv_comp_channel* channel, bool use_events, ProgressWatchdog& watchdog,
+                       const std::string& what) {
+  ibv_wc wc{};
+  for (;;) {
+    const int n = ibv_poll_cq(cq, 1, &wc);
+    if (n < 0) throw RunError("ibv_poll_cq failed while waiting for " + what);
+    if (n == 1) break;
+    if (!use_events) {
+      watchdog.check(what);
+      continue;
+    }
+    if (ibv_req_notify_cq(cq, 0)) throw RunError("ibv_req_notify_cq failed");
+    if (ibv_poll_cq(cq, 1, &wc) == 1) break;  // arrived between poll and arm
+    pollfd p{channel->fd, POLLIN, 0};
+    if (poll(&p, 1, 1000) == 1) {
+      ibv_cq* ev_cq = nullptr;
+      void* ev_ctx = nullptr;
+      if (ibv_get_cq_event(channel, &ev_cq, &ev_ctx) == 0) ibv_ack_cq_events(ev_cq, 1);
+    }
+    for (int i = 0; i < 1024; ++i) watchdog.check(what);  // forces a clock read
+  }
+  if (wc.status != IBV_WC_SUCCESS)
+    throw RunError("completion error on " + what + ": " + completion_status_name(wc.status) + " (vendor error 0x" +
+                   [&] { char b[16]; std::snprintf(b, sizeof b, "%x", wc.vendor_err); return std::string(b); }() + ") - " +
+                   completion_status_hint(wc.status));
+  watchdog.progressed();
+  return wc;
+}
+
+void post_send(ibv_qp* qp, ibv_send_wr& wr) {
+  ibv_send_wr* bad = nullptr;
+  if (const int rc = ibv_post_send(qp, &wr, &bad); rc)
+    throw RunError(std::string("ibv_post_send failed: ") + std::strerror(rc));
+}
+
+void post_receives(VerbsResources& res, std::uint64_t size, std::uint64_t count) {
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(res.recv_region()), static_cast<std::uint32_t>(size), res.mr()->lkey};
+  ibv_recv_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    ibv_recv_wr* bad = nullptr;
+    if (const int rc = ibv_post_recv(res.qp(), &wr, &bad); rc)
+      throw RunError(std::string("ibv_post_recv failed: ") + std::strerror(rc));
+  }
+}
+
+struct Session {
+  const TestOptions& opt;
+  VerbsResources& res;
+  OobChannel& oob;
+  TestResult& result;
+  int timeout_ms;
+  oob::KeyMessage my_key;
+  oob::KeyMessage remote_key;
+  bool have_remote_key = false;
+  int barrier_count = 0;
+
+  bool is_server() const { return opt.peer.empty(); }
+
+  // perftest's ctx_hand_shake: exchange key messages; used for the addresses and as a barrier.
+  void barrier(const std::string& step, int wait_ms = 0) {
+    const auto mine = oob::encode_key_message(my_key);
+    const std::size_t expected = res.uses_gid() ? oob::kKeyMessageSizeWithGid : oob::kKeyMessageSizeWithoutGid;
+    const auto got = oob.exchange(mine, expected, step, wait_ms ? wait_ms : timeout_ms);
+    try {
+      const auto key = oob::parse_key_message(got, res.uses_gid());
+      if (!have_remote_key) {
+        remote_key = key;
+        have_remote_key = true;
+      }
+    } catch (const oob::ProtocolError& e) {
+      throw RunError(std::string("out-of-band ") + step + ": " + e.what());
+    }
+    ++barrier_count;
+  }
+
+  void finish_with_done() {
+    barrier("final barrier", timeout_ms);
+    oob.send({oob::kDoneMessage, sizeof oob::kDoneMessage}, "done message");
+    (void)oob.drain(500);  // the peer's own "done", if it sends one; nothing depends on it
+  }
+};
+
+double to_usec(std::uint64_t cycles, double cycles_per_usec, int factor) {
+  return static_cast<double>(cycles) / (cycles_per_usec * factor);
+}
+
+void fill_latency(SizeResult& out, const std::vector<std::uint64_t>& posted, const CycleClock& clock, int factor,
+                  const TestOptions& opt, TestResult& result) {
+  std::vector<std::uint64_t> deltas;
+  for (std::size_t i = 1; i < posted.size(); ++i) deltas.push_back(posted[i] - posted[i - 1]);
+  if (deltas.size() >= 3) out.perftest = perftest_figures(deltas, clock.cycles_per_usec, factor);
+  std::vector<double> usec;
+  for (std::size_t i = 0; i < deltas.size(); ++i)
+    if (i >= opt.warmup) usec.push_back(to_usec(deltas[i], clock.cycles_per_usec, factor));
+  if (usec.empty()) {
+    result.errors.push_back("size " + std::to_string(out.size) + ": no samples left after " + std::to_string(opt.warmup) +
+                            " warm-up iterations");
+    return;
+  }
+  out.stats = compute_statistics(usec);
+  if (opt.keep_samples || opt.print_every_sample) out.samples_usec = std::move(usec);
+}
+
+// WRITE latency ping-pong: each side writes `size` bytes into the peer's buffer; the last
+// byte carries the iteration number, and the receiver spins on its own copy of that byte.
+// The server posts first, as in perftest, so the two ends interoperate.
+SizeResult run_write_lat(Session& s, std::uint64_t size, const CycleClock& clock) {
+  auto& res = s.res;
+  SizeResult out;
+  out.size = size;
+  out.iterations = s.opt.iterations;
+  const std::uint64_t iters = s.opt.iterations;
+  std::vector<std::uint64_t> posted(iters);
+  volatile char* poll_byte = res.recv_region() + size - 1;
+  char* post_byte = res.send_region() + size - 1;
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(res.send_region()), static_cast<std::uint32_t>(size), res.mr()->lkey};
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  if (static_cast<int>(size) <= res.inline_size()) wr.send_flags |= IBV_SEND_INLINE;
+  wr.wr.rdma.remote_addr = s.remote_key.vaddr;
+  wr.wr.rdma.rkey = s.remote_key.rkey;
+  ProgressWatchdog watchdog(s.opt.timeout_s, "write-lat size " + std::to_string(size));
+  std::uint64_t sent = 0, received = 0;
+  const std::uint64_t t0 = monotonic_ns();
+  while (sent < iters || received < iters) {
+    if (received < iters && !(sent == 0 && s.is_server())) {
+      ++received;
+      const char expected = static_cast<char>(received);
+      while (*poll_byte != expected) watchdog.check("the peer's RDMA WRITE #" + std::to_string(received));
+      watchdog.progressed();
+    }
+    if (sent < iters) {
+      posted[sent] = read_cycles();
+      *post_byte = static_cast<char>(++sent);
+      post_send(res.qp(), wr);
+      wait_completion(res.send_cq(), res.channel(), s.opt.use_events, watchdog, "RDMA WRITE #" + std::to_string(sent));
+    }
+  }
+  out.elapsed_usec = static_cast<double>(monotonic_ns() - t0) / 1000.0;
+  fill_latency(out, posted, clock, 2, s.opt, s.result);
+  return out;
+}
+
+// READ / ATOMIC latency: the client alone issues one operation at a time; a sample is a
+// whole round trip (perftest does not halve these).
+SizeResult run_read_or_atomic_lat(Session& s, std::uint64_t size, const CycleClock& clock, bool atomic) {
+  auto& res = s.res;
+  SizeResult out;
+  out.size = size;
+  out.iterations = s.opt.iterations;
+  const std::uint64_t iters = s.opt.iterations;
+  std::vector<std::uint64_t> posted(iters);
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(res.send_region()), static_cast<std::uint32_t>(size), res.mr()->lkey};
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  if (atomic) {
+    wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+    wr.wr.atomic.remote_addr = s.remote_key.vaddr;
+    wr.wr.atomic.rkey = s.remote_key.rkey;
+    wr.wr.atomic.compare_add = 1;
+  } else {
+    wr.opcode = IBV_WR_RDMA_READ;
+    wr.wr.rdma.remote_addr = s.remote_key.vaddr;
+    wr.wr.rdma.rkey = s.remote_key.rkey;
+  }
+  const char* name = atomic ? "ATOMIC FETCH_AND_ADD" : "RDMA READ";
+  ProgressWatchdog watchdog(s.opt.timeout_s, std::string(atomic ? "atomic-lat" : "read-lat") + " size " + std::to_string(size));
+  const std::uint64_t t0 = monotonic_ns();
+  for (std::uint64_t i = 0; i < iters; ++i) {
+    posted[i] = read_cycles();
+    post_send(res.qp(), wr);
+    wait_completion(res.send_cq(), res.channel(), s.opt.use_events, watchdog, std::string(name) + " #" + std::to_string(i + 1));
+  }
+  out.elapsed_usec = static_cast<double>(monotonic_ns() - t0) / 1000.0;
+  fill_latency(out, posted, clock, 1, s.opt, s.result);
+  return out;
+}
+
+// SEND latency ping-pong with receives posted in advance; the client sends first. Sends are
+// signalled every 100th and at the last one (perftest's cq_mod), so the send CQ is polled
+// rarely and the samples measure the message round trip, not completion handling.
+SizeResult run_send_lat(Session& s, std::uint64_t size, std::uint64_t receive_depth, const CycleClock& clock) {
+  auto& res = s.res;
+  SizeResult out;
+  out.size = size;
+  out.iterations = s.opt.iterations;
+  const std::uint64_t iters = s.opt.iterations;
+  std::vector<std::uint64_t> posted(iters);
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(res.send_region()), static_cast<std::uint32_t>(size), res.mr()->lkey};
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  const unsigned base_flags = static_cast<int>(size) <= res.inline_size() ? IBV_SEND_INLINE : 0;
+  ProgressWatchdog watchdog(s.opt.timeout_s, "send-lat size " + std::to_string(size));
+  std::uint64_t sent = 0, received = 0;
+  const std::uint64_t t0 = monotonic_ns();
+  while (sent < iters || received < iters) {
+    if (received < iters && !(sent == 0 && !s.is_server())) {
+      wait_completion(res.recv_cq(), res.channel(), s.opt.use_events, watchdog, "the peer's SEND #" + std::to_string(received + 1));
+      ++received;
+      if (received + receive_depth <= iters) post_receives(res, size, 1);
+    }
+    if (sent < iters) {
+      posted[sent] = read_cycles();
+      ++sent;
+      const bool signalled = sent % kSignalEvery == 0 || sent == iters;
+      wr.send_flags = base_flags | (signalled ? IBV_SEND_SIGNALED : 0);
+      post_send(res.qp(), wr);
+      if (signalled)
+        wait_completion(res.send_cq(), res.channel(), s.opt.use_events, watchdog, "SEND #" + std::to_string(sent));
+    }
+  }
+  out.elapsed_usec = static_cast<double>(monotonic_ns() - t0) / 1000.0;
+  fill_latency(out, posted, clock, 2, s.opt, s.result);
+  return out;
+}
+
+// Bandwidth figures the way perftest computes them: average over first post .. last
+// completion, peak over the best post..signalled-completion window; MB = 2^20 bytes.
+void fill_bandwidth(SizeResult& out, const std::vector<std::uint64_t>& posted, const std::vector<std::uint64_t>& completed,
+                    const CycleClock& clock) {
+  const std::uint64_t n = posted.size();
+  if (n == 0) return;
+  const double cycles_per_sec = clock.cycles_per_usec * 1e6;
+  const double total = static_cast<double>(completed[n - 1] - posted[0]);
+  out.bw_avg_mb_per_sec = static_cast<double>(out.size) * static_cast<double>(n) * cycles_per_sec / (total * 1048576.0);
+  out.msg_rate_mpps = static_cast<double>(n) * cycles_per_sec / (total * 1e6);
+  double best_cycles_per_msg = total / static_cast<double>(n);
+  for (std::uint64_t j = 0; j < n; ++j) {
+    if (!completed[j]) continue;  // only signalled completions carry a time
+    for (std::uint64_t i = 0; i <= j; i += kSignalEvery) {
+      const double per = static_cast<double>(completed[j] - posted[i]) / static_cast<double>(j - i + 1);
+      best_cycles_per_msg = std::min(best_cycles_per_msg, per);
+    }
+  }
+  out.bw_peak_mb_per_sec = static_cast<double>(out.size) * cycles_per_sec / (best_cycles_per_msg * 1048576.0);
+}
+
+// Client side of write-bw/read-bw/send-bw: keep up to tx_depth operations in flight.
+SizeResult run_bw_client(Session& s, std::uint64_t size, const CycleClock& clock) {
+  auto& res = s.res;
+  SizeResult out;
+  out.size = size;
+  out.iterations = s.opt.iterations;
+  const std::uint64_t iters = s.opt.iterations;
+  const int depth = std::max(1, s.opt.tx_depth);
+  const int signal_every = std::min(kSignalEvery, depth);
+  std::vector<std::uint64_t> posted(iters), completed(iters, 0);
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(res.send_region()), static_cast<std::uint32_t>(size), res.mr()->lkey};
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = s.opt.verb == Verb::Write ? IBV_WR_RDMA_WRITE : s.opt.verb == Verb::Read ? IBV_WR_RDMA_READ : IBV_WR_SEND;
+  wr.wr.rdma.remote_addr = s.remote_key.vaddr;
+  wr.wr.rdma.rkey = s.remote_key.rkey;
+  const unsigned base_flags = (s.opt.verb != Verb::Read && static_cast<int>(size) <= res.inline_size()) ? IBV_SEND_INLINE : 0;
+  ProgressWatchdog watchdog(s.opt.timeout_s, s.opt.test_name + " size " + std::to_string(size));
+  std::uint64_t sent = 0, done = 0;
+  const std::uint64_t t0 = monotonic_ns();
+  while (done < iters) {
+    while (sent < iters && sent - done < static_cast<std::uint64_t>(depth)) {
+      const bool signalled = (sent + 1) % static_cast<std::uint64_t>(signal_every) == 0 || sent + 1 == iters;
+      wr.send_flags = base_flags | (signalled ? IBV_SEND_SIGNALED : 0);
+      wr.wr_id = sent;
+      posted[sent] = read_cycles();
+      post_send(res.qp(), wr);
+      ++sent;
+    }
+    const ibv_wc wc = wait_completion(res.send_cq(), res.channel(), s.opt.use_events, watchdog,
+                                      "completion of operation #" + std::to_string(done + 1));
+    completed[wc.wr_id] = read_cycles();
+    done = wc.wr_id + 1;  // a signalled completion retires every earlier unsignalled one
+  }
+  out.elapsed_usec = static_cast<double>(monotonic_ns() - t0) / 1000.0;
+  fill_bandwidth(out, posted, completed, clock);
+  return out;
+}
+
+// Server side of send-bw: count receives, re-post as they complete.
+SizeResult run_send_bw_server(Session& s, std::uint64_t size, std::uint64_t receive_depth, const CycleClock& clock) {
+  auto& res = s.res;
+  SizeResult out;
+  out.size = size;
+  out.iterations = s.opt.iterations;
+  const std::uint64_t iters = s.opt.iterations;
+  std::vector<std::uint64_t> posted(iters), completed(iters, 0);
+  ProgressWatchdog watchdog(s.opt.timeout_s, "send-bw size " + std::to_string(size));
+  const std::uint64_t t0 = monotonic_ns();
+  for (std::uint64_t i = 0; i < iters; ++i) {
+    wait_completion(res.recv_cq(), res.channel(), s.opt.use_events, watchdog, "the peer's SEND #" + std::to_string(i + 1));
+    completed[i] = read_cycles();
+    posted[i] = i == 0 ? completed[0] : completed[i - 1];
+    if (i + 1 + receive_depth <= iters) post_receives(res, size, 1);
+  }
+  out.elapsed_usec = static_cast<double>(monotonic_ns() - t0) / 1000.0;
+  // The server sees arrivals only: average from the first arrival to the last.
+  const double total = static_cast<double>(completed[iters - 1] - completed[0]);
+  const double cycles_per_sec = clock.cycles_per_usec * 1e6;
+  if (iters > 1 && total > 0) {
+    out.bw_avg_mb_per_sec = static_cast<double>(size) * static_cast<double>(iters - 1) * cycles_per_sec / (total * 1048576.0);
+    out.msg_rate_mpps = static_cast<double>(iters - 1) * cycles_per_sec / (total * 1e6);
+    out.bw_peak_mb_per_sec = out.bw_avg_mb_per_sec;
+  }
+  return out;
+}
+
+int perftest_verb_code(Verb v) {
+  switch (v) {
+    case Verb::Send: return 0;
+    case Verb::Write: return 2;
+    case Verb::Read: return 4;
+    case Verb::Atomic: return 5;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> sizes_to_run(const TestOptions& o) {
+  if (o.verb == Verb::Atomic) return {8};
+  if (!o.all_sizes) return {o.size};
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t s = 2; s <= kLargestSweepSize; s <<= 1) sizes.push_back(s);
+  return sizes;
+}
+
+std::string verb_title(Verb verb, Measure measure) {
+  const char* v = verb == Verb::Write ? "RDMA_Write" : verb == Verb::Read ? "RDMA_Read" : verb == Verb::Send ? "Send" : "Atomic FETCH_AND_ADD";
+  return std::string(v) + (measure == Measure::Latency ? " Latency Test" : " BW Test");
+}
+
+TestResult run_test(const TestOptions& opt) {
+  if (opt.rdma_cm)
+    throw RunError("-R/--rdma_cm is not supported yet by rdmadiag perftest; use the TCP exchange (the default) on both sides");
+  if (opt.duration_s > 0)
+    throw RunError("-D/--duration is not supported yet by rdmadiag perftest; use -n ITERATIONS");
+  if (opt.transport == Transport::UD)
+    throw RunError("-c UD is not supported yet by rdmadiag perftest (RC and UC are)");
+  if (opt.transport == Transport::UC && opt.verb != Verb::Write && opt.verb != Verb::Send)
+    throw RunError("-c UC allows only WRITE and SEND tests (UC has no RDMA READ or atomics)");
+  const bool latency = opt.measure == Measure::Latency;
+  if (opt.iterations < (latency ? 5u : 1u))
+    throw RunError("-n must be at least " + std::string(latency ? "5 for latency tests" : "1"));
+  if (opt.warmup >= opt.iterations) throw RunError("--warmup must be smaller than -n");
+  const auto sizes = sizes_to_run(opt);
+  const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+  if (largest == 0 || largest > (1ull << 31)) throw RunError("-s must be between 1 and 2^31 bytes");
+
+  TestResult result;
+  const std::uint64_t receive_depth = std::min<std::uint64_t>(opt.iterations, kMaxReceiveDepth);
+
+  ResourceRequest req;
+  req.device = opt.device;
+  req.port = opt.ib_port;
+  req.gid_index = opt.gid_index;
+  req.transport = opt.transport;
+  req.buffer_size = std::max<std::uint64_t>(largest, 8);
+  req.send_queue_depth = latency ? 128 : std::max(opt.tx_depth, 1);
+  req.recv_queue_depth = opt.verb == Verb::Send ? static_cast<int>(receive_depth) : 1;
+  req.use_events = opt.use_events;
+  req.out_reads = (opt.verb == Verb::Read || opt.verb == Verb::Atomic) ? 1 << 16 : 1;
+  // perftest's default inline sizes apply to the devices it knows (mlx*); for the others
+  // (rxe, siw, ...) it uses 0, and so do we, unless -I says otherwise.
+  if (opt.inline_size) {
+    req.max_inline = *opt.inline_size;
+  } else {
+    const auto names = list_device_names();
+    const std::string dev = opt.device.empty() ? (names.empty() ? "" : names.front()) : opt.device;
+    const bool known_to_perftest = dev.rfind("mlx", 0) == 0;
+    req.max_inline = !known_to_perftest || opt.verb == Verb::Read || opt.verb == Verb::Atomic ? 0
+                     : opt.verb == Verb::Write                                                ? 220
+                                                                                               : 236;
+  }
+  VerbsResources res(req);  // no device / bad port / bad GID: throws before anything waits
+
+  TestInfo& info = result.info;
+  info.test = opt.test_name;
+  info.role = opt.peer.empty() ? "server" : "client";
+  info.device = res.device_name();
+  info.port = res.port();
+  info.link_layer = link_layer_name(res.port_attr().link_layer);
+  info.transport = transport_name(opt.transport);
+  info.gid_index = res.gid_index();
+  if (res.gid()) {
+    info.gid = res.gid()->text();
+    info.gid_type = res.gid()->type;
+    info.netdev = res.gid()->netdev;
+  }
+  info.inline_size = res.inline_size();
+  info.tos = opt.tos;
+  info.tcp_port = opt.tcp_port;
+  info.local_version = opt.announce_version;
+  info.start_time = iso_time_now();
+  info.warmup = opt.warmup;
+  info.peer = opt.peer;
+
+  int mtu = res.port_attr().active_mtu;
+  if (opt.mtu_bytes) {
+    int wanted = 0;
+    for (int m = 1; m <= 5; ++m)
+      if (mtu_bytes(m) == *opt.mtu_bytes) wanted = m;
+    if (!wanted) throw RunError("-m must be one of 256, 512, 1024, 2048, 4096");
+    if (wanted > res.port_attr().max_mtu)
+      throw RunError("-m " + std::to_string(*opt.mtu_bytes) + " exceeds the port's maximum MTU " +
+                     std::to_string(mtu_bytes(res.port_attr().max_mtu)));
+    mtu = wanted;
+  }
+
+  const CycleClock clock = calibrate_cycle_clock();
+  info.counter = clock.counter;
+  info.frequency_source = clock.frequency_source;
+  info.cycles_per_usec = clock.cycles_per_usec;
+  info.cpuinfo_mhz = clock.cpuinfo_mhz;
+  if (clock.cpuinfo_mhz > 0 && std::fabs(clock.cpuinfo_mhz - clock.cycles_per_usec) / clock.cycles_per_usec > 0.01)
+    result.warnings.push_back("/proc/cpuinfo says " + std::to_string(clock.cpuinfo_mhz) + " MHz but the " + clock.counter +
+                              " counter runs at " + std::to_string(clock.cycles_per_usec) +
+                              " MHz; perftest converts with the former, so its figures are off by that ratio here");
+
+  const int timeout_ms = opt.timeout_s * 1000;
+  if (opt.peer.empty() && opt.before_accept) opt.before_accept();
+  OobChannel oob = opt.peer.empty() ? OobChannel::accept_one(opt.tcp_port, timeout_ms)
+                                    : OobChannel::connect_to(opt.peer, opt.tcp_port, timeout_ms);
+  if (opt.peer.empty()) info.peer = oob.peer();
+
+  // Version, system data, MTU: the fixed preamble of every perftest (>= 5.70) test.
+  const auto my_version = oob::encode_version(opt.announce_version, true);
+  oob::PeerVersion peer_version;
+  {
+    const auto got = oob.exchange(my_version, oob::kVersionSize, "version exchange", timeout_ms);
+    try {
+      peer_version = oob::parse_version(got);
+    } catch (const oob::ProtocolError& e) {
+      throw RunError(e.what());
+    }
+  }
+  info.peer_version = peer_version.text;
+  info.peer_is_rdmadiag = peer_version.is_rdmadiag;
+  if (peer_version.number < oob::kOldestCompatibleVersion)
+    throw RunError("the peer announces perftest version " + peer_version.text +
+                   "; rdmadiag (like perftest itself) needs 5.70 or newer on the other side - upgrade the peer's perftest");
+  const long page_size = sysconf(_SC_PAGESIZE);
+  oob.exchange(oob::encode_be32(static_cast<std::uint32_t>(page_size)), 4, "page size exchange", timeout_ms);
+  oob.exchange(oob::encode_be32(64), 4, "cache line size exchange", timeout_ms);
+  {
+    const auto got = oob.exchange(oob::encode_mtu(mtu), oob::kMtuMessageSize, "MTU exchange", timeout_ms);
+    int peer_mtu = 0;
+    try {
+      peer_mtu = oob::parse_mtu(got);
+    } catch (const oob::ProtocolError& e) {
+      throw RunError(e.what());
+    }
+    mtu = std::min(mtu, peer_mtu);
+  }
+  info.mtu = mtu_bytes(mtu);
+
+  // Two rdmadiag peers compare their options, so a mismatch is an explanation, not a hang.
+  if (peer_version.is_rdmadiag) {
+    const std::vector<std::pair<std::string, std::string>> mine{
+        {"test", opt.test_name},
+        {"sizes", opt.all_sizes ? "all" : std::to_string(opt.size)},
+        {"iterations", std::to_string(opt.iterations)},
+        {"connection", transport_name(opt.transport)},
+        {"gid", res.uses_gid() ? "yes" : "no"},
+    };
+    const auto got = oob.exchange(oob::encode_options(mine), oob::kOptionsMessageSize, "option check", timeout_ms);
+    std::vector<std::string> diffs;
+    try {
+      diffs = oob::compare_options(mine, oob::parse_options(got));
+    } catch (const oob::ProtocolError& e) {
+      throw RunError(e.what());
+    }
+    if (!diffs.empty()) {
+      std::string text = "the peer runs a different test or options; both sides need the same ones:";
+      for (const auto& d : diffs) text += "\n  " + d;
+      throw RunError(text);
+    }
+  }
+  // Upstream perftest >= 6.28 negotiates parameters when both sides announce >= 6.28.
+  if (peer_version.number >= oob::kNegotiationVersion && std::atof(opt.announce_version.c_str()) >= oob::kNegotiationVersion) {
+    oob::NegotiationBlock mine;
+    mine.test_method = opt.all_sizes ? 1 : 0;
+    mine.connection_type = opt.transport == Transport::RC ? 0 : opt.transport == Transport::UC ? 1 : 2;
+    mine.verb = perftest_verb_code(opt.verb);
+    mine.tst = latency ? 0 : 1;
+    mine.size = opt.size;
+    mine.iters = opt.iterations;
+    const auto& da = res.device_attr();
+    mine.device_attr.assign(reinterpret_cast<const std::uint8_t*>(&da), reinterpret_cast<const std::uint8_t*>(&da) + sizeof da);
+    std::vector<char> got;
+    const auto with_mask = oob::encode_negotiation(mine, true);
+    const auto without_mask = oob::encode_negotiation(mine, false);
+    // The block's size depends on whether the peer's perftest was built with mlx5dv. The
+    // server learns it from what the client sends; the client sends the distribution
+    // packages' size and accepts either back.
+    if (oob.is_client()) {
+      oob.send(with_mask, "parameter negotiation");
+      got = oob.receive(oob::kNegotiationSizeWithoutMlx5, "parameter negotiation", timeout_ms);
+    } else {
+      got = oob.receive(oob::kNegotiationSizeWithoutMlx5, "parameter negotiation", timeout_ms);
+    }
+    const auto extra = oob.drain(200);
+    got.insert(got.end(), extra.begin(), extra.end());
+    if (!oob.is_client()) oob.send(got.size() == oob::kNegotiationSizeWithMlx5 ? with_mask : without_mask, "parameter negotiation");
+    try {
+      const auto diffs = oob::compare_negotiation(mine, oob::parse_negotiation(got));
+      if (!diffs.empty()) {
+        std::string text = "the peer's perftest refuses these parameters:";
+        for (const auto& d : diffs) text += "\n  " + d;
+        throw RunError(text);
+      }
+    } catch (const oob::ProtocolError& e) {
+      throw RunError(e.what());
+    }
+    info.negotiated = true;
+  }
+
+  Session s{opt, res, oob, result, timeout_ms, res.key_message(), {}, false, 0};
+  result.counters_before = read_port_counters(res.device_name(), res.port());
+  auto connect = [&] { res.connect(s.remote_key, mtu, opt.tos, opt.qp_timeout, opt.sl); };
+  info.local_key = s.my_key;
+  // A long wait on the server for a client that runs the whole test meanwhile.
+  const int whole_test_ms = timeout_ms * static_cast<int>(std::min<std::size_t>(sizes.size(), 30));
+
+  try {
+    if (latency && opt.verb == Verb::Write) {
+      s.barrier("address exchange");
+      s.barrier("address exchange (per QP)");
+      connect();
+      s.barrier("address echo");
+      s.barrier("barrier after RTR");
+      for (auto size : sizes) result.sizes.push_back(run_write_lat(s, size, clock));
+    } else if (latency && (opt.verb == Verb::Read || opt.verb == Verb::Atomic)) {
+      s.barrier("address exchange");
+      s.barrier("address exchange (per QP)");
+      connect();
+      s.barrier("address echo");
+      s.barrier("barrier after RTR");
+      if (s.is_server()) {
+        // The server's part is passive: it waits until the client has finished.
+        s.barrier("end of test (waiting for the client)", whole_test_ms);
+        oob.send({oob::kDoneMessage, sizeof oob::kDoneMessage}, "done message");
+        (void)oob.drain(500);
+      } else {
+        for (auto size : sizes) result.sizes.push_back(run_read_or_atomic_lat(s, size, clock, opt.verb == Verb::Atomic));
+        s.finish_with_done();
+      }
+    } else if (latency && opt.verb == Verb::Send) {
+      s.barrier("address exchange");
+      connect();
+      s.barrier("barrier after RTR");
+      s.barrier("address echo");
+      for (auto size : sizes) {
+        post_receives(res, size, receive_depth);
+        s.barrier("receives posted (size " + std::to_string(size) + ")");
+        result.sizes.push_back(run_send_lat(s, size, receive_depth, clock));
+      }
+      s.finish_with_done();
+    } else if (opt.verb == Verb::Send) {  // send-bw
+      s.barrier("address exchange");
+      connect();
+      s.barrier("barrier after RTR");
+      s.barrier("address echo");
+      for (auto size : sizes) {
+        if (s.is_server()) post_receives(res, size, receive_depth);
+        s.barrier("receives posted (size " + std::to_string(size) + ")");
+        result.sizes.push_back(s.is_server() ? run_send_bw_server(s, size, receive_depth, clock) : run_bw_client(s, size, clock));
+      }
+      s.finish_with_done();
+    } else {  // write-bw, read-bw: the server is passive and prints the client's report
+      s.barrier("address exchange");
+      connect();
+      s.barrier("address echo");
+      s.barrier("barrier after RTR");
+      if (!s.is_server())
+        for (auto size : sizes) result.sizes.push_back(run_bw_client(s, size, clock));
+      s.barrier(s.is_server() ? "end of test (waiting for the client)" : "end of test", whole_test_ms);
+      oob::BwReport mine{};
+      if (!result.sizes.empty()) {
+        const auto& last = result.sizes.back();
+        mine = {last.size, last.iterations, last.bw_peak_mb_per_sec, last.bw_avg_mb_per_sec, last.msg_rate_mpps};
+      }
+      const auto fields = oob::encode_bw_report(mine);
+      std::array<std::array<char, 8>, 5> theirs{};
+      static const char* const kFieldNames[] = {"size", "iterations", "peak bandwidth", "average bandwidth", "message rate"};
+      for (std::size_t i = 0; i < 5; ++i) {
+        const auto got = oob.exchange(fields[i], 8, std::string("bandwidth report (") + kFieldNames[i] + ")", timeout_ms);
+        std::memcpy(theirs[i].data(), got.data(), 8);
+      }
+      const auto remote = oob::parse_bw_report(theirs);
+      if (s.is_server()) {
+        SizeResult r;
+        r.size = remote.size;
+        r.iterations = remote.iterations;
+        r.bw_peak_mb_per_sec = remote.bw_peak_mb_per_sec;
+        r.bw_avg_mb_per_sec = remote.bw_avg_mb_per_sec;
+        r.msg_rate_mpps = remote.msg_rate_mpps;
+        r.remote_report = remote;
+        result.sizes.push_back(r);
+      } else if (peer_version.is_rdmadiag && !result.sizes.empty()) {
+        // perftest's server sends uninitialised memory here; only an rdmadiag peer's is meaningful.
+        result.sizes.back().remote_report = remote;
+      }
+      s.finish_with_done();
+    }
+  } catch (const RunError& e) {
+    result.errors.push_back(e.what());
+  }
+  if (s.have_remote_key) info.remote_key = s.remote_key;
+  result.counters_after = read_port_counters(res.device_name(), res.port());
+  return result;
+}
+
+}  // namespace rdmadiag::perftest

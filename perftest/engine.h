@@ -1,0 +1,96 @@
+// The test engine: runs one perftest-compatible test and returns result structs.
+// Formatting (text table, JSON) lives in report.h.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "perftest/statistics.h"
+#include "perftest/verbs_resources.h"
+
+namespace rdmadiag::perftest {
+
+enum class Verb { Write, Read, Send, Atomic };
+enum class Measure { Latency, Bandwidth };
+
+struct TestOptions {
+  Verb verb = Verb::Write;
+  Measure measure = Measure::Latency;
+  std::string device;                 // -d
+  int ib_port = 1;                    // -i
+  std::optional<int> gid_index;       // -x
+  std::uint64_t size = 2;             // -s
+  bool size_given = false;
+  bool all_sizes = false;             // -a
+  std::uint64_t iterations = 1000;    // -n
+  std::optional<int> inline_size;     // -I
+  int tcp_port = 18515;               // -p
+  bool rdma_cm = false;               // -R
+  Transport transport = Transport::RC;  // -c
+  std::optional<int> mtu_bytes;       // -m
+  int tos = -1;                       // -T
+  int qp_timeout = 14;                // -u
+  int sl = 0;                         // -S
+  bool use_events = false;            // -e
+  bool cpu_freq_warning_ok = false;   // -F
+  int duration_s = 0;                 // -D (0: iterations mode)
+  bool print_every_sample = false;    // -H
+  bool report_both = false;           // --report-both
+  int tx_depth = 128;                 // -t (bandwidth)
+  std::uint64_t warmup = 0;           // --warmup: iterations excluded from statistics
+  bool keep_samples = false;          // --samples: raw samples in the JSON
+  int timeout_s = 60;                 // --timeout: connection / no-progress limit
+  std::string announce_version = "6.06";  // --perftest-version
+  std::string peer;                   // empty: server
+  std::string test_name;              // "write-lat", ...
+  std::function<void()> before_accept;  // server: called once the device is ready, before waiting
+};
+
+struct SizeResult {
+  std::uint64_t size = 0;
+  std::uint64_t iterations = 0;
+  // Latency tests.
+  std::optional<LatencyStatistics> stats;   // exact, over samples after warm-up
+  std::optional<PerftestFigures> perftest;  // perftest's own figures for the same samples
+  std::vector<double> samples_usec;         // kept when asked (-H, --samples)
+  // Bandwidth tests.
+  double bw_peak_mb_per_sec = 0, bw_avg_mb_per_sec = 0, msg_rate_mpps = 0;
+  std::optional<oob::BwReport> remote_report;  // what the peer reported (bw tests)
+  double elapsed_usec = 0;
+};
+
+struct TestInfo {
+  std::string test, role, device, link_layer, transport, peer, exchange = "tcp";
+  int port = 1, gid_index = -1, mtu = 0, inline_size = 0, tos = -1, tcp_port = 18515;
+  std::string gid, gid_type, netdev;
+  std::string local_version, peer_version;
+  bool peer_is_rdmadiag = false;
+  bool negotiated = false;
+  std::string start_time;                 // ISO 8601 UTC
+  std::string counter, frequency_source;  // timestamp counter and how its rate was found
+  double cycles_per_usec = 0, cpuinfo_mhz = 0;
+  std::uint64_t warmup = 0;
+  oob::KeyMessage local_key, remote_key;
+};
+
+struct TestResult {
+  TestInfo info;
+  std::vector<SizeResult> sizes;
+  std::map<std::string, std::uint64_t> counters_before, counters_after;
+  std::vector<std::string> errors;
+  std::vector<std::string> warnings;
+};
+
+// Runs the test. Errors after the test info is known are recorded in result.errors (and the
+// function returns what it has); errors before that throw RunError.
+TestResult run_test(const TestOptions& options);
+
+// The sizes a run covers: 2^1..2^23 with -a (perftest's sweep), else just options.size.
+std::vector<std::uint64_t> sizes_to_run(const TestOptions& options);
+
+std::string verb_title(Verb verb, Measure measure);  // "RDMA_Write Latency Test", ...
+
+}  // namespace rdmadiag::perftest

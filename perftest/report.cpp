@@ -1,0 +1,244 @@
+#include "perftest/report.h"
+
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <sstream>
+
+namespace rdmadiag::perftest {
+
+namespace {
+
+constexpr char kRule[] = "---------------------------------------------------------------------------------------\n";
+
+std::string printf_string(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string printf_string(const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+// perftest prints GID bytes with %02d (decimal), e.g. "255:255:10:77:00:02".
+std::string perftest_gid(const std::optional<std::array<std::uint8_t, 16>>& gid) {
+  std::string out;
+  if (!gid) return out;
+  for (std::size_t i = 0; i < 16; ++i) out += printf_string("%s%02d", i ? ":" : "", (*gid)[i]);
+  return out;
+}
+
+std::string address_lines(const char* side, const oob::KeyMessage& k, const TestOptions& o) {
+  std::string s = printf_string(" %s address: LID %#04x QPN %#06x PSN %#06x", side, k.lid, k.qpn, k.psn);
+  if (o.verb == Verb::Read || o.verb == Verb::Atomic) s += printf_string(" OUT %#04x", k.out_reads);
+  if (o.verb != Verb::Send) s += printf_string(" RKey %#08x VAddr %#016llx", k.rkey, static_cast<unsigned long long>(k.vaddr));
+  s += "\n";
+  if (k.gid) s += " GID: " + perftest_gid(k.gid) + "\n";
+  return s;
+}
+
+std::string hex(std::uint64_t v) { return printf_string("0x%" PRIx64, v); }
+
+nlohmann::json key_json(const oob::KeyMessage& k) {
+  nlohmann::json j{{"lid", k.lid}, {"out_reads", k.out_reads}, {"qpn", k.qpn}, {"psn", k.psn},
+                   {"rkey", hex(k.rkey)}, {"vaddr", hex(k.vaddr)}};
+  if (k.gid) j["gid"] = perftest_gid(k.gid);
+  return j;
+}
+
+}  // namespace
+
+std::string rdmadiag_version() { return "0.1.0"; }
+
+std::string format_text(const TestResult& r, const TestOptions& o) {
+  const auto& i = r.info;
+  std::ostringstream out;
+  const bool latency = o.measure == Measure::Latency;
+  out << kRule;
+  out << "                    " << verb_title(o.verb, o.measure) << "\n";
+  out << printf_string(" Dual-port       : OFF\t\tDevice         : %s\n", i.device.c_str());
+  out << printf_string(" Number of qps   : 1\t\tTransport type : IB\n");
+  out << printf_string(" Connection type : %s\t\tUsing SRQ      : OFF\n", i.transport.c_str());
+  if (!(latency && o.peer.empty() && o.verb == Verb::Send)) out << printf_string(" TX depth        : %d\n", latency ? 1 : o.tx_depth);
+  if (o.verb == Verb::Send && o.peer.empty())
+    out << printf_string(" RX depth        : %d\n", static_cast<int>(std::min<std::uint64_t>(o.iterations, 512)));
+  out << printf_string(" Mtu             : %d[B]\n", i.mtu);
+  out << printf_string(" Link type       : %s\n", i.link_layer == "Ethernet" ? "Ethernet" : "IB");
+  if (i.gid_index >= 0) out << printf_string(" GID index       : %d\n", i.gid_index);
+  if (o.verb != Verb::Read && o.verb != Verb::Atomic) out << printf_string(" Max inline data : %d[B]\n", i.inline_size);
+  else out << printf_string(" Outstand reads  : %u\n", i.local_key.out_reads);
+  out << " rdma_cm QPs\t : OFF\n";
+  out << " Data ex. method : Ethernet\n";
+  out << kRule;
+  out << address_lines("local", i.local_key, o);
+  if (i.remote_key.qpn || i.remote_key.vaddr) out << address_lines("remote", i.remote_key, o);
+  out << kRule;
+  if (latency) {
+    const bool have_rows = !r.sizes.empty();
+    for (const auto& sr : r.sizes) {
+      if (!o.print_every_sample || sr.samples_usec.empty()) continue;
+      out << "#, usec\n";
+      for (std::size_t k = 0; k < sr.samples_usec.size(); ++k) out << printf_string("%zu, %g\n", k + 1, sr.samples_usec[k]);
+      out << kRule;
+    }
+    if (have_rows) {
+      out << " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% "
+             "percentile[usec]   99.9% percentile[usec] "
+          << "   stdev[usec]  p50[usec]  p90[usec]  p99[usec]  p99.9[usec]  p99.99[usec]  max[usec]  samples\n";
+    }
+    for (const auto& sr : r.sizes) {
+      if (!sr.perftest || !sr.stats) continue;
+      const auto& f = *sr.perftest;
+      out << printf_string(" %-7lu %" PRIu64 "          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f",
+                           static_cast<unsigned long>(sr.size), sr.iterations, f.t_min, f.t_max, f.t_typical, f.t_avg,
+                           f.t_stdev, f.p99, f.p99_9);
+      const auto& st = *sr.stats;
+      out << printf_string("   %-10.3f   %-9.3f  %-9.3f  %-9.3f  %-11.3f  %-12.3f  %-9.3f  %zu\n", st.stdev_usec,
+                           st.percentiles[0].usec, st.percentiles[1].usec, st.percentiles[2].usec, st.percentiles[3].usec,
+                           st.percentiles[4].usec, st.max_usec, st.sample_count);
+    }
+    if (o.peer.empty() && (o.verb == Verb::Read || o.verb == Verb::Atomic) && r.errors.empty())
+      out << " (the server side of " << i.test << " only serves the client's operations; the client reports the figures)\n";
+  } else {
+    out << " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n";
+    for (const auto& sr : r.sizes)
+      out << printf_string(" %-7lu    %-10" PRIu64 "       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n",
+                           static_cast<unsigned long>(sr.size), sr.iterations, sr.bw_peak_mb_per_sec, sr.bw_avg_mb_per_sec,
+                           sr.msg_rate_mpps);
+    if (o.report_both && !o.peer.empty() && !r.sizes.empty() && r.sizes.back().remote_report) {
+      const auto& rr = *r.sizes.back().remote_report;
+      out << kRule << " Remote results:\n";
+      out << printf_string(" %-7lu    %-10" PRIu64 "       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n",
+                           static_cast<unsigned long>(rr.size), rr.iterations, rr.bw_peak_mb_per_sec, rr.bw_avg_mb_per_sec,
+                           rr.msg_rate_mpps);
+    }
+  }
+  out << kRule;
+  out << " timestamps: " << i.counter << " at " << printf_string("%.3f", i.cycles_per_usec) << " MHz, "
+      << i.frequency_source;
+  if (i.cpuinfo_mhz > 0) out << printf_string(" (/proc/cpuinfo: %.3f MHz)", i.cpuinfo_mhz);
+  out << "\n peer: " << i.peer << " announcing perftest " << (i.peer_version.empty() ? "?" : i.peer_version)
+      << (i.peer_is_rdmadiag ? " (rdmadiag)" : "") << "\n";
+  for (const auto& w : r.warnings) out << " warning: " << w << "\n";
+  return out.str();
+}
+
+nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
+  const auto& i = r.info;
+  nlohmann::json info{
+      {"test", i.test},
+      {"role", i.role},
+      {"device", i.device},
+      {"port", i.port},
+      {"link_layer", i.link_layer},
+      {"gid_index", i.gid_index},
+      {"gid", i.gid.empty() ? nlohmann::json(nullptr) : nlohmann::json(i.gid)},
+      {"gid_type", i.gid_type.empty() ? nlohmann::json(nullptr) : nlohmann::json(i.gid_type)},
+      {"netdev", i.netdev.empty() ? nlohmann::json(nullptr) : nlohmann::json(i.netdev)},
+      {"mtu", i.mtu},
+      {"transport", i.transport},
+      {"inline_size", i.inline_size},
+      {"tos", i.tos},
+      {"peer", i.peer},
+      {"exchange", i.exchange},
+      {"tcp_port", i.tcp_port},
+      {"versions",
+       {{"rdmadiag", rdmadiag_version()},
+        {"announced_perftest", i.local_version},
+        {"peer_perftest", i.peer_version},
+        {"peer_is_rdmadiag", i.peer_is_rdmadiag},
+        {"parameter_negotiation", i.negotiated}}},
+      {"start_time", i.start_time},
+      {"clock",
+       {{"counter", i.counter},
+        {"frequency_mhz", i.cycles_per_usec},
+        {"frequency_source", i.frequency_source},
+        {"cpuinfo_mhz", i.cpuinfo_mhz}}},
+      {"iterations", o.iterations},
+      {"warmup_iterations", i.warmup},
+      {"sizes", o.all_sizes ? "all" : std::to_string(o.size)},
+      {"local_address", key_json(i.local_key)},
+  };
+  if (i.remote_key.qpn || i.remote_key.vaddr) info["remote_address"] = key_json(i.remote_key);
+
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& sr : r.sizes) {
+    nlohmann::json j{{"size", sr.size}, {"iterations", sr.iterations}, {"elapsed_usec", sr.elapsed_usec}};
+    if (sr.stats) {
+      const auto& st = *sr.stats;
+      nlohmann::json pct = nlohmann::json::object();
+      for (const auto& p : st.percentiles) {
+        std::string key = "p" + printf_string("%g", p.quantile * 100);
+        pct[key] = p.usec;
+      }
+      j["statistics"] = {{"unit", "usec"},
+                         {"sample_count", st.sample_count},
+                         {"t_min", st.min_usec},
+                         {"t_max", st.max_usec},
+                         {"t_typical", st.median_usec},
+                         {"t_avg", st.mean_usec},
+                         {"t_stdev", st.stdev_usec},
+                         {"percentiles", pct}};
+      j["histogram"] = {{"low_usec", st.histogram.low_usec},
+                        {"bin_width_usec", st.histogram.bin_width_usec},
+                        {"counts", st.histogram.counts}};
+    }
+    if (sr.perftest) {
+      const auto& f = *sr.perftest;
+      j["perftest_figures"] = {{"t_min", f.t_min},         {"t_max", f.t_max},   {"t_typical", f.t_typical},
+                               {"t_avg", f.t_avg},         {"t_stdev", f.t_stdev}, {"p99", f.p99},
+                               {"p99_9", f.p99_9}};
+    }
+    if (!sr.samples_usec.empty()) j["samples_usec"] = sr.samples_usec;
+    if (o.measure == Measure::Bandwidth) {
+      j["bandwidth"] = {{"unit", "MB/s (2^20 bytes per second)"},
+                        {"bw_peak", sr.bw_peak_mb_per_sec},
+                        {"bw_avg", sr.bw_avg_mb_per_sec},
+                        {"msg_rate_mpps", sr.msg_rate_mpps}};
+      if (sr.remote_report)
+        j["remote_report"] = {{"size", sr.remote_report->size},
+                              {"iterations", sr.remote_report->iterations},
+                              {"bw_peak", sr.remote_report->bw_peak_mb_per_sec},
+                              {"bw_avg", sr.remote_report->bw_avg_mb_per_sec},
+                              {"msg_rate_mpps", sr.remote_report->msg_rate_mpps}};
+    }
+    results.push_back(j);
+  }
+
+  nlohmann::json counters{{"before", r.counters_before}, {"after", r.counters_after}};
+  nlohmann::json delta = nlohmann::json::object();
+  for (const auto& [k, after] : r.counters_after) {
+    const auto it = r.counters_before.find(k);
+    if (it != r.counters_before.end() && after >= it->second && after != it->second) delta[k] = after - it->second;
+  }
+  counters["delta"] = delta;
+  return {{"schema", "rdmadiag-perftest"},
+          {"schema_version", kReportSchemaVersion},
+          {"test_info", info},
+          {"results", results},
+          {"port_counters", counters},
+          {"warnings", r.warnings},
+          {"errors", r.errors},
+          {"ok", r.errors.empty()}};
+}
+
+nlohmann::json to_perftest_style_json(const TestResult& r, const TestOptions& o) {
+  nlohmann::json j = to_json(r, o);
+  // perftest's key names for the (last) result line.
+  if (!r.sizes.empty()) {
+    const auto& sr = r.sizes.back();
+    nlohmann::json res{{"MsgSize", sr.size}, {"n_iterations", sr.iterations}};
+    if (sr.perftest) {
+      const auto& f = *sr.perftest;
+      res.update({{"t_min", f.t_min}, {"t_max", f.t_max}, {"t_typical", f.t_typical}, {"t_avg", f.t_avg},
+                  {"t_stdev", f.t_stdev}, {"percentile_99", f.p99}, {"percentile_99_9", f.p99_9}});
+    } else {
+      res.update({{"BW_peak", sr.bw_peak_mb_per_sec}, {"BW_average", sr.bw_avg_mb_per_sec}, {"MsgRate", sr.msg_rate_mpps}});
+    }
+    j["results_perftest"] = res;
+  }
+  return j;
+}
+
+}  // namespace rdmadiag::perftest

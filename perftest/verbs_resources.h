@@ -1,0 +1,106 @@
+// rdma-core resources for one test: device, port, GID, PD, MR, CQs, one QP; and the QP
+// state transitions with perftest's attribute values so both ends agree.
+#pragma once
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "perftest/oob_protocol.h"
+
+namespace rdmadiag::perftest {
+
+struct GidEntry {
+  int index = 0;
+  std::array<std::uint8_t, 16> gid{};
+  std::string type;    // "IB", "RoCE v1", "RoCE v2"
+  std::string netdev;  // from sysfs, may be empty
+  bool ipv4_mapped() const;
+  std::string text() const;  // "fe80::..." / "::ffff:10.77.0.1"
+};
+
+std::vector<std::string> list_device_names();
+// GID table of a port from sysfs (types and netdevs) with the verbs' values; skips empty ones.
+std::vector<GidEntry> read_gid_table(const std::string& device, int port);
+// perftest's automatic choice: a RoCE v2 IPv4-mapped GID, else RoCE v2, else RoCE v1 IPv4, else 0.
+int choose_gid_index(const std::vector<GidEntry>& table);
+// sysfs port counters ("counters" and "hw_counters"), name -> value.
+std::map<std::string, std::uint64_t> read_port_counters(const std::string& device, int port);
+std::string link_layer_name(int link_layer);
+std::string port_state_name(int state);
+int mtu_bytes(int ibv_mtu_enum);
+
+enum class Transport { RC, UC, UD };
+
+struct ResourceRequest {
+  std::string device;        // empty: the first device
+  int port = 1;
+  std::optional<int> gid_index;
+  Transport transport = Transport::RC;
+  std::size_t buffer_size = 4096;  // each of the two regions (send/source and receive/target)
+  int send_queue_depth = 128;
+  int recv_queue_depth = 1;
+  int max_inline = 0;
+  bool use_events = false;
+  int out_reads = 1;               // for READ/ATOMIC: the device maximum
+};
+
+class VerbsResources {
+ public:
+  explicit VerbsResources(const ResourceRequest& request);
+  ~VerbsResources();
+  VerbsResources(const VerbsResources&) = delete;
+  VerbsResources& operator=(const VerbsResources&) = delete;
+
+  ibv_context* context() const { return context_; }
+  ibv_qp* qp() const { return qp_; }
+  ibv_cq* send_cq() const { return send_cq_; }
+  ibv_cq* recv_cq() const { return recv_cq_; }
+  ibv_comp_channel* channel() const { return channel_; }
+  ibv_mr* mr() const { return mr_; }
+  char* send_region() const { return buffer_; }
+  char* recv_region() const { return buffer_ + region_size_; }
+  std::size_t region_size() const { return region_size_; }
+  const ibv_port_attr& port_attr() const { return port_attr_; }
+  const ibv_device_attr& device_attr() const { return device_attr_; }
+  const std::string& device_name() const { return device_name_; }
+  int port() const { return port_; }
+  int gid_index() const { return gid_index_; }  // -1 when the link is IB and no GID is used
+  const std::optional<GidEntry>& gid() const { return gid_; }
+  bool uses_gid() const { return gid_index_ >= 0; }
+  int inline_size() const { return inline_size_; }
+  std::uint32_t psn() const { return psn_; }
+  int out_reads() const { return out_reads_; }
+
+  // Our key message (receive region address, rkey, QPN, PSN, GID, out_reads).
+  oob::KeyMessage key_message() const;
+  // INIT -> RTR -> RTS toward the peer; mtu is the ibv_mtu enum agreed with the peer.
+  void connect(const oob::KeyMessage& remote, int mtu, int traffic_class, int qp_timeout, int sl);
+
+ private:
+  void release();
+  ibv_context* context_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  ibv_comp_channel* channel_ = nullptr;
+  ibv_cq* send_cq_ = nullptr;
+  ibv_cq* recv_cq_ = nullptr;
+  ibv_mr* mr_ = nullptr;
+  ibv_qp* qp_ = nullptr;
+  char* buffer_ = nullptr;
+  std::size_t region_size_ = 0;
+  ibv_port_attr port_attr_{};
+  ibv_device_attr device_attr_{};
+  std::string device_name_;
+  int port_ = 1;
+  int gid_index_ = -1;
+  std::optional<GidEntry> gid_;
+  int inline_size_ = 0;
+  std::uint32_t psn_ = 0;
+  int out_reads_ = 1;
+  Transport transport_ = Transport::RC;
+};
+
+}  // namespace rdmadiag::perftest
