@@ -13,7 +13,8 @@ frame by frame:
     equal opcode, destination QP and PSN;
   * every other BTH field, extended-header field (RETH, AETH, DETH, ImmDt, IETH,
     AtomicETH, AtomicAckETH, RDETH), MAD / CM field, LRH / GRH field that both
-    decode must be equal; an extended header decoded by one side only is a
+    decode must be equal, and on RoCEv2 frames the IPv4/IPv6 addresses and the
+    UDP ports and length; an extended header decoded by one side only is a
     mismatch (except on truncated frames and on the opcodes listed below);
   * the ICRC (VCRC) on the wire: tshark prints the 4 (2) wire bytes as a
     big-endian number, rdmadiag prints the integer the CRC produces (the wire
@@ -43,6 +44,7 @@ Exit status: 0 all files passed, 1 any mismatch / failure, 77 tshark not found
 
 import argparse
 import concurrent.futures
+import ipaddress
 import json
 import os
 import shutil
@@ -53,7 +55,8 @@ import sys
 # --------------------------------------------------------------------------
 # Field table: (label, tshark field, kind, extractor on our packet dict, group)
 #   kind: int | bool | bytes (hex string, any width) | crc32 | crc16
-#   group: "bth" (always compared when both decode BTH),
+#   group: "l3" (RoCEv2 IP addresses and UDP header),
+#          "bth" (always compared when both decode BTH),
 #          "ext" (extended headers / MAD / CM: not compared on opcodes tshark
 #                 misdecodes), "crc", "lrh", "grh"
 # --------------------------------------------------------------------------
@@ -79,7 +82,29 @@ def _cm(kind, key):
     return f
 
 
+def _roce_v2_get(*path):
+    g = _get(*path)
+    return lambda p: g(p) if p.get("transport") == "roce_v2" else None
+
+
+def _roce_v2_addr(key, version):
+    def f(p):
+        if p.get("transport") != "roce_v2" or key not in p:
+            return None
+        a = ipaddress.ip_address(p[key])
+        return a if a.version == version else None
+    return f
+
+
 FIELDS = [
+    # RoCEv2 outer headers (only on frames we call roce_v2)
+    ("ipv4.src", "ip.src", "addr", _roce_v2_addr("src", 4), "l3"),
+    ("ipv4.dst", "ip.dst", "addr", _roce_v2_addr("dst", 4), "l3"),
+    ("ipv6.src", "ipv6.src", "addr", _roce_v2_addr("src", 6), "l3"),
+    ("ipv6.dst", "ipv6.dst", "addr", _roce_v2_addr("dst", 6), "l3"),
+    ("udp.src_port", "udp.srcport", "int", _roce_v2_get("udp", "src_port"), "l3"),
+    ("udp.dst_port", "udp.dstport", "int", _roce_v2_get("udp", "dst_port"), "l3"),
+    ("udp.length", "udp.length", "int", _roce_v2_get("udp", "length"), "l3"),
     # BTH
     ("opcode", "infiniband.bth.opcode", "int", _get("opcode"), "bth"),
     ("dest_qp", "infiniband.bth.destqp", "int", _get("dest_qp"), "bth"),
@@ -192,12 +217,16 @@ def parse_value(kind, s):
         return int(s, 0)
     if kind == "bytes":
         return int(s.replace(":", "").replace("0x", ""), 16)
+    if kind == "addr":
+        return ipaddress.ip_address(s)
     return int(s, 0)
 
 
 def normalize_ours(kind, v):
     if v is None:
         return None
+    if kind == "addr":
+        return v
     if isinstance(v, bool):
         return int(v)
     if isinstance(v, str):
@@ -363,7 +392,7 @@ def check_file(path, rdmadiag, tshark, verbose=False):
         if why:
             res.divergent[why] = res.divergent.get(why, 0) + 1
         for label, tf, kind, getter, group in FIELDS:
-            if why and group != "bth":
+            if why and group not in ("bth", "l3"):
                 continue
             ov = normalize_ours(kind, getter(p))
             tv = parse_value(kind, t.get(tf, ""))
