@@ -203,7 +203,9 @@ VerbsResources::VerbsResources(const ResourceRequest& req) : port_(req.port), tr
     if (!qp_)
       throw RunError("ibv_create_qp failed: " + errno_text() +
                      (req.max_inline > 0 ? " (inline size " + std::to_string(req.max_inline) + " may exceed the device's; try -I 0)" : ""));
-    inline_size_ = static_cast<int>(init.cap.max_inline_data);
+    // Inline only up to what was asked for (as perftest): providers round the capacity up
+    // (rxe grants 16 bytes for 0), and using it would change what is measured.
+    inline_size_ = std::min(static_cast<int>(init.cap.max_inline_data), std::max(req.max_inline, 0));
 
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_INIT;
