@@ -1,0 +1,80 @@
+# Real RDMA runs of rdmadiag perftest in the qemu lab (tests/lab), label "lab":
+#   ctest -L lab -R perftest
+# Each lab_perftest_* test boots one VM pair (Soft-RoCE) and runs several steps in it.
+# JSON reports are written relative to the guest's working directory, which is the
+# lab's per-role results share (<out>/server, <out>/client).
+if(NOT TARGET rdmadiag OR NOT EXISTS ${PROJECT_SOURCE_DIR}/tests/lab/run)
+  return()
+endif()
+
+set(PT_LAB_RUN ${PROJECT_SOURCE_DIR}/tests/lab/run)
+set(PT_LAB_OUT ${CMAKE_CURRENT_BINARY_DIR}/lab)
+set(PT_RD $<TARGET_FILE:rdmadiag>)
+set(PT_DEV "-d $LAB_DEV -x 1")
+set(PT_LAT "-n 100")
+set(PT_BW "-n 60 -s 4096")
+
+# perftest_lab(<name> STEPS "<server>|<client>" ...)
+function(perftest_lab name)
+  cmake_parse_arguments(P "" "TIMEOUT" "STEPS" ${ARGN})
+  if(NOT P_TIMEOUT)
+    set(P_TIMEOUT 1200)
+  endif()
+  set(args --mode rxe --out ${PT_LAB_OUT}/${name} --replace --timeout ${P_TIMEOUT} -q)
+  foreach(step IN LISTS P_STEPS)
+    string(REPLACE "|" ";" pair "${step}")
+    list(GET pair 0 server)
+    list(GET pair 1 client)
+    list(APPEND args --server "${server}" --client "${client}")
+  endforeach()
+  add_test(NAME lab_perftest_${name} COMMAND ${PT_LAB_RUN} ${args})
+  math(EXPR ctest_timeout "${P_TIMEOUT} + 60")
+  set_tests_properties(lab_perftest_${name} PROPERTIES
+    LABELS lab FIXTURES_REQUIRED lab FIXTURES_SETUP lab_perftest_${name}
+    TIMEOUT ${ctest_timeout} RESOURCE_LOCK lab_vms)
+endfunction()
+
+# Every subcommand, rdmadiag on both sides, JSON reports on both sides.
+set(steps)
+foreach(t write-lat read-lat send-lat atomic-lat)
+  list(APPEND steps "${PT_RD} perftest ${t} ${PT_DEV} ${PT_LAT} --json ${t}.json|${PT_RD} perftest ${t} ${PT_DEV} ${PT_LAT} --json ${t}.json $LAB_SERVER_IP")
+endforeach()
+foreach(t write-bw read-bw send-bw)
+  list(APPEND steps "${PT_RD} perftest ${t} ${PT_DEV} ${PT_BW} --json ${t}.json|${PT_RD} perftest ${t} ${PT_DEV} ${PT_BW} --report-both --json ${t}.json $LAB_SERVER_IP")
+endforeach()
+# -a keeps every size (few iterations: 8 MiB writes are slow in emulation).
+list(APPEND steps "${PT_RD} perftest write-lat ${PT_DEV} -a -n 10 --json sweep.json|${PT_RD} perftest write-lat ${PT_DEV} -a -n 10 --json sweep.json $LAB_SERVER_IP")
+perftest_lab(self STEPS ${steps})
+
+add_test(NAME lab_perftest_self_json
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/validate_json.py ${PROJECT_SOURCE_DIR}/docs/perftest-schema.json
+          ${PT_LAB_OUT}/self/client/write-lat.json ${PT_LAB_OUT}/self/client/read-lat.json
+          ${PT_LAB_OUT}/self/client/send-lat.json ${PT_LAB_OUT}/self/client/atomic-lat.json
+          ${PT_LAB_OUT}/self/client/write-bw.json ${PT_LAB_OUT}/self/client/read-bw.json
+          ${PT_LAB_OUT}/self/client/send-bw.json ${PT_LAB_OUT}/self/server/write-lat.json)
+set_tests_properties(lab_perftest_self_json PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_self)
+add_test(NAME lab_perftest_self_sweep
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/validate_json.py ${PROJECT_SOURCE_DIR}/docs/perftest-schema.json
+          ${PT_LAB_OUT}/self/client/sweep.json ${PT_LAB_OUT}/self/server/sweep.json --min-results 23)
+set_tests_properties(lab_perftest_self_sweep PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_self)
+
+# Interoperability with Debian's perftest 4.5 (announces 6.06), both directions.
+set(steps)
+foreach(v write read send)
+  list(APPEND steps "ib_${v}_lat ${PT_DEV} -F ${PT_LAT}|${PT_RD} perftest ${v}-lat ${PT_DEV} ${PT_LAT} --json ${v}-vs-ib.json $LAB_SERVER_IP")
+  list(APPEND steps "${PT_RD} perftest ${v}-lat ${PT_DEV} ${PT_LAT} --json ${v}-vs-ib.json|ib_${v}_lat ${PT_DEV} -F ${PT_LAT} $LAB_SERVER_IP")
+endforeach()
+list(APPEND steps "ib_write_bw ${PT_DEV} -F ${PT_BW}|${PT_RD} perftest write-bw ${PT_DEV} ${PT_BW} $LAB_SERVER_IP")
+list(APPEND steps "${PT_RD} perftest write-bw ${PT_DEV} ${PT_BW}|ib_write_bw ${PT_DEV} -F ${PT_BW} $LAB_SERVER_IP")
+perftest_lab(interop STEPS ${steps})
+
+# Acceptance: ib_*_lat -s 2 vs rdmadiag -s 2, same iterations, alternated 5 times on one
+# VM pair; tests/perftest/lab_compare.py prints the medians of t_typical (see docs/perftest.md).
+set(steps)
+foreach(round 1 2 3 4 5)
+  foreach(v write read send)
+    list(APPEND steps "ib_${v}_lat ${PT_DEV} -F -s 2 ${PT_LAT}|ib_${v}_lat ${PT_DEV} -F -s 2 ${PT_LAT} $LAB_SERVER_IP")
+    list(APPEND steps "${PT_RD} perftest ${v}-lat ${PT_DEV} -s 2 ${PT_LAT}|${PT_RD} perftest ${v}-lat ${PT_DEV} -s 2 ${PT_LAT} $LAB_SERVER_IP")
+  endforeach()
+endforeach()
+perftest_lab(acceptance TIMEOUT 3000 STEPS ${steps})
