@@ -78,3 +78,6 @@ foreach(round 1 2 3 4 5)
   endforeach()
 endforeach()
 perftest_lab(acceptance TIMEOUT 3000 STEPS ${steps})
+add_test(NAME lab_perftest_acceptance_compare
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/lab_compare.py ${PT_LAB_OUT}/acceptance)
+set_tests_properties(lab_perftest_acceptance_compare PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_acceptance)
