@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -48,6 +49,15 @@ LatencyStatistics compute_statistics(std::vector<double> samples_usec, std::size
   return s;
 }
 
+namespace {
+// C's double->int conversion as x86 performs it (cvttsd2si): truncation toward zero, and
+// INT_MIN for anything out of range. Spelled out because out-of-range is undefined in C++.
+int to_int_like_x86(double v) {
+  if (!(v > -2147483649.0 && v < 2147483648.0)) return std::numeric_limits<int>::min();
+  return static_cast<int>(v);
+}
+}  // namespace
+
 PerftestFigures perftest_figures(std::vector<std::uint64_t> deltas_cycles, double cycles_per_usec,
                                  int round_trip_factor) {
   if (deltas_cycles.size() < 3) throw std::invalid_argument("perftest figures need at least 3 deltas");
@@ -72,9 +82,10 @@ PerftestFigures perftest_figures(std::vector<std::uint64_t> deltas_cycles, doubl
   // ...and squares deviations that were first truncated to int microseconds.
   double square_sum = 0;
   for (int i = 0; i < kept; ++i) {
-    const int truncated_deviation = static_cast<int>(f.t_avg - usec(i));
-    const int squared = static_cast<int>(std::pow(truncated_deviation, 2));
-    square_sum += squared;
+    const int truncated_deviation = to_int_like_x86(f.t_avg - usec(i));
+    // The square goes through an int too: above 46340 usec of deviation it overflows to
+    // INT_MIN (x86 conversion result), the sum turns negative and perftest prints -nan.
+    square_sum += to_int_like_x86(std::pow(truncated_deviation, 2));
   }
   f.t_stdev = std::sqrt(square_sum / kept);
   f.t_min = usec(0);

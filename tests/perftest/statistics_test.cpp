@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
 
@@ -94,4 +95,15 @@ TEST(PerftestFigures, HalvesForPingPong) {
 TEST(PerftestFigures, TooFewDeltas) {
   EXPECT_THROW(perftest_figures({1, 2}, 1.0, 1), std::invalid_argument);
   EXPECT_THROW(perftest_figures({1, 2, 3}, 0.0, 1), std::invalid_argument);
+}
+
+TEST(PerftestFigures, LargeDeviationsOverflowToNan) {
+  // Seen in the lab: ib_write_lat printed "-nan" for t_stdev when one sample deviated by more
+  // than 46340 usec from the mean (the int square overflows). Our exact stdev is finite.
+  std::vector<std::uint64_t> deltas(20, 10000);  // 10 usec at 1000 MHz
+  deltas[3] = 100000000;                          // 100000 usec, kept (two larger ones follow)
+  deltas.push_back(200000000);
+  deltas.push_back(300000000);
+  const auto f = perftest_figures(deltas, 1000.0, 1);
+  EXPECT_TRUE(std::isnan(f.t_stdev));
 }
