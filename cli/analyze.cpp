@@ -8,11 +8,8 @@
 #include <memory>
 
 #include "capture/file_reader.h"
+#include "cli/analysis_session.h"
 #include "cli/command.h"
-#include "decode/capture_summary.h"
-#include "decode/packet.h"
-#include "exporters/json_report.h"
-#include "exporters/text_report.h"
 
 namespace rdmadiag::cli {
 
@@ -32,81 +29,43 @@ constexpr int kExitUnreadable = 1;
 constexpr int kExitDamaged = 3;
 
 int run_analyze(const AnalyzeOptions& o) {
-  decode::DecodeOptions dopts;
-  dopts.roce_heuristic = !o.no_heuristic;
+  SessionOptions so;
+  so.packets = o.packets;
+  so.json_path = o.json_path;
+  so.quiet = o.quiet;
+  so.decode.roce_heuristic = !o.no_heuristic;
   for (auto port : o.roce_ports)
-    if (!dopts.add_roce_port(port)) {
-      std::fprintf(stderr, "rdmadiag analyze: at most %zu extra RoCE ports\n", dopts.extra_roce_ports.size());
+    if (!so.decode.add_roce_port(port)) {
+      std::fprintf(stderr, "rdmadiag analyze: at most %zu extra RoCE ports\n", so.decode.extra_roce_ports.size());
       return 2;
     }
-
-  std::ofstream json_file;
-  std::ostream* json_out = nullptr;
-  if (!o.json_path.empty()) {
-    if (o.json_path == "-") {
-      json_out = &std::cout;
-    } else {
-      json_file.open(o.json_path);
-      if (!json_file) {
-        std::fprintf(stderr, "rdmadiag analyze: cannot write %s\n", o.json_path.c_str());
-        return 1;
-      }
-      json_out = &json_file;
-    }
+  AnalysisSession session(std::move(so));
+  if (!session.open()) {
+    std::fprintf(stderr, "rdmadiag analyze: %s\n", session.error().c_str());
+    return kExitUnreadable;
   }
-  const bool text_to_stdout = json_out != &std::cout && !o.quiet;
-  std::unique_ptr<exporters::JsonReportWriter> json;
-  if (json_out) json = std::make_unique<exporters::JsonReportWriter>(*json_out, o.packets);
-
-  decode::CaptureSummary summary;
-  exporters::AnalyzeReport report;
-  report.summary = &summary;
-  decode::DecodedPacket pkt;
-  std::uint64_t frame = 0;
-  double first_ts = -1;
   int status = kExitOk;
-
   for (const std::string& path : o.files) {
-    exporters::InputInfo info;
-    info.path = path;
     capture::FileReader reader;
     if (!reader.open(path)) {
-      info.error = reader.error();
       std::fprintf(stderr, "rdmadiag analyze: %s\n", reader.error().c_str());
-      report.inputs.push_back(info);
+      session.input_failed(path, reader.error());
       status = std::max(status, kExitUnreadable);
       continue;
     }
-    info.linktype = reader.linktype();
-    info.snaplen = reader.snaplen();
-    if (!decode::linktype_supported(info.linktype))
+    if (!decode::linktype_supported(reader.linktype()))
       std::fprintf(stderr, "rdmadiag analyze: %s: link type %u is not one rdmadiag decodes; frames are counted only\n",
-                   path.c_str(), info.linktype);
+                   path.c_str(), reader.linktype());
+    session.begin_input(path, reader.linktype(), reader.snaplen());
     capture::Record rec;
-    while (reader.next(rec)) {
-      ++frame;
-      const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;
-      if (first_ts < 0) first_ts = ts;
-      decode::decode_frame(info.linktype, rec.data, rec.wirelen, dopts, pkt);
-      summary.add(pkt, frame, ts);
-      if (json) json->packet(pkt, frame, ts);
-      if (o.packets && text_to_stdout) std::cout << exporters::packet_line(pkt, frame, ts - first_ts) << '\n';
-    }
-    info.records = reader.records_read();
-    info.stop_reason = reader.stop_reason();
-    if (!info.stop_reason.empty()) {
-      std::fprintf(stderr, "rdmadiag analyze: %s: damaged capture, %s\n", path.c_str(), info.stop_reason.c_str());
+    while (reader.next(rec)) session.frame(rec);
+    session.end_input(reader.records_read(), reader.stop_reason());
+    if (!reader.stop_reason().empty()) {
+      std::fprintf(stderr, "rdmadiag analyze: %s: damaged capture, %s\n", path.c_str(), reader.stop_reason().c_str());
       status = std::max(status, kExitDamaged);
     }
-    report.inputs.push_back(std::move(info));
   }
-
-  if (json) json->finish(report);
-  if (text_to_stdout) {
-    if (o.packets) std::cout << '\n';
-    exporters::write_text_summary(std::cout, report);
-  }
-  std::cout.flush();
+  session.finish();
   return status;
 }
 

@@ -5,6 +5,7 @@ namespace rdmadiag::decode {
 std::string_view to_string(DiagCode code) {
   switch (code) {
     case DiagCode::truncated: return "truncated";
+    case DiagCode::frame_too_short: return "frame_too_short";
     case DiagCode::unsupported_linktype: return "unsupported_linktype";
     case DiagCode::bad_ip_version: return "bad_ip_version";
     case DiagCode::bad_ip_header_length: return "bad_ip_header_length";

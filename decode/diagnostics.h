@@ -12,6 +12,7 @@ enum class Severity : std::uint8_t { note, warning, error };
 
 enum class DiagCode : std::uint8_t {
   truncated,              // captured bytes end before the header/packet does (snap length)
+  frame_too_short,        // the frame itself (not the capture) ends inside a header
   unsupported_linktype,
   bad_ip_version,
   bad_ip_header_length,

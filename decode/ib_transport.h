@@ -96,7 +96,7 @@ struct IbTransport {
 // was decoded.
 ParseStatus parse_ib_transport(Bytes b, IbTransport& out);
 
-// 24-bit PSN arithmetic: a - b in (-2^23, 2^23].
+// 24-bit PSN arithmetic (wraps from 0xFFFFFF to 0): a - b in [-2^23, 2^23).
 inline std::int32_t psn_diff(std::uint32_t a, std::uint32_t b) {
   std::uint32_t d = (a - b) & kPsnMask;
   return d & 0x800000 ? static_cast<std::int32_t>(d) - 0x1000000 : static_cast<std::int32_t>(d);

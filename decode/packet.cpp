@@ -87,7 +87,7 @@ class FrameDecoder {
   void ethernet(std::size_t off) {
     EthernetHeader eth;
     const auto st = parse_ethernet(at(off), eth);
-    if (st != ParseStatus::ok) return header_failed(st, off, DiagCode::truncated);
+    if (st != ParseStatus::ok) return header_failed(st, off, DiagCode::frame_too_short);
     p_.eth = eth;
     ethertype(eth.ethertype, off + eth.header_len);
   }
@@ -95,7 +95,7 @@ class FrameDecoder {
   void sll(std::uint32_t lt) {
     SllHeader h;
     const auto st = lt == linktype::kLinuxSll ? parse_sll(frame_, h) : parse_sll2(frame_, h);
-    if (st != ParseStatus::ok) return header_failed(st, 0, DiagCode::truncated);
+    if (st != ParseStatus::ok) return header_failed(st, 0, DiagCode::frame_too_short);
     p_.sll = h;
     ethertype(h.protocol, h.header_len);
   }
@@ -201,7 +201,7 @@ class FrameDecoder {
   void roce_v1(std::size_t off) {
     Grh g;
     const auto st = parse_grh(at(off), g);
-    if (st != ParseStatus::ok) return header_failed(st, off, DiagCode::truncated);
+    if (st != ParseStatus::ok) return header_failed(st, off, DiagCode::frame_too_short);
     p_.grh = g;
     p_.transport = Transport::roce_v1;
     if (g.next_header != kGrhNextHeaderIba) return p_.diags.add(DiagCode::bad_grh_next_header, Severity::warning, off + 6);

@@ -73,6 +73,17 @@ def _get(*path):
     return f
 
 
+def _reth_or_atomic(key):
+    """tshark 4.0 files the AtomicETH virtual address and R_Key under the RETH's
+    field names (infiniband.reth.va / r_key), so those compare against either."""
+    def f(p):
+        for hdr in ("reth", "atomic_eth"):
+            if isinstance(p.get(hdr), dict) and key in p[hdr]:
+                return p[hdr][key]
+        return None
+    return f
+
+
 def _cm(kind, key):
     def f(p):
         cm = p.get("cm")
@@ -119,8 +130,8 @@ FIELDS = [
     ("rdeth.ee_context", "infiniband.rdeth.eecnxt", "int", _get("rdeth", "ee_context"), "ext"),
     ("deth.qkey", "infiniband.deth.q_key", "int", _get("deth", "qkey"), "ext"),
     ("deth.src_qp", "infiniband.deth.srcqp", "int", _get("deth", "src_qp"), "ext"),
-    ("reth.va", "infiniband.reth.va", "int", _get("reth", "va"), "ext"),
-    ("reth.rkey", "infiniband.reth.r_key", "int", _get("reth", "rkey"), "ext"),
+    ("reth.va", "infiniband.reth.va", "int", _reth_or_atomic("va"), "ext"),
+    ("reth.rkey", "infiniband.reth.r_key", "int", _reth_or_atomic("rkey"), "ext"),
     ("reth.dma_len", "infiniband.reth.dmalen", "int", _get("reth", "dma_len"), "ext"),
     ("atomic_eth.swap_add", "infiniband.atomiceth.swapdt", "int", _get("atomic_eth", "swap_add"), "ext"),
     ("atomic_eth.compare", "infiniband.atomiceth.cmpdt", "int", _get("atomic_eth", "compare"), "ext"),
@@ -411,7 +422,7 @@ def check_file(path, rdmadiag, tshark, verbose=False):
         if why or truncated:
             continue
         for key, tf in PRESENCE:
-            o_present = key in p
+            o_present = key in p or (key == "reth" and "atomic_eth" in p)  # see _reth_or_atomic
             t_present = t.get(tf, "").strip() != ""
             if o_present != t_present:
                 res.mismatches.append((fr, key + " present", "yes" if o_present else "no",

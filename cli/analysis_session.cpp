@@ -1,0 +1,74 @@
+#include "cli/analysis_session.h"
+
+#include <iostream>
+
+#include "exporters/text_report.h"
+
+namespace rdmadiag::cli {
+
+AnalysisSession::AnalysisSession(SessionOptions opts) : opts_(std::move(opts)), analyzer_(std::make_unique<decode::Analyzer>()) {}
+AnalysisSession::~AnalysisSession() = default;
+
+bool AnalysisSession::open() {
+  if (!opts_.json_path.empty()) {
+    if (opts_.json_path == "-") {
+      json_out_ = &std::cout;
+    } else {
+      json_file_.open(opts_.json_path);
+      if (!json_file_) {
+        error_ = "cannot write " + opts_.json_path;
+        return false;
+      }
+      json_out_ = &json_file_;
+    }
+    json_ = std::make_unique<exporters::JsonReportWriter>(*json_out_, opts_.packets);
+  }
+  text_out_ = json_out_ != &std::cout && !opts_.quiet;
+  return true;
+}
+
+void AnalysisSession::begin_input(const std::string& path, std::uint32_t linktype, std::uint32_t snaplen) {
+  exporters::InputInfo info;
+  info.path = path;
+  info.linktype = linktype;
+  info.snaplen = snaplen;
+  report_.inputs.push_back(info);
+  linktype_ = linktype;
+}
+
+void AnalysisSession::input_failed(const std::string& path, const std::string& error) {
+  exporters::InputInfo info;
+  info.path = path;
+  info.error = error;
+  report_.inputs.push_back(info);
+}
+
+void AnalysisSession::frame(const capture::Record& rec) {
+  ++frame_;
+  const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;
+  if (first_ts_ < 0) first_ts_ = ts;
+  decode::decode_frame(linktype_, rec.data, rec.wirelen, opts_.decode, pkt_);
+  decode::PacketAnalysis pa;
+  analyzer_->add(pkt_, frame_, ts, pa);
+  if (json_) json_->packet(pkt_, frame_, ts);
+  if (opts_.packets && text_out_) std::cout << exporters::packet_line(pkt_, frame_, ts - first_ts_) << '\n';
+}
+
+void AnalysisSession::end_input(std::uint64_t records, const std::string& stop_reason) {
+  if (report_.inputs.empty()) return;
+  report_.inputs.back().records = records;
+  report_.inputs.back().stop_reason = stop_reason;
+}
+
+void AnalysisSession::finish() {
+  analyzer_->finish();
+  report_.summary = &analyzer_->summary();
+  if (json_) json_->finish(report_);
+  if (text_out_) {
+    if (opts_.packets) std::cout << '\n';
+    exporters::write_text_summary(std::cout, report_);
+  }
+  std::cout.flush();
+}
+
+}  // namespace rdmadiag::cli

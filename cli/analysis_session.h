@@ -1,0 +1,59 @@
+// One analysis run over a sequence of frames, whatever their source (capture
+// files for `analyze`, live interfaces for `capture`): decode, analyse, and
+// write the reports the user asked for. Both commands print the same report
+// for the same packets because they share this.
+#pragma once
+#include <fstream>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "capture/file_reader.h"
+#include "decode/analyzer.h"
+#include "decode/packet.h"
+#include "exporters/json_report.h"
+
+namespace rdmadiag::cli {
+
+struct SessionOptions {
+  bool packets = false;        // one line per packet (text) / a packets array (JSON)
+  std::string json_path;       // "" none, "-" standard output
+  bool quiet = false;          // no text report on standard output
+  decode::DecodeOptions decode;
+};
+
+class AnalysisSession {
+ public:
+  explicit AnalysisSession(SessionOptions opts);
+  ~AnalysisSession();
+  // False (and error() says why) when an output cannot be opened.
+  bool open();
+  const std::string& error() const { return error_; }
+
+  void begin_input(const std::string& path, std::uint32_t linktype, std::uint32_t snaplen);
+  void input_failed(const std::string& path, const std::string& error);
+  void frame(const capture::Record& rec);
+  void end_input(std::uint64_t records, const std::string& stop_reason);
+  // Writes the final report(s).
+  void finish();
+
+  decode::Analyzer& analyzer() { return *analyzer_; }
+  std::uint64_t frames() const { return frame_; }
+
+ private:
+  SessionOptions opts_;
+  std::string error_;
+  std::ofstream json_file_;
+  std::ostream* json_out_ = nullptr;
+  bool text_out_ = true;
+  std::unique_ptr<exporters::JsonReportWriter> json_;
+  std::unique_ptr<decode::Analyzer> analyzer_;
+  exporters::AnalyzeReport report_;
+  std::uint32_t linktype_ = 0;
+  std::uint64_t frame_ = 0;
+  double first_ts_ = -1;
+  decode::DecodedPacket pkt_;
+};
+
+}  // namespace rdmadiag::cli

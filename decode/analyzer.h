@@ -1,0 +1,59 @@
+// The stateful pass over decode results: one object that every front end
+// (analyze, capture, the Wireshark plugin) feeds frame by frame, in order. It
+// keeps the capture summary and runs the per-transport analyses, each keyed by
+// flow with bounded memory, and says per frame what it concluded.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "decode/anomaly.h"
+#include "decode/capture_summary.h"
+#include "decode/packet.h"
+
+namespace rdmadiag::decode {
+
+// What the analysis concluded about one frame (for --packets and the plugin).
+// Filled by the transport analyses; fixed size, no heap.
+struct PacketAnalysis {
+  bool analysed = false;           // an RDMA transport frame the PSN analysis looked at
+  std::uint32_t flow = UINT32_MAX; // index of the flow (direction) it belongs to
+  std::int64_t expected_psn = -1;
+  std::uint32_t gap = 0;           // PSNs missing just before this frame
+  bool duplicate = false;
+  bool out_of_order = false;
+  bool retransmission = false;
+  std::uint64_t request_frame = 0;   // for a response/ACK: the request it answers
+  std::uint64_t response_frame = 0;  // for a request: its response/ACK (known in a second pass)
+  double latency_us = -1;            // request -> response at the capture point
+  std::uint64_t nak_gap_frame = 0;   // for a NAK: the frame where the gap it answers was seen
+  bool ecn_ce = false;
+  bool cnp = false;
+  std::uint8_t anomaly_count = 0;    // anomalies raised at this frame
+};
+
+class TransportAnalyzer;  // IB / RoCE (transport_analysis.h)
+
+class Analyzer {
+ public:
+  Analyzer();
+  ~Analyzer();
+  Analyzer(const Analyzer&) = delete;
+  Analyzer& operator=(const Analyzer&) = delete;
+
+  // `frame` is 1-based and increasing; `ts` in seconds.
+  void add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
+  // End of input: flush state (pending gaps, open flows) into the results.
+  void finish();
+
+  const CaptureSummary& summary() const { return summary_; }
+  const AnomalyLog& anomalies() const { return anomalies_; }
+  AnomalyLog& anomalies() { return anomalies_; }
+  const TransportAnalyzer& transport() const { return *transport_; }
+
+ private:
+  CaptureSummary summary_;
+  AnomalyLog anomalies_;
+  std::unique_ptr<TransportAnalyzer> transport_;
+};
+
+}  // namespace rdmadiag::decode

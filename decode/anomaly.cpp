@@ -1,0 +1,49 @@
+#include "decode/anomaly.h"
+
+namespace rdmadiag::decode {
+
+std::string_view to_string(AnomalyKind k) {
+  switch (k) {
+    case AnomalyKind::psn_gap: return "psn_gap";
+    case AnomalyKind::psn_duplicate: return "psn_duplicate";
+    case AnomalyKind::psn_out_of_order: return "psn_out_of_order";
+    case AnomalyKind::nak_psn_seq_error: return "nak_psn_seq_error";
+    case AnomalyKind::nak_invalid_request: return "nak_invalid_request";
+    case AnomalyKind::nak_remote_access: return "nak_remote_access";
+    case AnomalyKind::nak_remote_op: return "nak_remote_op";
+    case AnomalyKind::nak_invalid_rd_request: return "nak_invalid_rd_request";
+    case AnomalyKind::rnr_nak: return "rnr_nak";
+    case AnomalyKind::retransmission: return "retransmission";
+    case AnomalyKind::icrc_bad: return "icrc_bad";
+    case AnomalyKind::vcrc_bad: return "vcrc_bad";
+    case AnomalyKind::bad_opcode_sequence: return "bad_opcode_sequence";
+    case AnomalyKind::payload_length_mismatch: return "payload_length_mismatch";
+    case AnomalyKind::pkey_change: return "pkey_change";
+    case AnomalyKind::response_without_request: return "response_without_request";
+    case AnomalyKind::tcp_hole: return "tcp_hole";
+    case AnomalyKind::mpa_crc_bad: return "mpa_crc_bad";
+    case AnomalyKind::mpa_bad_framing: return "mpa_bad_framing";
+    case AnomalyKind::ddp_msn_gap: return "ddp_msn_gap";
+    case AnomalyKind::ddp_mo_discontinuity: return "ddp_mo_discontinuity";
+    case AnomalyKind::rdmap_terminate: return "rdmap_terminate";
+    case AnomalyKind::iwarp_resync: return "iwarp_resync";
+    case AnomalyKind::count_: break;
+  }
+  return "?";
+}
+
+Severity severity_of(AnomalyKind k) {
+  switch (k) {
+    case AnomalyKind::icrc_bad: case AnomalyKind::vcrc_bad: case AnomalyKind::mpa_crc_bad:
+    case AnomalyKind::nak_invalid_request: case AnomalyKind::nak_remote_access: case AnomalyKind::nak_remote_op:
+    case AnomalyKind::nak_invalid_rd_request: case AnomalyKind::rdmap_terminate: case AnomalyKind::bad_opcode_sequence:
+    case AnomalyKind::mpa_bad_framing:
+      return Severity::error;
+    case AnomalyKind::iwarp_resync:
+      return Severity::note;
+    default:
+      return Severity::warning;
+  }
+}
+
+}  // namespace rdmadiag::decode

@@ -1,0 +1,87 @@
+// Anomalies: what a stateful analysis pass (PSN tracking, iWARP stream checks)
+// found wrong, tied to frames. Counted by kind always; kept individually up to
+// a cap, so memory stays bounded on a pathological capture.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "decode/diagnostics.h"
+
+namespace rdmadiag::decode {
+
+enum class AnomalyKind : std::uint8_t {
+  // IB / RoCE transport (IBA Vol 1 ch. 9.7)
+  psn_gap,               // requester PSNs skipped: packets lost before the capture point
+  psn_duplicate,         // a PSN seen again (a duplicate or a retransmission not explained by a NAK/timeout)
+  psn_out_of_order,      // an older PSN arriving after newer ones, not a retransmission
+  nak_psn_seq_error,
+  nak_invalid_request,
+  nak_remote_access,
+  nak_remote_op,
+  nak_invalid_rd_request,
+  rnr_nak,
+  retransmission,        // go-back-N resend after a NAK or a transport timeout
+  icrc_bad,
+  vcrc_bad,
+  bad_opcode_sequence,   // e.g. MIDDLE without FIRST, FIRST before LAST
+  payload_length_mismatch,  // first/middle packet not PMTU-sized, RETH length vs bytes delivered
+  pkey_change,
+  response_without_request,
+  // iWARP (RFC 5040/5041/5044)
+  tcp_hole,
+  mpa_crc_bad,
+  mpa_bad_framing,
+  ddp_msn_gap,
+  ddp_mo_discontinuity,
+  rdmap_terminate,
+  iwarp_resync,          // FPDU boundaries found without the MPA negotiation (a note)
+  count_
+};
+
+std::string_view to_string(AnomalyKind k);
+Severity severity_of(AnomalyKind k);
+
+struct Anomaly {
+  AnomalyKind kind;
+  std::uint64_t frame = 0;
+  std::uint32_t flow = 0;          // index into the analysis' flow list (UINT32_MAX: none)
+  std::uint32_t dest_qp = 0;
+  std::uint32_t psn = 0;
+  std::int64_t expected_psn = -1;  // -1: not meaningful
+  std::uint32_t count = 0;         // e.g. PSNs missing in a gap, bytes in a TCP hole
+  double duration_us = -1;         // e.g. recovery time of a retransmission; -1: none
+  std::array<std::uint64_t, 3> related{};  // related frames (the gap a NAK answers, the NAK a resend follows...)
+  std::uint8_t related_count = 0;
+  void relate(std::uint64_t f) {
+    if (f && related_count < related.size()) related[related_count++] = f;
+  }
+};
+
+class AnomalyLog {
+ public:
+  explicit AnomalyLog(std::size_t cap = 1'000'000) : cap_(cap) {}
+  void add(const Anomaly& a) {
+    ++by_kind_[static_cast<std::size_t>(a.kind)];
+    if (items_.size() < cap_) items_.push_back(a);
+    else ++dropped_;
+  }
+  const std::vector<Anomaly>& items() const { return items_; }
+  std::vector<Anomaly>& items() { return items_; }
+  std::uint64_t count(AnomalyKind k) const { return by_kind_[static_cast<std::size_t>(k)]; }
+  std::uint64_t total() const {
+    std::uint64_t t = 0;
+    for (auto c : by_kind_) t += c;
+    return t;
+  }
+  std::uint64_t dropped() const { return dropped_; }
+
+ private:
+  std::size_t cap_;
+  std::vector<Anomaly> items_;
+  std::array<std::uint64_t, static_cast<std::size_t>(AnomalyKind::count_)> by_kind_{};
+  std::uint64_t dropped_ = 0;
+};
+
+}  // namespace rdmadiag::decode
