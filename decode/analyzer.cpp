@@ -4,15 +4,28 @@
 
 namespace rdmadiag::decode {
 
-Analyzer::Analyzer() : transport_(std::make_unique<TransportAnalyzer>(anomalies_)) {}
+Analyzer::Analyzer()
+    : transport_(std::make_unique<TransportAnalyzer>(anomalies_)), iwarp_(std::make_unique<IwarpAnalyzer>(anomalies_)) {}
 Analyzer::~Analyzer() = default;
 
 void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out) {
   out = PacketAnalysis{};
   summary_.add(p, frame, ts);
   if (p.is_rdma() && p.has_bth) transport_->add(p, frame, ts, out);
+  if (p.tcp) {
+    iwarp_->add(p, frame, ts, out.iwarp);
+    if (!out.iwarp.empty()) {  // an MPA unit ended here: count the frame as iWARP, not as other TCP
+      Counter& from = summary_.by_transport[static_cast<std::size_t>(p.transport)];
+      --from.packets;
+      from.bytes -= p.wirelen;
+      summary_.by_transport[static_cast<std::size_t>(Transport::iwarp)].add(p.wirelen);
+    }
+  }
 }
 
-void Analyzer::finish() { transport_->finish(); }
+void Analyzer::finish() {
+  transport_->finish();
+  iwarp_->finish();
+}
 
 }  // namespace rdmadiag::decode

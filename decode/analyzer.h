@@ -8,6 +8,7 @@
 
 #include "decode/anomaly.h"
 #include "decode/capture_summary.h"
+#include "decode/iwarp_analysis.h"
 #include "decode/packet.h"
 
 namespace rdmadiag::decode {
@@ -29,6 +30,7 @@ struct PacketAnalysis {
   bool ecn_ce = false;
   bool cnp = false;
   std::uint8_t anomaly_count = 0;    // anomalies raised at this frame
+  IwarpFrame iwarp;                  // iWARP: the MPA units (FPDUs, Request/Reply) that ended in this frame
 };
 
 class TransportAnalyzer;  // IB / RoCE (transport_analysis.h)
@@ -49,11 +51,13 @@ class Analyzer {
   const AnomalyLog& anomalies() const { return anomalies_; }
   AnomalyLog& anomalies() { return anomalies_; }
   const TransportAnalyzer& transport() const { return *transport_; }
+  const IwarpAnalyzer& iwarp() const { return *iwarp_; }
 
  private:
   CaptureSummary summary_;
   AnomalyLog anomalies_;
   std::unique_ptr<TransportAnalyzer> transport_;
+  std::unique_ptr<IwarpAnalyzer> iwarp_;
 };
 
 }  // namespace rdmadiag::decode

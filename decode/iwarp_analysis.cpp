@@ -1,0 +1,813 @@
+#include "decode/iwarp_analysis.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "decode/crc32c.h"
+
+namespace rdmadiag::decode {
+
+std::string_view to_string(MpaCrcStatus s) {
+  switch (s) {
+    case MpaCrcStatus::ok: return "ok";
+    case MpaCrcStatus::bad: return "bad";
+    case MpaCrcStatus::unverifiable: return "unverifiable";
+    case MpaCrcStatus::not_negotiated: return "not_negotiated";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr std::size_t kMaxBuffered = 256u << 10;     // bytes held per direction while not framing
+constexpr std::size_t kHuntKeep = 128u << 10;        // bytes kept while hunting for a boundary
+constexpr std::uint64_t kHuntGiveUp = 4u << 20;      // bytes scanned before a stream is declared not MPA
+constexpr std::size_t kMaxPendingRequests = 4096;    // outstanding Read / Atomic requests per direction
+constexpr std::size_t kMaxUncapturedRanges = 64;
+
+struct Endpoint {
+  std::array<std::uint8_t, 16> addr{};
+  std::uint16_t port = 0;
+  bool operator==(const Endpoint&) const = default;
+};
+
+std::uint64_t hash_endpoint(const Endpoint& e) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (auto b : e.addr) h = (h ^ b) * 1099511628211ull;
+  h = (h ^ (e.port & 0xFF)) * 1099511628211ull;
+  return (h ^ (e.port >> 8)) * 1099511628211ull;
+}
+
+// The cheap checks a byte position must pass to be taken for an FPDU header
+// while resynchronising: ULPDU length, DDP control (DV 1, reserved 0), RDMAP
+// control (RV 1, reserved 0, a known opcode of the right buffer model), the
+// queue number an untagged opcode uses. 1: plausible, 0: not, -1: need more bytes.
+int plausible_header(const ByteReader& r, std::size_t at) {
+  if (!r.has(at, 4)) return -1;
+  const std::uint16_t len = r.be16(at);
+  const std::uint8_t ddp = r.u8(at + 2), rdmap = r.u8(at + 3);
+  if ((ddp & 0x3F) != 0x01 || (rdmap & 0xF0) != 0x40) return 0;
+  const std::uint8_t op = rdmap & 0x0F;
+  if (!rdmap_opcode_known(op)) return 0;
+  const bool tagged = ddp & 0x80;
+  const int queue = rdmap_expected_queue(op);
+  if (tagged != (queue < 0)) return 0;
+  if (len < (tagged ? kDdpTaggedHeaderLen : kDdpUntaggedHeaderLen)) return 0;
+  if (tagged) return 1;
+  if (!r.has(at, 2 + kDdpUntaggedHeaderLen)) return -1;
+  return r.be32(at + 2 + 6) == static_cast<std::uint32_t>(queue) ? 1 : 0;
+}
+
+}  // namespace
+
+struct IwarpAnalyzer::Connection {
+  struct QueueState {
+    bool known = false;        // expected_msn is meaningful
+    std::uint32_t expected_msn = 1;
+    bool in_message = false;
+    std::uint32_t msn = 0;
+    std::uint32_t next_mo = 0;
+  };
+  struct PendingRead {
+    RdmaReadRequest rq;
+    std::uint64_t frame;
+    double ts;
+    std::uint64_t done;
+  };
+  struct PendingAtomic {
+    std::uint32_t id;
+    std::uint64_t frame;
+    double ts;
+  };
+
+  struct Direction final : TcpStreamSink {
+    enum class Mode : std::uint8_t { start, negotiation, await_reply, fpdu, hunting, not_iwarp };
+    IwarpAnalyzer* an = nullptr;
+    Connection* conn = nullptr;
+    int index = 0;
+    Endpoint src, dst;
+    TcpStream tcp;
+    Mode mode = Mode::start;
+    bool fin = false;
+    bool markers = false;
+    bool marker_base_known = false;
+    std::uint32_t marker_base = 0;
+    bool crc = false, crc_known = false;
+    bool resynced = false;
+    bool reliable = false;     // framed from the negotiation and no byte lost since
+    std::uint32_t after_negotiation = 0;
+    std::vector<std::uint8_t> buf;
+    std::size_t off = 0;
+    bool have_seq = false;
+    std::uint32_t seq = 0;     // of buf[off]
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> uncaptured;  // [begin, end)
+    std::size_t hunt_from = 0;
+    std::uint64_t hunted = 0;
+    std::uint64_t frame = 0;   // the segment being processed
+    double ts = 0;
+    std::array<QueueState, 4> queues{};
+    std::deque<PendingRead> reads;      // Read Requests from the peer, answered in this direction
+    std::deque<PendingAtomic> atomics;  // Atomic Requests from the peer
+    bool write_open = false;
+    std::uint32_t write_stag = 0;
+    std::uint64_t write_next_to = 0;
+
+    explicit Direction(TcpBufferBudget* b) : tcp(b) {}
+    Direction& peer();
+    std::uint32_t flow() const;
+    IwarpFlowInfo* info();
+    std::size_t avail() const { return buf.size() - off; }
+    Bytes view() const { return Bytes(buf.data() + off, avail()); }
+
+    void stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, std::uint64_t f, double t) override;
+    void stream_hole(const TcpHoleEvent& hole) override;
+    void consume(std::size_t n);
+    void process();
+    void negotiation_done(const MpaNegotiation& m);
+    void start_framing(bool from_negotiation);
+    enum class Cut : std::uint8_t { ok, need_more, bad };
+    struct Fpdu {
+      std::size_t wire_len = 0;
+      std::uint16_t ulpdu_len = 0;
+      std::uint32_t crc_wire = 0, crc_computed = 0;
+      std::uint32_t markers = 0, marker_errors = 0;
+      bool uncaptured = false;
+      Bytes ulpdu;
+    };
+    Cut cut(std::size_t pos, Fpdu& f);
+    bool frame_one();
+    bool hunt();
+    void accept_resync(std::size_t pos, bool crc_verified);
+    void emit(const Fpdu& f);
+    void sequence_checks(IwarpPdu& u);
+    void anomaly(AnomalyKind k, std::uint64_t fr, std::uint32_t count = 0);
+    bool overlaps_uncaptured(std::uint32_t b, std::uint32_t e) const;
+  };
+
+  std::array<std::unique_ptr<Direction>, 2> dir;
+  std::uint64_t key = 0;
+  bool counted = false;
+  bool negotiated = false;
+  bool have_request = false;
+  MpaNegotiation request;
+  std::uint32_t flow_base = UINT32_MAX;  // flows_[flow_base + direction]
+  IwarpAnalyzer* an = nullptr;
+
+  Connection(IwarpAnalyzer* a, const Endpoint& s, const Endpoint& d) : an(a) {
+    for (int i = 0; i < 2; ++i) {
+      dir[i] = std::make_unique<Direction>(&a->budget_);
+      dir[i]->an = a;
+      dir[i]->conn = this;
+      dir[i]->index = i;
+    }
+    dir[0]->src = s;
+    dir[0]->dst = d;
+    dir[1]->src = d;
+    dir[1]->dst = s;
+  }
+  bool iwarp_known() const { return flow_base != UINT32_MAX; }
+  void identify(bool ipv6, std::uint64_t frame) {
+    if (iwarp_known()) return;
+    flow_base = static_cast<std::uint32_t>(an->flows_.size());
+    for (int i = 0; i < 2; ++i) {
+      IwarpFlowInfo fi;
+      fi.src = dir[i]->src.addr;
+      fi.dst = dir[i]->dst.addr;
+      fi.src_port = dir[i]->src.port;
+      fi.dst_port = dir[i]->dst.port;
+      fi.ipv6 = ipv6;
+      fi.first_frame = frame;
+      an->flows_.push_back(fi);
+    }
+    ++an->stats_.connections;
+  }
+  bool ipv6 = false;
+};
+
+using Conn = IwarpAnalyzer::Connection;
+using Dir = Conn::Direction;
+
+Dir& Dir::peer() { return *conn->dir[1 - index]; }
+std::uint32_t Dir::flow() const { return conn->iwarp_known() ? conn->flow_base + static_cast<std::uint32_t>(index) : UINT32_MAX; }
+IwarpFlowInfo* Dir::info() { return conn->iwarp_known() ? &an->flows_[flow()] : nullptr; }
+
+void Dir::anomaly(AnomalyKind k, std::uint64_t fr, std::uint32_t count) {
+  Anomaly a{};
+  a.kind = k;
+  a.frame = fr;
+  a.flow = flow();
+  a.count = count;
+  an->log_.add(a);
+}
+
+bool Dir::overlaps_uncaptured(std::uint32_t b, std::uint32_t e) const {
+  for (const auto& [ub, ue] : uncaptured)
+    if (seq_lt(b, ue) && seq_lt(ub, e)) return true;
+  return false;
+}
+
+void Dir::consume(std::size_t n) {
+  off += n;
+  seq += static_cast<std::uint32_t>(n);
+  hunt_from = hunt_from > n ? hunt_from - n : 0;
+  if (off == buf.size()) {
+    buf.clear();
+    off = 0;
+  } else if (off > (64u << 10) && off * 2 > buf.size()) {
+    buf.erase(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(off));
+    off = 0;
+  }
+  std::erase_if(uncaptured, [&](const auto& r) { return seq_leq(r.second, seq); });
+}
+
+void Dir::stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, std::uint64_t f, double t) {
+  if (mode == Mode::not_iwarp) return;
+  if (!have_seq || avail() == 0) {
+    have_seq = true;
+    seq = s - static_cast<std::uint32_t>(avail());
+  }
+  frame = f;
+  ts = t;
+  buf.insert(buf.end(), captured.begin(), captured.end());
+  if (captured.size() < wire_len) {  // cut by the snap length: keep the place, mark the bytes unknown
+    const std::uint32_t missing = wire_len - static_cast<std::uint32_t>(captured.size());
+    buf.insert(buf.end(), missing, 0);
+    if (uncaptured.size() < kMaxUncapturedRanges) uncaptured.emplace_back(s + static_cast<std::uint32_t>(captured.size()), s + wire_len);
+  }
+  process();
+}
+
+void Dir::stream_hole(const TcpHoleEvent& h) {
+  if (mode == Mode::not_iwarp) return;
+  if (conn->iwarp_known()) {
+    Anomaly a{};
+    a.kind = AnomalyKind::tcp_hole;
+    a.frame = h.frame_detected;
+    a.flow = flow();
+    a.count = h.bytes;
+    a.psn = h.seq;
+    if (h.frame_resolved != h.frame_detected) a.relate(h.frame_resolved);
+    if (h.recovered) a.duration_us = (h.ts_resolved - h.ts_detected) * 1e6;
+    an->log_.add(a);
+    if (h.recovered) ++an->stats_.tcp_holes_recovered;
+    else {
+      ++an->stats_.tcp_holes_lost;
+      an->stats_.tcp_bytes_lost += h.bytes;
+    }
+  }
+  if (h.recovered) return;
+  // Bytes are gone: whatever was buffered cannot be completed; find the next boundary.
+  buf.clear();
+  off = 0;
+  uncaptured.clear();
+  have_seq = true;
+  seq = h.seq + h.bytes;
+  hunt_from = 0;
+  reliable = false;
+  write_open = false;
+  for (auto& q : queues) q = QueueState{};
+  if (mode == Mode::fpdu || mode == Mode::start || mode == Mode::await_reply || mode == Mode::negotiation)
+    mode = Mode::hunting;
+}
+
+void Dir::process() {
+  for (;;) {
+    switch (mode) {
+      case Mode::not_iwarp:
+        buf.clear();
+        off = 0;
+        return;
+      case Mode::start: {
+        if (avail() < kMpaKeyLen) {
+          if (tcp.saw_syn() && avail() > 0 && !std::equal(view().begin(), view().end(), kMpaRequestKey.begin()) &&
+              !std::equal(view().begin(), view().end(), kMpaReplyKey.begin()))
+            mode = Mode::not_iwarp;
+          else
+            return;
+          break;
+        }
+        if (mpa_key_is(view(), kMpaRequestKey) || mpa_key_is(view(), kMpaReplyKey)) mode = Mode::negotiation;
+        else if (tcp.saw_syn()) mode = Mode::not_iwarp;  // a connection seen from its start that is not MPA
+        else mode = Mode::hunting;
+        break;
+      }
+      case Mode::negotiation: {
+        MpaNegotiation m;
+        const auto st = parse_mpa_negotiation(view(), m);
+        if (st == ParseStatus::truncated) return;
+        if (st == ParseStatus::malformed) {
+          mode = conn->iwarp_known() ? Mode::hunting : Mode::not_iwarp;
+          if (conn->iwarp_known()) anomaly(AnomalyKind::mpa_bad_framing, frame);
+          break;
+        }
+        consume(m.total_length());
+        negotiation_done(m);
+        break;
+      }
+      case Mode::await_reply:
+        if (avail() > kMaxBuffered) mode = Mode::hunting;
+        else return;
+        break;
+      case Mode::fpdu:
+        if (!frame_one()) return;
+        break;
+      case Mode::hunting:
+        if (!hunt()) return;
+        break;
+    }
+  }
+}
+
+void Dir::negotiation_done(const MpaNegotiation& m) {
+  conn->identify(conn->ipv6, frame);
+  IwarpFlowInfo* fi = info();
+  fi->negotiated = true;
+  if (IwarpPdu* u = an->cur_out_ ? an->cur_out_->push() : nullptr) {
+    u->kind = m.type == MpaFrameType::request ? IwarpPdu::Kind::mpa_request : IwarpPdu::Kind::mpa_reply;
+    u->flow = flow();
+    u->end_frame = frame;
+    u->seq = seq - m.total_length();
+    u->negotiation = m;
+  }
+  an->note_unit();
+  if (m.type == MpaFrameType::request) {
+    fi->initiator = true;
+    conn->have_request = true;
+    conn->request = m;
+    after_negotiation = seq;
+    mode = Mode::await_reply;
+    return;
+  }
+  // The Reply settles both directions (RFC 5044 section 7.1.5): CRC if either
+  // side asked for it; Markers towards each side that asked to receive them.
+  Dir& ini = peer();
+  if (m.reject) {
+    fi->rejected = true;
+    ++an->stats_.rejected;
+    mode = Mode::not_iwarp;
+    ini.mode = Mode::not_iwarp;
+    return;
+  }
+  if (!conn->negotiated) ++an->stats_.negotiated;
+  conn->negotiated = true;
+  const bool use_crc = m.crc || (conn->have_request && conn->request.crc);
+  after_negotiation = seq;
+  markers = conn->have_request && conn->request.marker;
+  marker_base_known = true;
+  marker_base = seq;
+  crc = use_crc;
+  crc_known = true;
+  start_framing(true);
+  if (conn->have_request) {
+    ini.markers = m.marker;
+    ini.marker_base_known = true;
+    ini.marker_base = ini.after_negotiation;
+    ini.crc = use_crc;
+    ini.crc_known = true;
+    if (ini.mode == Mode::await_reply) {
+      ini.start_framing(true);
+      ini.process();
+    }
+  }
+}
+
+void Dir::start_framing(bool from_negotiation) {
+  mode = Mode::fpdu;
+  reliable = from_negotiation;
+  for (auto& q : queues) {
+    q = QueueState{};
+    q.known = from_negotiation;  // MSNs start at 1 on every queue (RFC 5041 section 5.3)
+  }
+  if (IwarpFlowInfo* fi = info()) {
+    fi->markers = markers;
+    fi->crc = crc;
+  }
+}
+
+// Cuts the FPDU that starts `pos` bytes into the buffer, removing markers.
+Dir::Cut Dir::cut(std::size_t pos, Fpdu& f) {
+  const ByteReader r(view());
+  const std::uint32_t start = seq + static_cast<std::uint32_t>(pos);
+  f = Fpdu{};
+  if (!markers) {
+    if (!r.has(pos, 2)) return Cut::need_more;
+    f.ulpdu_len = r.be16(pos);
+    if (f.ulpdu_len < kDdpTaggedHeaderLen) return Cut::bad;
+    const std::uint32_t total = mpa_fpdu_len(f.ulpdu_len);
+    if (!r.has(pos, total)) return Cut::need_more;
+    f.wire_len = total;
+    f.crc_wire = r.le32(pos + total - kMpaCrcLen);
+    f.crc_computed = crc32c(r.sub(pos, total - kMpaCrcLen));
+    f.ulpdu = r.sub(pos + 2, f.ulpdu_len);
+  } else {
+    // Walk the wire bytes, skipping a 4-octet marker at every 512th sequence
+    // number; the CRC covers the markers inside the FPDU (they are on the wire).
+    std::vector<std::uint8_t>& out = an->scratch_;
+    out.clear();
+    std::size_t i = pos, crc_start = 0;
+    std::uint32_t need = 2;
+    while (out.size() < need) {
+      const std::uint32_t s = seq + static_cast<std::uint32_t>(i);
+      if (marker_base_known && mpa_marker_at(s, marker_base)) {
+        if (!r.has(i, kMpaMarkerLen)) return Cut::need_more;
+        ++f.markers;
+        if (r.be16(i) != 0 || r.be16(i + 2) != static_cast<std::uint16_t>(s - start)) ++f.marker_errors;
+        i += kMpaMarkerLen;
+        continue;
+      }
+      if (!r.has(i, 1)) return Cut::need_more;
+      if (out.size() + kMpaCrcLen == need && need > 2) crc_start = i;
+      out.push_back(r.u8(i));
+      ++i;
+      if (out.size() == 2) {
+        f.ulpdu_len = static_cast<std::uint16_t>(out[0] << 8 | out[1]);
+        if (f.ulpdu_len < kDdpTaggedHeaderLen) return Cut::bad;
+        need = mpa_fpdu_len(f.ulpdu_len);
+      }
+    }
+    f.wire_len = i - pos;
+    const ByteReader l{Bytes(out)};
+    f.crc_wire = l.le32(need - kMpaCrcLen);
+    f.crc_computed = crc32c(r.sub(pos, crc_start - pos));
+    f.ulpdu = l.sub(2, f.ulpdu_len);
+  }
+  f.uncaptured = !uncaptured.empty() && overlaps_uncaptured(start, start + static_cast<std::uint32_t>(f.wire_len));
+  return Cut::ok;
+}
+
+bool Dir::frame_one() {
+  Fpdu f;
+  const Cut c = cut(0, f);
+  if (c == Cut::need_more) return false;
+  bool bad = c == Cut::bad;
+  if (!bad && !f.uncaptured) {
+    const int plausible = plausible_header(ByteReader(f.ulpdu.empty() ? Bytes() : Bytes(f.ulpdu.data() - 2, f.ulpdu.size() + 2)), 0);
+    const bool crc_ok = crc && f.crc_wire == f.crc_computed;
+    // Without a good CRC to vouch for it, a header that cannot be right means the framing is lost.
+    if (plausible == 0 && !crc_ok) bad = true;
+  }
+  if (bad || f.marker_errors) anomaly(AnomalyKind::mpa_bad_framing, frame, f.marker_errors);
+  if (bad) {
+    mode = Mode::hunting;
+    hunt_from = 1;
+    reliable = false;
+    return true;
+  }
+  emit(f);
+  consume(f.wire_len);
+  return true;
+}
+
+void Dir::accept_resync(std::size_t pos, bool crc_verified) {
+  conn->identify(conn->ipv6, frame);
+  anomaly(AnomalyKind::iwarp_resync, frame, static_cast<std::uint32_t>(pos));
+  ++an->stats_.resyncs;
+  IwarpFlowInfo* fi = info();
+  ++fi->resyncs;
+  consume(pos);
+  if (!crc_known) {
+    crc_known = true;
+    crc = crc_verified;
+    fi->crc_inferred = true;
+  }
+  resynced = true;
+  start_framing(false);
+}
+
+// Finds the next FPDU boundary without the negotiation's help. Returns true when
+// framing can go on (found), false when more bytes are needed.
+bool Dir::hunt() {
+  const ByteReader r(view());
+  Fpdu f;
+  if (markers && marker_base_known) {
+    // A marker points back at the header of the FPDU it sits in (RFC 5044 section 4.3).
+    for (;;) {
+      const std::uint32_t m = mpa_next_marker(seq + static_cast<std::uint32_t>(hunt_from), marker_base);
+      const std::size_t mo = m - seq;
+      if (!r.has(mo, kMpaMarkerLen)) return false;
+      const std::uint32_t start = m - r.be16(mo + 2);
+      if (r.be16(mo) == 0 && seq_leq(seq, start)) {
+        const Cut c = cut(start - seq, f);
+        if (c == Cut::need_more) return false;
+        if (c == Cut::ok) {
+          accept_resync(start - seq, crc && f.crc_wire == f.crc_computed);
+          return true;
+        }
+      }
+      hunt_from = mo + 1;
+    }
+  }
+  const bool known = conn->iwarp_known();
+  std::size_t first_incomplete = SIZE_MAX;
+  std::size_t i = hunt_from;
+  for (; i + 4 <= avail(); ++i) {
+    const int h = plausible_header(r, i);
+    if (h == 0) continue;
+    if (h < 0) {
+      first_incomplete = std::min(first_incomplete, i);
+      continue;
+    }
+    const Cut c = cut(i, f);
+    if (c != Cut::ok) {
+      if (c == Cut::need_more) first_incomplete = std::min(first_incomplete, i);
+      continue;
+    }
+    if (f.uncaptured) continue;
+    if (f.crc_wire == f.crc_computed && (!crc_known || crc)) {  // 32 bits of evidence
+      accept_resync(i, true);
+      return true;
+    }
+    if (f.crc_wire != 0 || (crc_known && crc)) continue;
+    bool pad_zero = true;
+    for (std::size_t k = i + 2 + f.ulpdu_len; k < i + f.wire_len - kMpaCrcLen; ++k) pad_zero &= r.u8(k) == 0;
+    if (!pad_zero) continue;
+    // No CRC in use: the next FPDU header must be plausible too, or (on a
+    // connection already known to carry MPA) the FPDU ends where the data does.
+    const int next = plausible_header(r, i + f.wire_len);
+    if (next == 1 || (next < 0 && known && i + f.wire_len == avail())) {
+      accept_resync(i, false);
+      return true;
+    }
+    if (next < 0) first_incomplete = std::min(first_incomplete, i);
+  }
+  hunted += i > hunt_from ? i - hunt_from : 0;
+  if (first_incomplete != SIZE_MAX) {
+    hunt_from = first_incomplete;
+  } else {
+    hunt_from = avail() > 3 ? avail() - 3 : 0;
+  }
+  if (!known && hunted > kHuntGiveUp) {
+    mode = Mode::not_iwarp;
+    buf.clear();
+    off = 0;
+    return false;
+  }
+  if (avail() > kHuntKeep && hunt_from > avail() / 2) consume(hunt_from - 3 > 0 ? hunt_from - 3 : 0);
+  else if (avail() > kMaxBuffered) consume(avail() - kHuntKeep);
+  return false;
+}
+
+void Dir::emit(const Fpdu& f) {
+  IwarpPdu tmp;
+  IwarpPdu* u = an->cur_out_ ? an->cur_out_->push() : nullptr;
+  if (!u) u = &tmp;
+  u->kind = IwarpPdu::Kind::fpdu;
+  u->flow = flow();
+  u->end_frame = frame;
+  u->seq = seq;
+  u->resync = resynced;
+  u->ulpdu_len = f.ulpdu_len;
+  u->pad = static_cast<std::uint8_t>(mpa_pad(f.ulpdu_len));
+  u->markers = static_cast<std::uint8_t>(std::min<std::uint32_t>(f.markers, 255));
+  u->crc = f.crc_wire;
+  u->crc_computed = f.crc_computed;
+  if (!crc) u->crc_status = MpaCrcStatus::not_negotiated;
+  else if (f.uncaptured) u->crc_status = MpaCrcStatus::unverifiable;
+  else u->crc_status = f.crc_wire == f.crc_computed ? MpaCrcStatus::ok : MpaCrcStatus::bad;
+  const std::uint32_t start = seq;
+  const bool header_lost = f.uncaptured && overlaps_uncaptured(start, start + 2 + 18 + kAtomicRequestLen + 4);
+  u->header_decoded = !header_lost && decode_ddp_segment(f.ulpdu, u->seg) == ParseStatus::ok;
+
+  IwarpStats& st = an->stats_;
+  IwarpFlowInfo* fi = info();
+  ++st.fpdus;
+  st.markers += f.markers;
+  ++fi->fpdus;
+  auto count_crc = [&](IwarpCrcCounts& c) {
+    switch (u->crc_status) {
+      case MpaCrcStatus::ok: ++c.ok; break;
+      case MpaCrcStatus::bad: ++c.bad; break;
+      case MpaCrcStatus::unverifiable: ++c.unverifiable; break;
+      case MpaCrcStatus::not_negotiated: ++c.not_negotiated; break;
+    }
+  };
+  count_crc(st.crc);
+  count_crc(fi->crc_counts);
+  if (u->crc_status == MpaCrcStatus::bad) anomaly(AnomalyKind::mpa_crc_bad, frame);
+  if (u->header_decoded) {
+    const std::uint8_t op = u->seg.ddp.opcode();
+    ++st.by_opcode[op];
+    st.bytes_by_opcode[op] += u->seg.payload_len;
+    fi->payload_bytes += u->seg.payload_len;
+    sequence_checks(*u);
+  }
+  an->note_unit();
+}
+
+void Dir::sequence_checks(IwarpPdu& u) {
+  const DdpHeader& d = u.seg.ddp;
+  const std::uint8_t op = d.opcode();
+  const std::uint32_t payload = u.seg.payload_len;
+  if (op == static_cast<std::uint8_t>(RdmapOpcode::terminate)) {
+    Anomaly a{};
+    a.kind = AnomalyKind::rdmap_terminate;
+    a.frame = frame;
+    a.flow = flow();
+    a.count = static_cast<std::uint32_t>(u.seg.term.layer) << 16 | static_cast<std::uint32_t>(u.seg.term.error_type) << 8 |
+              u.seg.term.error_code;
+    an->log_.add(a);
+  }
+  if (!d.tagged) {
+    if (d.qn < queues.size()) {
+      QueueState& q = queues[d.qn];
+      if (q.in_message && d.msn != q.msn) q.in_message = false;  // the last segment of the previous message was not seen
+      if (!q.in_message) {
+        if (q.known && d.msn != q.expected_msn) {
+          Anomaly a{};
+          a.kind = AnomalyKind::ddp_msn_gap;
+          a.frame = frame;
+          a.flow = flow();
+          a.psn = d.msn;
+          a.expected_psn = q.expected_msn;
+          a.count = d.msn - q.expected_msn;
+          an->log_.add(a);
+        }
+        if (d.mo != 0 && q.known) anomaly(AnomalyKind::ddp_mo_discontinuity, frame, d.mo);
+        q.in_message = true;
+        q.msn = d.msn;
+      } else if (d.mo != q.next_mo) {
+        anomaly(AnomalyKind::ddp_mo_discontinuity, frame, d.mo - q.next_mo);
+      }
+      q.next_mo = d.mo + payload;
+      if (d.last) {
+        q.in_message = false;
+        q.known = true;
+        q.expected_msn = d.msn + 1;
+      }
+    }
+    if (u.seg.has_read_request) {
+      auto& pend = peer().reads;
+      if (pend.size() >= kMaxPendingRequests) pend.pop_front();
+      pend.push_back(PendingRead{u.seg.read, frame, ts, 0});
+    }
+    if (u.seg.has_atomic_request) {
+      auto& pend = peer().atomics;
+      if (pend.size() >= kMaxPendingRequests) pend.pop_front();
+      pend.push_back(PendingAtomic{u.seg.atomic.request_id, frame, ts});
+    }
+    if (u.seg.has_atomic_response) {
+      for (auto it = atomics.begin(); it != atomics.end(); ++it) {
+        if (it->id != u.seg.atomic_resp.request_id) continue;
+        u.request_frame = it->frame;
+        u.latency_us = (ts - it->ts) * 1e6;
+        ++an->stats_.atomics_matched;
+        atomics.erase(it);
+        break;
+      }
+    }
+    return;
+  }
+  if (op == static_cast<std::uint8_t>(RdmapOpcode::read_response)) {
+    // Read Responses come back in request order (RFC 5040 section 5.2.1).
+    if (reads.empty()) {
+      if (reliable && peer().reliable) anomaly(AnomalyKind::response_without_request, frame);
+      return;
+    }
+    PendingRead& r = reads.front();
+    if (d.stag != r.rq.sink_stag || d.to != r.rq.sink_to + r.done) {
+      Anomaly a{};
+      a.kind = AnomalyKind::ddp_mo_discontinuity;
+      a.frame = frame;
+      a.flow = flow();
+      a.count = static_cast<std::uint32_t>(d.to - (r.rq.sink_to + r.done));
+      a.relate(r.frame);
+      an->log_.add(a);
+    }
+    r.done += payload;
+    if (d.last) {
+      if (r.done != r.rq.read_size) {
+        Anomaly a{};
+        a.kind = AnomalyKind::payload_length_mismatch;
+        a.frame = frame;
+        a.flow = flow();
+        a.count = static_cast<std::uint32_t>(r.done);
+        a.relate(r.frame);
+        an->log_.add(a);
+      }
+      u.request_frame = r.frame;
+      u.latency_us = (ts - r.ts) * 1e6;
+      IwarpStats& st = an->stats_;
+      if (st.reads_matched == 0 || u.latency_us < st.read_latency_min_us) st.read_latency_min_us = u.latency_us;
+      if (st.reads_matched == 0 || u.latency_us > st.read_latency_max_us) st.read_latency_max_us = u.latency_us;
+      st.read_latency_sum_us += u.latency_us;
+      ++st.reads_matched;
+      reads.pop_front();
+    }
+    return;
+  }
+  // RDMA Write: the tagged offset runs on within a message.
+  if (write_open && d.stag == write_stag && d.to != write_next_to)
+    anomaly(AnomalyKind::ddp_mo_discontinuity, frame, static_cast<std::uint32_t>(d.to - write_next_to));
+  write_open = !d.last;
+  write_stag = d.stag;
+  write_next_to = d.to + payload;
+}
+
+IwarpAnalyzer::IwarpAnalyzer(AnomalyLog& log) : log_(log) { scratch_.reserve(70000); }
+IwarpAnalyzer::~IwarpAnalyzer() = default;
+
+void IwarpAnalyzer::note_unit() { unit_in_frame_ = true; }
+
+namespace {
+Endpoint endpoint_of(const DecodedPacket& p, bool source) {
+  Endpoint e;
+  if (p.ipv4) {
+    const auto& a = source ? p.ipv4->src : p.ipv4->dst;
+    e.addr[10] = e.addr[11] = 0xFF;
+    std::copy(a.begin(), a.end(), e.addr.begin() + 12);
+  } else if (p.ipv6) {
+    e.addr = source ? p.ipv6->src : p.ipv6->dst;
+  }
+  e.port = source ? p.tcp->src_port : p.tcp->dst_port;
+  return e;
+}
+}  // namespace
+
+void IwarpAnalyzer::close(std::size_t idx) {
+  Connection& c = *conns_[idx];
+  for (auto& d : c.dir) d->tcp.flush(last_frame_, last_ts_, *d);
+  if (c.iwarp_known())
+    for (int i = 0; i < 2; ++i) flows_[c.flow_base + static_cast<std::uint32_t>(i)].tcp = c.dir[i]->tcp.stats();
+  for (const auto& d : c.dir) stats_.tcp_retransmitted_segments += d->tcp.stats().retransmitted_segments;
+  auto& bucket = index_[c.key];
+  std::erase(bucket, static_cast<std::uint32_t>(idx));
+  if (bucket.empty()) index_.erase(c.key);
+  conns_[idx].reset();
+  free_.push_back(static_cast<std::uint32_t>(idx));
+}
+
+void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, IwarpFrame& out) {
+  out.clear();
+  if (!p.tcp || (!p.ipv4 && !p.ipv6)) return;
+  last_frame_ = frame;
+  last_ts_ = ts;
+  const TcpHeader& t = *p.tcp;
+  const Endpoint src = endpoint_of(p, true), dst = endpoint_of(p, false);
+  const std::uint64_t key = hash_endpoint(src) ^ hash_endpoint(dst);
+  std::size_t idx = SIZE_MAX;
+  int d = 0;
+  if (auto it = index_.find(key); it != index_.end()) {
+    for (std::uint32_t i : it->second) {
+      const Connection& c = *conns_[i];
+      if (c.dir[0]->src == src && c.dir[0]->dst == dst) { idx = i; d = 0; break; }
+      if (c.dir[1]->src == src && c.dir[1]->dst == dst) { idx = i; d = 1; break; }
+    }
+  }
+  // A new SYN on a tuple in use starts a new connection.
+  if (idx != SIZE_MAX && t.syn() && !t.ack_flag() && conns_[idx]->dir[d]->tcp.started() &&
+      conns_[idx]->dir[d]->tcp.next_seq() != t.seq + 1) {
+    close(idx);
+    idx = SIZE_MAX;
+  }
+  if (idx == SIZE_MAX) {
+    if (!t.syn() && p.tcp_payload_len == 0) return;
+    if (live_ >= kMaxConnections) {
+      ++stats_.untracked_connections;
+      return;
+    }
+    auto c = std::make_unique<Connection>(this, src, dst);
+    c->key = key;
+    c->ipv6 = p.ipv6.has_value();
+    if (!free_.empty()) {
+      idx = free_.back();
+      free_.pop_back();
+      conns_[idx] = std::move(c);
+    } else {
+      idx = conns_.size();
+      conns_.push_back(std::move(c));
+    }
+    index_[key].push_back(static_cast<std::uint32_t>(idx));
+    ++live_;
+    d = 0;
+  }
+  Connection& c = *conns_[idx];
+  Dir& dir = *c.dir[d];
+  cur_out_ = &out;
+  unit_in_frame_ = false;
+  if (t.syn()) dir.tcp.syn(t.seq);
+  const std::uint32_t data_seq = t.syn() ? t.seq + 1 : t.seq;
+  if (p.tcp_payload_len) dir.tcp.segment(data_seq, p.tcp_payload, p.tcp_payload_len, frame, ts, dir);
+  if (t.ack_flag()) {
+    Dir& other = *c.dir[1 - d];
+    if (other.tcp.held_bytes()) other.tcp.peer_ack(t.ack, frame, ts, other);
+  }
+  if (unit_in_frame_) ++stats_.frames;
+  cur_out_ = nullptr;
+  if (t.fin()) dir.fin = true;
+  if (t.rst() || (c.dir[0]->fin && c.dir[1]->fin)) {
+    close(idx);
+    --live_;
+  }
+}
+
+void IwarpAnalyzer::finish() {
+  if (finished_) return;
+  finished_ = true;
+  for (std::size_t i = 0; i < conns_.size(); ++i)
+    if (conns_[i]) {
+      close(i);
+      --live_;
+    }
+}
+
+}  // namespace rdmadiag::decode

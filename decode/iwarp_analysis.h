@@ -1,0 +1,153 @@
+// iWARP analysis (RFC 5044 MPA, RFC 5041 DDP, RFC 5040 RDMAP, RFC 6581, RFC
+// 7306): a stateful pass over TCP segments. Per connection and direction it
+// reassembles the TCP stream (tcp_reassembly.h), follows the MPA negotiation,
+// cuts the stream into FPDUs (removing markers, checking CRC32c), decodes DDP
+// and RDMAP, and checks DDP sequencing (MSN per queue, MO within a message,
+// tagged offsets against the RDMA Read Request) and matches Read Requests with
+// their Responses. Without the negotiation (a capture that starts mid-connection,
+// or after a gap it cannot fill) it finds FPDU boundaries again from the bytes
+// (plausible ULPDU length + DDP/RDMAP header + CRC32c, or the next header; or
+// the markers) and says so. Memory: bounded connections, bounded bytes per stream.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "decode/anomaly.h"
+#include "decode/ddp_rdmap.h"
+#include "decode/mpa.h"
+#include "decode/packet.h"
+#include "decode/tcp_reassembly.h"
+
+namespace rdmadiag::decode {
+
+enum class MpaCrcStatus : std::uint8_t { ok, bad, unverifiable, not_negotiated };
+std::string_view to_string(MpaCrcStatus s);
+
+// One MPA unit that ended in a frame: an FPDU, or a Request/Reply frame.
+struct IwarpPdu {
+  enum class Kind : std::uint8_t { fpdu, mpa_request, mpa_reply };
+  Kind kind = Kind::fpdu;
+  std::uint32_t flow = 0;          // index into IwarpAnalyzer::flows()
+  std::uint64_t end_frame = 0;     // frame holding its last byte (earlier than the reporting frame after a refill)
+  std::uint32_t seq = 0;           // TCP sequence number of its first byte
+  bool resync = false;             // framing found without the MPA negotiation
+  // Request / Reply
+  MpaNegotiation negotiation;
+  // FPDU
+  std::uint16_t ulpdu_len = 0;
+  std::uint8_t pad = 0;
+  std::uint8_t markers = 0;        // markers removed from it
+  std::uint32_t crc = 0;           // the CRC field, as the integer CRC32c gives (wire bytes are little-endian)
+  std::uint32_t crc_computed = 0;
+  MpaCrcStatus crc_status = MpaCrcStatus::not_negotiated;
+  bool header_decoded = false;     // the DDP/RDMAP headers were captured
+  DdpSegment seg;
+  // analysis
+  std::uint64_t request_frame = 0; // Read Response (last segment) / Atomic Response: the request
+  double latency_us = -1;
+};
+
+// The MPA units that ended in one frame: fixed capacity, no heap per packet.
+struct IwarpFrame {
+  static constexpr std::size_t kCapacity = 8;
+  std::array<IwarpPdu, kCapacity> items{};
+  std::uint8_t size = 0;
+  std::uint32_t overflow = 0;   // more units ended in this frame than kCapacity
+  void clear() { size = 0; overflow = 0; }
+  bool empty() const { return size == 0 && overflow == 0; }
+  IwarpPdu* push() {
+    if (size == kCapacity) {
+      ++overflow;
+      return nullptr;
+    }
+    items[size] = IwarpPdu{};
+    return &items[size++];
+  }
+  const IwarpPdu* begin() const { return items.data(); }
+  const IwarpPdu* end() const { return items.data() + size; }
+};
+
+struct IwarpCrcCounts {
+  std::uint64_t ok = 0, bad = 0, unverifiable = 0, not_negotiated = 0;
+};
+
+// One direction of one TCP connection that carried MPA.
+struct IwarpFlowInfo {
+  std::array<std::uint8_t, 16> src{}, dst{};
+  bool ipv6 = false;
+  std::uint16_t src_port = 0, dst_port = 0;
+  std::uint64_t first_frame = 0;
+  bool initiator = false;        // sent the MPA Request
+  bool negotiated = false;       // framing from an MPA Request/Reply seen in the capture
+  bool rejected = false;
+  bool markers = false, crc = false;  // in this direction
+  bool crc_inferred = false;     // CRC use worked out from the bytes (no negotiation seen)
+  std::uint32_t resyncs = 0;
+  std::uint64_t fpdus = 0;
+  std::uint64_t payload_bytes = 0;
+  IwarpCrcCounts crc_counts;
+  TcpStreamStats tcp;
+};
+
+struct IwarpStats {
+  std::uint64_t connections = 0;        // with MPA seen (negotiated or found by resync)
+  std::uint64_t negotiated = 0;
+  std::uint64_t rejected = 0;
+  std::uint64_t untracked_connections = 0;  // over the connection limit
+  std::uint64_t fpdus = 0;
+  std::uint64_t frames = 0;             // frames in which an FPDU or Request/Reply ended
+  IwarpCrcCounts crc;
+  std::array<std::uint64_t, 16> by_opcode{};
+  std::array<std::uint64_t, 16> bytes_by_opcode{};
+  std::uint64_t markers = 0;
+  std::uint64_t resyncs = 0;
+  std::uint64_t reads_matched = 0;
+  double read_latency_min_us = 0, read_latency_max_us = 0, read_latency_sum_us = 0;
+  std::uint64_t atomics_matched = 0;
+  std::uint64_t tcp_holes_recovered = 0, tcp_holes_lost = 0, tcp_bytes_lost = 0;
+  std::uint64_t tcp_retransmitted_segments = 0;
+};
+
+class IwarpAnalyzer {
+ public:
+  static constexpr std::size_t kMaxConnections = 16384;
+
+  explicit IwarpAnalyzer(AnomalyLog& log);
+  ~IwarpAnalyzer();
+  IwarpAnalyzer(const IwarpAnalyzer&) = delete;
+  IwarpAnalyzer& operator=(const IwarpAnalyzer&) = delete;
+
+  // A frame with a TCP header (p.tcp set). Fills `out` with the MPA units that ended.
+  void add(const DecodedPacket& p, std::uint64_t frame, double ts, IwarpFrame& out);
+  void finish();
+
+  const std::vector<IwarpFlowInfo>& flows() const { return flows_; }
+  const IwarpStats& stats() const { return stats_; }
+
+  struct Connection;  // one TCP connection, both directions (iwarp_analysis.cpp)
+
+ private:
+  void close(std::size_t idx);
+  void note_unit();
+
+  AnomalyLog& log_;
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> index_;  // hash of the 4-tuple -> live connections
+  std::vector<std::unique_ptr<Connection>> conns_;
+  std::vector<std::uint32_t> free_;  // reusable slots of conns_
+  std::size_t live_ = 0;
+  IwarpFrame* cur_out_ = nullptr;
+  bool unit_in_frame_ = false;
+  std::vector<IwarpFlowInfo> flows_;
+  IwarpStats stats_;
+  TcpBufferBudget budget_;
+  std::vector<std::uint8_t> scratch_;  // an FPDU with its markers removed
+  std::uint64_t last_frame_ = 0;
+  double last_ts_ = 0;
+  bool finished_ = false;
+};
+
+}  // namespace rdmadiag::decode

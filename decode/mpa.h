@@ -1,0 +1,64 @@
+// MPA, Marker PDU Aligned framing for TCP (RFC 5044): the connection setup
+// frames (section 7.1: MPA Request / Reply, with RFC 6581 section 9's enhanced
+// IRD/ORD private data) and the FPDU layout (section 4: ULPDU_Length, pad to a
+// 4-octet boundary, CRC32c; section 4.3: a Marker every 512 octets of TCP
+// sequence space, counted from the first FPDU, holding the distance back to the
+// header of the FPDU it is in).
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+#include "decode/byte_reader.h"
+#include "decode/parse_status.h"
+
+namespace rdmadiag::decode {
+
+inline constexpr std::size_t kMpaKeyLen = 16;
+inline constexpr std::size_t kMpaReqRepHeaderLen = 20;  // key, flags, revision, PD length
+inline constexpr std::size_t kMpaMaxPrivateData = 512;  // RFC 5044 section 7.1
+inline constexpr std::uint32_t kMpaMarkerInterval = 512;
+inline constexpr std::uint32_t kMpaMarkerLen = 4;
+inline constexpr std::uint32_t kMpaCrcLen = 4;
+inline constexpr std::string_view kMpaRequestKey = "MPA ID Req Frame";
+inline constexpr std::string_view kMpaReplyKey = "MPA ID Rep Frame";
+
+enum class MpaFrameType : std::uint8_t { request, reply };
+
+struct MpaNegotiation {
+  MpaFrameType type = MpaFrameType::request;
+  bool marker = false;    // M: the sender wants Markers in what it receives
+  bool crc = false;       // C
+  bool reject = false;    // R (Reply only)
+  std::uint8_t res = 0;   // the 5 remaining bits (siw sets 0x10 for enhanced mode)
+  std::uint8_t revision = 0;
+  std::uint16_t pd_length = 0;
+  // RFC 6581 (revision 2): the first 4 private-data octets.
+  bool enhanced = false;
+  std::uint16_t ird = 0, ord = 0;   // 14 bits each
+  bool peer_to_peer = false;        // IRD bit 15 ("P")
+  bool zero_length_rtr = false;     // IRD bit 14
+  bool rtr_write = false;           // ORD bit 15: zero-length RDMA Write as RTR
+  bool rtr_read = false;            // ORD bit 14: zero-length RDMA Read as RTR
+  std::uint32_t total_length() const { return static_cast<std::uint32_t>(kMpaReqRepHeaderLen + pd_length); }
+};
+
+// Which key, if any, `b` starts with (needs 16 bytes).
+bool mpa_key_is(Bytes b, std::string_view key);
+// Parses a Request/Reply at the start of `b`. ok: the whole frame (header and
+// private data) is in `b`; truncated: more bytes are needed; malformed: no key
+// or a private data length over 512.
+ParseStatus parse_mpa_negotiation(Bytes b, MpaNegotiation& out);
+
+// Pad octets after a ULPDU of `ulpdu_len` so that the FPDU (2 + ULPDU + pad) is a multiple of 4.
+constexpr std::uint32_t mpa_pad(std::uint32_t ulpdu_len) { return (4 - ((2 + ulpdu_len) & 3)) & 3; }
+// FPDU length without markers: header, ULPDU, pad, CRC.
+constexpr std::uint32_t mpa_fpdu_len(std::uint32_t ulpdu_len) { return 2 + ulpdu_len + mpa_pad(ulpdu_len) + kMpaCrcLen; }
+// True if a marker sits at TCP sequence number `seq` when the first FPDU starts at `base`.
+constexpr bool mpa_marker_at(std::uint32_t seq, std::uint32_t base) { return (seq - base) % kMpaMarkerInterval == 0; }
+// The first marker position at or after `seq`.
+constexpr std::uint32_t mpa_next_marker(std::uint32_t seq, std::uint32_t base) {
+  const std::uint32_t rem = (seq - base) % kMpaMarkerInterval;
+  return rem == 0 ? seq : seq + (kMpaMarkerInterval - rem);
+}
+
+}  // namespace rdmadiag::decode

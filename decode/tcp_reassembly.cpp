@@ -1,0 +1,148 @@
+#include "decode/tcp_reassembly.h"
+
+#include <algorithm>
+
+namespace rdmadiag::decode {
+
+TcpStream::~TcpStream() { release(held_bytes_); }
+
+TcpStream::TcpStream(TcpStream&& o) noexcept
+    : budget_(o.budget_), started_(o.started_), saw_syn_(o.saw_syn_), next_(o.next_), held_(std::move(o.held_)),
+      held_bytes_(o.held_bytes_), gap_open_(o.gap_open_), gap_seq_(o.gap_seq_), gap_frame_(o.gap_frame_),
+      gap_ts_(o.gap_ts_), gap_filled_(o.gap_filled_), stats_(o.stats_) {
+  o.held_bytes_ = 0;
+  o.held_.clear();
+}
+
+void TcpStream::release(std::size_t n) {
+  held_bytes_ -= n;
+  if (budget_) budget_->used -= n;
+}
+
+void TcpStream::syn(std::uint32_t seq) {
+  if (started_ && saw_syn_ && next_ == seq + 1) return;  // a retransmitted SYN
+  release(held_bytes_);
+  held_.clear();
+  gap_open_ = false;
+  started_ = true;
+  saw_syn_ = true;
+  next_ = seq + 1;
+}
+
+void TcpStream::deliver(std::uint32_t seq, Bytes captured, std::uint32_t wire_len, std::uint64_t frame, double ts,
+                        TcpStreamSink& sink) {
+  if (gap_open_) gap_filled_ += wire_len;
+  stats_.bytes += wire_len;
+  next_ = seq + wire_len;
+  sink.stream_data(seq, captured, wire_len, frame, ts);
+}
+
+void TcpStream::segment(std::uint32_t seq, Bytes captured, std::uint32_t wire_len, std::uint64_t frame, double ts,
+                        TcpStreamSink& sink) {
+  if (wire_len == 0) return;
+  ++stats_.segments;
+  if (!started_) {  // the capture started after the SYN: take this segment as the stream's start
+    started_ = true;
+    next_ = seq;
+  }
+  if (seq_leq(seq + wire_len, next_)) {
+    ++stats_.retransmitted_segments;
+    stats_.retransmitted_bytes += wire_len;
+    return;
+  }
+  if (seq_lt(seq, next_)) {  // overlaps what was delivered: keep only the new tail
+    const std::uint32_t trim = next_ - seq;
+    stats_.overlap_bytes += trim;
+    captured = captured.subspan(std::min<std::size_t>(trim, captured.size()));
+    seq += trim;
+    wire_len -= trim;
+  }
+  if (seq == next_) {
+    deliver(seq, captured, wire_len, frame, ts, sink);
+    drain(frame, ts, sink);
+    return;
+  }
+  // Beyond a gap: hold a copy until the gap is filled.
+  ++stats_.out_of_order_segments;
+  if (!gap_open_) {
+    gap_open_ = true;
+    gap_seq_ = next_;
+    gap_frame_ = frame;
+    gap_ts_ = ts;
+    gap_filled_ = 0;
+  }
+  auto it = std::lower_bound(held_.begin(), held_.end(), seq, [](const Held& h, std::uint32_t s) { return seq_lt(h.seq, s); });
+  if (it != held_.end() && it->seq == seq) {
+    if (it->wire_len >= wire_len) {
+      ++stats_.retransmitted_segments;
+      stats_.retransmitted_bytes += wire_len;
+      return;
+    }
+    release(it->data.size());
+    it = held_.erase(it);
+  }
+  Held h{seq, wire_len, frame, ts, std::vector<std::uint8_t>(captured.begin(), captured.end())};
+  held_bytes_ += h.data.size();
+  if (budget_) budget_->used += h.data.size();
+  held_.insert(it, std::move(h));
+  while (!held_.empty() && (held_bytes_ > kMaxOutOfOrderBytes || held_.size() > kMaxOutOfOrderSegments ||
+                            (budget_ && budget_->used > budget_->limit)))
+    give_up_first_gap(frame, ts, sink);
+}
+
+void TcpStream::drain(std::uint64_t frame, double ts, TcpStreamSink& sink) {
+  while (!held_.empty() && seq_leq(held_.front().seq, next_)) {
+    Held h = std::move(held_.front());
+    held_.erase(held_.begin());
+    release(h.data.size());
+    const std::uint32_t end = h.seq + h.wire_len;
+    if (seq_leq(end, next_)) {
+      stats_.overlap_bytes += h.wire_len;
+      continue;
+    }
+    const std::uint32_t trim = next_ - h.seq;
+    stats_.overlap_bytes += trim;
+    Bytes data(h.data);
+    data = data.subspan(std::min<std::size_t>(trim, data.size()));
+    const bool was_open = gap_open_;
+    gap_open_ = false;  // bytes of held segments are not retransmissions into the gap
+    deliver(next_, data, h.wire_len - trim, h.frame, h.ts, sink);
+    gap_open_ = was_open;
+  }
+  if (gap_open_ && held_.empty()) {
+    gap_open_ = false;
+    ++stats_.holes_recovered;
+    TcpHoleEvent ev{gap_seq_, gap_filled_, gap_frame_, gap_ts_, frame, ts, true};
+    sink.stream_hole(ev);
+  }
+}
+
+void TcpStream::give_up_first_gap(std::uint64_t frame, double ts, TcpStreamSink& sink) {
+  if (held_.empty()) return;
+  const std::uint32_t missing = held_.front().seq - next_;
+  ++stats_.holes_lost;
+  stats_.bytes_lost += missing;
+  stats_.bytes += missing;
+  TcpHoleEvent ev{next_, missing, gap_frame_, gap_ts_, frame, ts, false};
+  gap_open_ = false;
+  next_ = held_.front().seq;
+  sink.stream_hole(ev);
+  drain(frame, ts, sink);
+  if (!held_.empty()) {  // another gap further on: it is detected from here
+    gap_open_ = true;
+    gap_seq_ = next_;
+    gap_frame_ = held_.front().frame;
+    gap_ts_ = held_.front().ts;
+    gap_filled_ = 0;
+  }
+}
+
+void TcpStream::peer_ack(std::uint32_t ack, std::uint64_t frame, double ts, TcpStreamSink& sink) {
+  while (!held_.empty() && seq_lt(next_, ack) && seq_leq(held_.front().seq, ack)) give_up_first_gap(frame, ts, sink);
+}
+
+void TcpStream::flush(std::uint64_t frame, double ts, TcpStreamSink& sink) {
+  while (!held_.empty()) give_up_first_gap(frame, ts, sink);
+}
+
+}  // namespace rdmadiag::decode
