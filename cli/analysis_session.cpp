@@ -43,16 +43,21 @@ void AnalysisSession::input_failed(const std::string& path, const std::string& e
   report_.inputs.push_back(info);
 }
 
-void AnalysisSession::frame(const capture::Record& rec) {
+void AnalysisSession::frame(const capture::Record& rec) { frame(rec, linktype_); }
+
+// Live capture interleaves interfaces, each with its own link type.
+void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype) {
   ++frame_;
   const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;
   if (first_ts_ < 0) first_ts_ = ts;
-  decode::decode_frame(linktype_, rec.data, rec.wirelen, opts_.decode, pkt_);
+  decode::decode_frame(linktype, rec.data, rec.wirelen, opts_.decode, pkt_);
   decode::PacketAnalysis pa;
   analyzer_->add(pkt_, frame_, ts, pa);
-  if (json_) json_->packet(pkt_, frame_, ts);
+  if (json_) json_->packet(pkt_, pa, frame_, ts);
   if (opts_.packets && text_out_) std::cout << exporters::packet_line(pkt_, frame_, ts - first_ts_) << '\n';
 }
+
+void AnalysisSession::add_report_member(const std::string& key, exporters::Json value) { extra_[key] = std::move(value); }
 
 void AnalysisSession::end_input(std::uint64_t records, const std::string& stop_reason) {
   if (report_.inputs.empty()) return;
@@ -63,7 +68,8 @@ void AnalysisSession::end_input(std::uint64_t records, const std::string& stop_r
 void AnalysisSession::finish() {
   analyzer_->finish();
   report_.summary = &analyzer_->summary();
-  if (json_) json_->finish(report_);
+  report_.analyzer = analyzer_.get();
+  if (json_) json_->finish(report_, extra_);
   if (text_out_) {
     if (opts_.packets) std::cout << '\n';
     exporters::write_text_summary(std::cout, report_);

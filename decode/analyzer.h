@@ -23,6 +23,7 @@ struct PacketAnalysis {
   bool duplicate = false;
   bool out_of_order = false;
   bool retransmission = false;
+  bool spurious_retransmission = false;  // a resend of a packet that was not lost at the capture point
   std::uint64_t request_frame = 0;   // for a response/ACK: the request it answers
   std::uint64_t response_frame = 0;  // for a request: its response/ACK (known in a second pass)
   double latency_us = -1;            // request -> response at the capture point

@@ -172,6 +172,16 @@ struct TransportAnalyzer::Flow {
   std::uint32_t expected = 0;   // next PSN in order
   std::uint32_t high_next = 0;  // one past the highest PSN sent
   bool resending = false;
+  bool spurious_episode = false;
+  // The verdict on a spurious-looking resend waits for the ACKs: if fewer ACKs
+  // (or READ responses) than copies of the request reach the capture point, an
+  // ACK was lost before it and the resend was a real recovery.
+  bool spur_open = false;
+  std::uint32_t spur_psn = 0, spur_copies = 0, spur_acks = 0;
+  std::uint64_t spur_frame = 0;
+  bool spur_is_read = false;
+  bool acked_valid = false;
+  std::uint32_t acked_through = 0;  // the highest PSN an ACK or response covered
   std::size_t episode_anomaly = SIZE_MAX;
   std::uint64_t nak_frame = 0;  // a NAK (or RNR NAK) not yet followed by its resend
   double nak_ts = 0;
@@ -378,6 +388,11 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, std::uint64_t
     }
   }
 
+  // A READ is answered by its data, which comes before the next request is sent
+  // in the cases that matter (ping-pong); other requests wait for a newer ACK.
+  if (f.spur_open && f.spur_is_read && f.started && psn_diff(psn, f.spur_psn) > 0 && psn_diff(psn, f.expected) >= 0)
+    spurious_verdict(f);
+
   enum class Class { in_order, gap, retransmission, duplicate, out_of_order, restart } cls = Class::in_order;
   OpenGap* gap_hit = nullptr;
   std::int32_t d = 0;
@@ -476,31 +491,55 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, std::uint64_t
       return;  // a late original: the stream goes on from where it was
     }
     case Class::retransmission: {
-      ++s.retransmissions;
       out.retransmission = true;
       if (!f.resending || d < 0) {
-        // A new go-back-N episode starts at this PSN.
-        ++s.retransmission_episodes;
-        if (!f.nak_frame) ++s.timeout_retransmissions;
-        Anomaly a{AnomalyKind::retransmission};
-        a.frame = frame;
-        a.psn = psn;
-        a.expected_psn = f.expected;
-        a.count = 1;
-        a.duration_us = -1;
-        if (f.nak_frame) a.relate(f.nak_frame);
-        for (const auto& g : f.gaps)
-          if (psn_diff(psn, g.first) <= 0 || gap_hit == &g) {
-            a.relate(g.frame);
-            break;
-          }
-        f.episode_anomaly = log_.items().size();
-        add_anomaly(a, &f, &out);
+        // A new go-back-N episode starts at this PSN. Without a NAK and without a
+        // gap to fill, the original got through: the resend is spurious.
         f.resending = true;
-        f.nak_frame = 0;
         f.msg = Flow::Msg::unknown;  // go-back-N may restart in the middle of a message
+        f.spurious_episode = !f.nak_frame && !gap_hit;
+        f.episode_anomaly = SIZE_MAX;
+        if (f.spurious_episode) {
+          if (f.spur_open && f.spur_psn == psn) {
+            ++f.spur_copies;
+          } else {
+            if (f.spur_open) spurious_verdict(f);
+            f.spur_open = true;
+            f.spur_psn = psn;
+            f.spur_copies = 2;
+            // The original may have been answered already (the requester was slow to see it).
+            f.spur_acks = f.acked_valid && psn_diff(f.acked_through, psn) >= 0 ? 1 : 0;
+            f.spur_frame = frame;
+            f.spur_is_read = info.kind == OpKind::read_request;
+          }
+        }
+        if (!f.spurious_episode) {
+          ++s.retransmission_episodes;
+          if (!f.nak_frame) ++s.timeout_retransmissions;
+          Anomaly a{AnomalyKind::retransmission};
+          a.frame = frame;
+          a.psn = psn;
+          a.expected_psn = f.expected;
+          a.count = 1;
+          a.duration_us = -1;
+          if (f.nak_frame) a.relate(f.nak_frame);
+          for (const auto& g : f.gaps)
+            if (psn_diff(psn, g.first) <= 0 || gap_hit == &g) {
+              a.relate(g.frame);
+              break;
+            }
+          f.episode_anomaly = log_.items().size();
+          add_anomaly(a, &f, &out);
+        }
+        f.nak_frame = 0;
       } else if (f.episode_anomaly < log_.items().size()) {
         ++log_.items()[f.episode_anomaly].count;
+      }
+      if (f.spurious_episode) {
+        ++s.spurious_retransmissions;
+        out.spurious_retransmission = true;
+      } else {
+        ++s.retransmissions;
       }
       fill_gaps(psn, (psn + consumed - 1) & kPsnMask);
       break;
@@ -525,7 +564,7 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, std::uint64_t
     a.count = static_cast<std::uint32_t>(got);
     add_anomaly(a, &f, &out);
   };
-  const bool checkable = cls == Class::in_order || cls == Class::retransmission;
+  const bool checkable = (cls == Class::in_order || cls == Class::retransmission) && !p.truncated;
   const Flow::Msg kind_msg = (k == OpKind::send_first || k == OpKind::send_middle || k == OpKind::send_last) ? Flow::Msg::send : Flow::Msg::write;
   if (checkable) {
     const bool in_msg = f.msg == Flow::Msg::send || f.msg == Flow::Msg::write;
@@ -617,6 +656,10 @@ void TransportAnalyzer::responder(Flow& f, const DecodedPacket& p, std::uint64_t
   // Completes the requests whose PSNs end at or before `upto`; latency for those asking for an ACK.
   auto complete_upto = [&](std::uint32_t upto, bool include_reads) {
     if (!q) return;
+    if (!q->acked_valid || psn_diff(upto, q->acked_through) > 0) {
+      q->acked_valid = true;
+      q->acked_through = upto;
+    }
     while (!q->pending.empty() && psn_diff(q->pending.front().last, upto) <= 0) {
       const PendingRequest r = q->pending.front();
       q->pending.pop_front();
@@ -635,6 +678,10 @@ void TransportAnalyzer::responder(Flow& f, const DecodedPacket& p, std::uint64_t
       const Aeth& aeth = p.ib.aeth;
       if (aeth.kind() == AethKind::ack) {
         ++s.acks;
+        // Responders answer every copy of a request (IBA 9.7.5.1.2); the responder
+        // answers in order, so an ACK beyond the resent PSN closes the count.
+        if (q && q->spur_open && psn == q->spur_psn) ++q->spur_acks;
+        if (q && q->spur_open && psn_diff(psn, q->spur_psn) > 0) spurious_verdict(*q);
         complete_upto(psn, false);
         if (q) out.expected_psn = q->expected;
         break;
@@ -712,6 +759,7 @@ void TransportAnalyzer::responder(Flow& f, const DecodedPacket& p, std::uint64_t
         out.expected_psn = f.resp_expected;
       }
       f.in_read_response = !(info.kind == OpKind::read_response_last || info.kind == OpKind::read_response_only);
+      if (!f.in_read_response && q && q->spur_open && psn_diff(psn, q->spur_psn) >= 0) ++q->spur_acks;
       f.resp_expected = (psn + 1) & kPsnMask;
       if (!q) break;
       // Which READ is this data for?
@@ -737,6 +785,8 @@ void TransportAnalyzer::responder(Flow& f, const DecodedPacket& p, std::uint64_t
     case OpKind::atomic_acknowledge: {
       ++s.acks;
       if (!q) break;
+      if (q->spur_open && psn == q->spur_psn) ++q->spur_acks;
+      if (q->spur_open && psn_diff(psn, q->spur_psn) > 0) spurious_verdict(*q);
       for (auto it = q->pending.begin(); it != q->pending.end(); ++it) {
         if (it->first != psn) continue;
         const double us = (ts - it->ts) * 1e6;
@@ -844,6 +894,7 @@ void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame) 
 
 void TransportAnalyzer::retire(std::uint32_t slot) {
   Flow& f = *slots_[slot];
+  if (f.spur_open) spurious_verdict(f);
   if (summaries_.size() < kMaxRetiredFlows) summaries_.push_back(f.s);
   else ++evicted_;
   by_key_.erase(f.s.key);
@@ -866,7 +917,27 @@ void TransportAnalyzer::retire_idle(double now) {
     if (sl && now - sl->s.last_ts > kIdleRetireSeconds && sl->pending.empty() && sl->gaps.empty()) retire(sl->slot);
 }
 
+void TransportAnalyzer::spurious_verdict(Flow& f) {
+  f.spur_open = false;
+  if (f.spur_acks >= f.spur_copies) return;  // every copy was answered: nothing was lost
+  // An answer went missing before the capture point: the resend recovered a loss.
+  FlowSummary& s = f.s;
+  const std::uint64_t resent = f.spur_copies - 1;
+  s.spurious_retransmissions -= std::min<std::uint64_t>(s.spurious_retransmissions, resent);
+  s.retransmissions += resent;
+  ++s.retransmission_episodes;
+  ++s.timeout_retransmissions;
+  Anomaly a{AnomalyKind::retransmission};
+  a.frame = f.spur_frame;
+  a.psn = f.spur_psn;
+  a.count = static_cast<std::uint32_t>(resent);
+  a.expected_psn = -2;  // marks "the ACK was lost" for the explanation
+  add_anomaly(a, &f, nullptr);
+}
+
 void TransportAnalyzer::finish() {
+  for (auto& sl : slots_)
+    if (sl && sl->spur_open) spurious_verdict(*sl);
   for (auto& sl : slots_)
     if (sl) {
       if (summaries_.size() < kMaxRetiredFlows) summaries_.push_back(sl->s);

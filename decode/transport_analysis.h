@@ -80,7 +80,11 @@ struct FlowSummary {
   std::uint64_t duplicates = 0, out_of_order = 0;
   std::uint64_t retransmissions = 0;           // packets resent
   std::uint64_t retransmission_episodes = 0;   // go-back-N bursts
-  std::uint64_t timeout_retransmissions = 0;   // episodes with no NAK before them
+  std::uint64_t timeout_retransmissions = 0;   // episodes with no NAK before them, resending lost packets
+  // Resends of packets whose original passed the capture point, with no NAK and no
+  // gap before them: the requester's ACK timer fired before the ACK came back (a
+  // slow responder). Counted and flagged per packet, but not an anomaly: nothing was lost.
+  std::uint64_t spurious_retransmissions = 0;
   // responses sent on this flow
   std::array<std::uint64_t, 5> naks{};         // by NakCode
   std::uint64_t rnr_naks = 0;
@@ -136,6 +140,7 @@ class TransportAnalyzer {
   void responder(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
   void unreliable(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
   void cm_message(const DecodedPacket& p, std::uint64_t frame);
+  void spurious_verdict(Flow& f);
   Flow* peer_requester(Flow& resp, std::uint32_t psn);
   void pair(Flow& a, Flow& b, Pairing how);
   std::uint32_t pmtu_for(const Flow& f) const;

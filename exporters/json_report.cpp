@@ -1,5 +1,9 @@
 #include "exporters/json_report.h"
 
+#include "decode/transport_analysis.h"
+#include "exporters/analysis_report.h"
+#include "exporters/iwarp_json.h"
+
 namespace rdmadiag::exporters {
 
 using namespace rdmadiag::decode;
@@ -190,10 +194,36 @@ void JsonReportWriter::packet(const DecodedPacket& p, std::uint64_t frame, doubl
   first_packet_ = false;
 }
 
+void JsonReportWriter::packet(const DecodedPacket& p, const PacketAnalysis& a, std::uint64_t frame, double ts) {
+  if (!with_packets_) return;
+  Json j = packet_json(p, frame, ts);
+  if (a.analysed) j["analysis"] = analysis_json(a);
+  add_iwarp_packet_json(a.iwarp, frame, j);
+  out_ << (first_packet_ ? "\n" : ",\n") << j.dump();
+  first_packet_ = false;
+}
+
 void JsonReportWriter::finish(const AnalyzeReport& report, const Json& extra) {
   if (with_packets_) out_ << "\n]";
   out_ << ",\n\"inputs\":" << inputs_json(report.inputs).dump();
-  if (report.summary) out_ << ",\n\"summary\":" << summary_json(*report.summary).dump();
+  if (report.summary) {
+    Json summary = summary_json(*report.summary);
+    if (report.analyzer) {
+      const auto& log = report.analyzer->anomalies();
+      Json by_kind = Json::object();
+      for (std::size_t k = 0; k < static_cast<std::size_t>(AnomalyKind::count_); ++k)
+        if (log.count(static_cast<AnomalyKind>(k))) by_kind[std::string(to_string(static_cast<AnomalyKind>(k)))] = log.count(static_cast<AnomalyKind>(k));
+      summary["anomalies"] = {{"total", log.total()}, {"by_kind", by_kind}, {"listed", log.items().size()}};
+      summary["flows"] = report.analyzer->transport().flows().size();
+      if (report.analyzer->transport().evicted_flows()) summary["flows_evicted"] = report.analyzer->transport().evicted_flows();
+    }
+    out_ << ",\n\"summary\":" << summary.dump();
+  }
+  if (report.analyzer) {
+    out_ << ",\n\"flows\":" << flows_json(report.analyzer->transport()).dump();
+    out_ << ",\n\"anomalies\":" << anomalies_json(report.analyzer->anomalies(), report.analyzer->transport()).dump();
+    out_ << ",\n\"iwarp\":" << iwarp_report_json(report.analyzer->iwarp()).dump();
+  }
   for (auto it = extra.begin(); it != extra.end(); ++it) out_ << ",\n" << Json(it.key()).dump() << ":" << it.value().dump();
   out_ << "}\n";
   out_.flush();

@@ -20,6 +20,8 @@ class JsonReportWriter {
  public:
   JsonReportWriter(std::ostream& out, bool with_packets);
   void packet(const decode::DecodedPacket& p, std::uint64_t frame, double ts);
+  // The packet with what the analysis concluded about it (an `analysis` object).
+  void packet(const decode::DecodedPacket& p, const decode::PacketAnalysis& a, std::uint64_t frame, double ts);
   // Writes the closing members; `extra` members (e.g. flows, anomalies) are appended as they are.
   void finish(const AnalyzeReport& report, const Json& extra = Json::object());
 

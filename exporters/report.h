@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/analyzer.h"
 #include "decode/capture_summary.h"
 
 namespace rdmadiag::exporters {
@@ -23,6 +24,7 @@ struct InputInfo {
 struct AnalyzeReport {
   std::vector<InputInfo> inputs;
   const decode::CaptureSummary* summary = nullptr;
+  const decode::Analyzer* analyzer = nullptr;  // flows and anomalies, when the analysis ran
 };
 
 // Source and destination addresses as people write them (IPv4, IPv6, GID, LID).

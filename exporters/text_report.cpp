@@ -1,5 +1,8 @@
 #include "exporters/text_report.h"
 
+#include "exporters/analysis_report.h"
+#include "exporters/iwarp_json.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -137,6 +140,11 @@ void write_text_summary(std::ostream& out, const AnalyzeReport& report) {
                frames.c_str(), d.count > d.first_count ? ", ..." : "");
   }
   if (!any) out << "\nDiagnostics: none\n";
+  if (report.analyzer) {
+    write_flow_table(out, report.analyzer->transport());
+    write_problems(out, report.analyzer->anomalies(), report.analyzer->transport());
+    write_iwarp_text(out, report.analyzer->iwarp());
+  }
 }
 
 }  // namespace rdmadiag::exporters

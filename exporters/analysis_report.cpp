@@ -1,0 +1,269 @@
+#include "exporters/analysis_report.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+namespace rdmadiag::exporters {
+
+using namespace rdmadiag::decode;
+
+namespace {
+
+template <typename... A>
+std::string fmt(const char* f, A... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, f, args...);
+  return buf;
+}
+
+const FlowSummary* flow_at(const TransportAnalyzer& t, std::uint32_t index) {
+  const auto& flows = t.flows();
+  auto it = std::lower_bound(flows.begin(), flows.end(), index, [](const FlowSummary& f, std::uint32_t i) { return f.index < i; });
+  return it != flows.end() && it->index == index ? &*it : nullptr;
+}
+
+Json latency_json(const LatencyStats& l) {
+  return {{"count", l.count()}, {"min", l.min()}, {"p50", l.percentile(50)}, {"p99", l.percentile(99)},
+          {"max", l.max()}, {"mean", l.mean()}};
+}
+
+std::string psn_range(std::uint32_t first, std::uint32_t count) {
+  if (count <= 1) return fmt("%u", first);
+  return fmt("%u-%u", first, (first + count - 1) & kPsnMask);
+}
+
+std::string frames(const Anomaly& a) {
+  std::string s;
+  for (std::size_t i = 0; i < a.related_count; ++i) s += (i ? ", " : "") + std::to_string(a.related[i]);
+  return s;
+}
+
+}  // namespace
+
+std::string address_string(const FlowKey& k, bool source) {
+  const auto& a = source ? k.src : k.dst;
+  char buf[64];
+  if (k.addr_len == 4) return inet_ntop(AF_INET, a.data(), buf, sizeof buf) ? buf : "?";
+  if (k.addr_len == 16) return inet_ntop(AF_INET6, a.data(), buf, sizeof buf) ? buf : "?";
+  return fmt("LID %u", static_cast<unsigned>(a[0] << 8 | a[1]));
+}
+
+Json flows_json(const TransportAnalyzer& t) {
+  Json arr = Json::array();
+  for (const FlowSummary& f : t.flows()) {
+    Json j;
+    j["flow"] = f.index;
+    j["transport"] = to_string(f.key.transport);
+    j["src"] = address_string(f.key, true);
+    j["dst"] = address_string(f.key, false);
+    j["dest_qp"] = f.key.dest_qp;
+    if (f.key.src_qp) j["src_qp"] = f.key.src_qp;
+    j["transport_service"] = to_string(f.service);
+    if (f.peer >= 0) {
+      j["peer_flow"] = f.peer;
+      j["peer_qp"] = f.peer_qp;
+    }
+    j["pairing"] = to_string(f.pairing);
+    j["packets"] = f.packets;
+    j["bytes"] = f.bytes;
+    j["payload_bytes"] = f.payload_bytes;
+    j["requests"] = f.requests;
+    j["responses"] = f.responses;
+    j["first_frame"] = f.first_frame;
+    j["last_frame"] = f.last_frame;
+    j["duration_s"] = f.last_ts - f.first_ts;
+    j["pmtu"] = f.pmtu;
+    j["pmtu_source"] = f.pmtu_from_cm ? "cm" : f.pmtu ? "inferred_from_segments" : "unknown";
+    j["psn"] = {{"gaps", f.gaps}, {"missing", f.missing}, {"gaps_recovered", f.gaps_recovered},
+                {"duplicates", f.duplicates}, {"out_of_order", f.out_of_order},
+                {"retransmissions", f.retransmissions}, {"retransmission_episodes", f.retransmission_episodes},
+                {"timeout_retransmissions", f.timeout_retransmissions},
+                {"spurious_retransmissions", f.spurious_retransmissions}};
+    j["acks"] = f.acks;
+    j["naks"] = {{"psn_seq_error", f.naks[0]}, {"invalid_request", f.naks[1]}, {"remote_access", f.naks[2]},
+                 {"remote_op", f.naks[3]}, {"invalid_rd_request", f.naks[4]}, {"rnr", f.rnr_naks}};
+    Json lat = Json::object();
+    for (std::size_t i = 0; i < f.latency.size(); ++i)
+      if (f.latency[i].count()) lat[std::string(to_string(static_cast<OpClass>(i)))] = latency_json(f.latency[i]);
+    j["latency_us"] = lat;
+    if (f.recovery.count()) j["recovery_us"] = latency_json(f.recovery);
+    j["ecn_ect"] = f.ecn_ect;
+    j["ecn_ce"] = f.ecn_ce;
+    j["cnp"] = f.cnp;
+    j["fecn"] = f.fecn;
+    j["becn"] = f.becn;
+    j["icrc_bad"] = f.icrc_bad;
+    j["bad_opcode_sequence"] = f.bad_opcode_sequence;
+    j["length_mismatches"] = f.length_mismatches;
+    j["pkey_changes"] = f.pkey_changes;
+    arr.push_back(std::move(j));
+  }
+  return arr;
+}
+
+Json anomalies_json(const AnomalyLog& log, const TransportAnalyzer& t) {
+  Json arr = Json::array();
+  for (const Anomaly& a : log.items()) {
+    Json j;
+    j["kind"] = to_string(a.kind);
+    j["severity"] = to_string(severity_of(a.kind));
+    j["frame"] = a.frame;
+    if (a.flow != UINT32_MAX) j["flow"] = a.flow;
+    j["dest_qp"] = a.dest_qp;
+    j["psn"] = a.psn;
+    if (a.expected_psn >= 0 && a.kind != AnomalyKind::payload_length_mismatch) j["expected_psn"] = a.expected_psn;
+    if (a.kind == AnomalyKind::retransmission) j["cause"] = a.expected_psn == -2 ? "ack_lost" : a.related_count ? "nak_or_gap" : "timeout";
+    if (a.count) j["count"] = a.count;
+    if (a.duration_us >= 0) j["duration_us"] = a.duration_us;
+    Json rel = Json::array();
+    for (std::size_t i = 0; i < a.related_count; ++i) rel.push_back(a.related[i]);
+    j["related_frames"] = rel;
+    j["text"] = explain(a, t);
+    arr.push_back(std::move(j));
+  }
+  return arr;
+}
+
+Json analysis_json(const PacketAnalysis& a) {
+  Json j;
+  if (a.flow != UINT32_MAX) j["flow"] = a.flow;
+  if (a.expected_psn >= 0) j["expected_psn"] = a.expected_psn;
+  if (a.gap) j["gap"] = a.gap;
+  j["duplicate"] = a.duplicate;
+  j["out_of_order"] = a.out_of_order;
+  j["retransmission"] = a.retransmission;
+  if (a.spurious_retransmission) j["spurious_retransmission"] = true;
+  if (a.request_frame) j["request_frame"] = a.request_frame;
+  if (a.response_frame) j["response_frame"] = a.response_frame;
+  if (a.latency_us >= 0) j["latency_us"] = a.latency_us;
+  if (a.nak_gap_frame) j["nak_gap_frame"] = a.nak_gap_frame;
+  if (a.ecn_ce) j["ecn_ce"] = true;
+  if (a.cnp) j["cnp"] = true;
+  if (a.anomaly_count) j["anomalies"] = a.anomaly_count;
+  return j;
+}
+
+std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
+  std::string who = fmt("QP 0x%06x", a.dest_qp);
+  if (const FlowSummary* f = flow_at(t, a.flow))
+    who += " " + address_string(f->key, true) + " -> " + address_string(f->key, false);
+  const std::string rel = frames(a);
+  switch (a.kind) {
+    case AnomalyKind::psn_gap:
+      return fmt("%s lost PSN %s (%u missing) before frame %llu%s%s", who.c_str(),
+                 psn_range(static_cast<std::uint32_t>(a.expected_psn), a.count).c_str(), a.count,
+                 static_cast<unsigned long long>(a.frame), rel.empty() ? "; never resent in this capture" : "; NAK/resend at frames ",
+                 rel.c_str());
+    case AnomalyKind::psn_duplicate:
+      return fmt("%s PSN %u seen again at frame %llu (expected %lld): a duplicate copy, not a retransmission",
+                 who.c_str(), a.psn, static_cast<unsigned long long>(a.frame), static_cast<long long>(a.expected_psn));
+    case AnomalyKind::psn_out_of_order:
+      return fmt("%s PSN %u arrived late at frame %llu (after PSN %lld was expected): reordered on the path",
+                 who.c_str(), a.psn, static_cast<unsigned long long>(a.frame), static_cast<long long>(a.expected_psn) - 1);
+    case AnomalyKind::retransmission: {
+      std::string s = fmt("%s retransmitted from PSN %u at frame %llu (%u packets resent, go-back-N)", who.c_str(), a.psn,
+                          static_cast<unsigned long long>(a.frame), a.count);
+      if (a.expected_psn == -2)
+        s += "; the ACK of the original never reached the capture point (lost): transport timeout";
+      else
+        s += rel.empty() ? "; no NAK before it: transport timeout" : "; after frames " + rel;
+      if (a.duration_us >= 0) s += fmt("; recovered in %.0f us", a.duration_us);
+      return s;
+    }
+    case AnomalyKind::nak_psn_seq_error:
+      return fmt("%s NAK PSN sequence error at frame %llu: responder expects PSN %u%s%s", who.c_str(),
+                 static_cast<unsigned long long>(a.frame), a.psn,
+                 rel.empty() ? "; no gap seen at the capture point (lost after it)" : "; answers the gap at frame ",
+                 rel.c_str());
+    case AnomalyKind::rnr_nak:
+      return fmt("%s RNR NAK at frame %llu for PSN %u: receiver not ready (no receive posted), retry after %.2f ms%s%s",
+                 who.c_str(), static_cast<unsigned long long>(a.frame), a.psn, a.duration_us / 1000.0,
+                 rel.empty() ? "" : "; request at frame ", rel.c_str());
+    case AnomalyKind::nak_invalid_request:
+    case AnomalyKind::nak_remote_access:
+    case AnomalyKind::nak_remote_op:
+    case AnomalyKind::nak_invalid_rd_request: {
+      static const char* kWhat[] = {"invalid request", "remote access error (bad R_Key, address or permissions)",
+                                    "remote operational error", "invalid RD request"};
+      const int i = a.kind == AnomalyKind::nak_invalid_request ? 0 : a.kind == AnomalyKind::nak_remote_access ? 1
+                    : a.kind == AnomalyKind::nak_remote_op ? 2 : 3;
+      return fmt("%s NAK %s at frame %llu for PSN %u%s%s: the QP goes to the error state", who.c_str(), kWhat[i],
+                 static_cast<unsigned long long>(a.frame), a.psn, rel.empty() ? "" : "; request at frame ", rel.c_str());
+    }
+    case AnomalyKind::icrc_bad:
+      return fmt("%s ICRC bad at frame %llu (PSN %u): corrupted in flight; the receiver drops it", who.c_str(),
+                 static_cast<unsigned long long>(a.frame), a.psn);
+    case AnomalyKind::vcrc_bad:
+      return fmt("%s VCRC bad at frame %llu: corrupted on the last link", who.c_str(), static_cast<unsigned long long>(a.frame));
+    case AnomalyKind::bad_opcode_sequence:
+      return fmt("%s invalid opcode sequence at frame %llu (PSN %u): a message part out of place (MIDDLE/LAST without FIRST, or a new message before LAST)",
+                 who.c_str(), static_cast<unsigned long long>(a.frame), a.psn);
+    case AnomalyKind::payload_length_mismatch:
+      if (a.expected_psn == 0)
+        return fmt("%s payload of %u bytes plus pad is not a multiple of 4 at frame %llu", who.c_str(), a.count,
+                   static_cast<unsigned long long>(a.frame));
+      return fmt("%s length mismatch at frame %llu: %u bytes where %lld were expected (PMTU-sized FIRST/MIDDLE, or the RETH length)",
+                 who.c_str(), static_cast<unsigned long long>(a.frame), a.count, static_cast<long long>(a.expected_psn));
+    case AnomalyKind::pkey_change:
+      return fmt("%s P_Key changed to 0x%04x at frame %llu", who.c_str(), a.count, static_cast<unsigned long long>(a.frame));
+    default:
+      return fmt("%s %.*s at frame %llu", who.c_str(), static_cast<int>(to_string(a.kind).size()), to_string(a.kind).data(),
+                 static_cast<unsigned long long>(a.frame));
+  }
+}
+
+void write_flow_table(std::ostream& out, const TransportAnalyzer& t) {
+  std::vector<const FlowSummary*> flows;
+  for (const auto& f : t.flows()) flows.push_back(&f);
+  if (flows.empty()) return;
+  std::stable_sort(flows.begin(), flows.end(), [](const FlowSummary* a, const FlowSummary* b) { return a->problems() > b->problems(); });
+  out << "\nQueue pairs (worst first):\n";
+  out << fmt("  %-4s %-8s %-33s %-5s %8s %10s %5s %5s %5s %5s %6s %4s %9s %9s %5s %5s\n", "flow", "QP", "src -> dst", "svc",
+             "packets", "bytes", "gaps", "lost", "dup", "ooo", "retx", "NAK", "lat p50", "lat p99", "CE", "CNP");
+  for (const FlowSummary* f : flows) {
+    std::uint64_t naks = f->rnr_naks;
+    for (auto c : f->naks) naks += c;
+    // The request latency of the flow's most frequent operation.
+    const LatencyStats* lat = nullptr;
+    for (const auto& l : f->latency)
+      if (l.count() && (!lat || l.count() > lat->count())) lat = &l;
+    const std::string ends = address_string(f->key, true) + " -> " + address_string(f->key, false);
+    out << fmt("  %-4u 0x%06x %-33s %-5s %8llu %10llu %5llu %5llu %5llu %5llu %6llu %4llu %9s %9s %5llu %5llu\n", f->index,
+               f->key.dest_qp, ends.c_str(), std::string(to_string(f->service)).c_str(),
+               static_cast<unsigned long long>(f->packets), static_cast<unsigned long long>(f->bytes),
+               static_cast<unsigned long long>(f->gaps), static_cast<unsigned long long>(f->missing),
+               static_cast<unsigned long long>(f->duplicates), static_cast<unsigned long long>(f->out_of_order),
+               static_cast<unsigned long long>(f->retransmissions), static_cast<unsigned long long>(naks),
+               lat ? fmt("%.1fus", lat->percentile(50)).c_str() : "-", lat ? fmt("%.1fus", lat->percentile(99)).c_str() : "-",
+               static_cast<unsigned long long>(f->ecn_ce), static_cast<unsigned long long>(f->cnp));
+  }
+  if (t.evicted_flows()) out << fmt("  (%llu more flows evicted: over the memory cap)\n", static_cast<unsigned long long>(t.evicted_flows()));
+}
+
+void write_problems(std::ostream& out, const AnomalyLog& log, const TransportAnalyzer& t, std::size_t max_lines) {
+  if (log.total() == 0) {
+    out << "\nProblems: none (no PSN gaps, duplicates, retransmissions, NAKs or CRC errors)\n";
+    return;
+  }
+  out << fmt("\nProblems: %llu\n", static_cast<unsigned long long>(log.total()));
+  for (std::size_t k = 0; k < static_cast<std::size_t>(AnomalyKind::count_); ++k) {
+    const auto kind = static_cast<AnomalyKind>(k);
+    if (log.count(kind))
+      out << fmt("  %-24.*s %8llu\n", static_cast<int>(to_string(kind).size()), to_string(kind).data(),
+                 static_cast<unsigned long long>(log.count(kind)));
+  }
+  out << "\n";
+  std::size_t n = 0;
+  for (const Anomaly& a : log.items()) {
+    if (n++ == max_lines) {
+      out << fmt("  ... %zu more (see --json)\n", log.items().size() - max_lines);
+      break;
+    }
+    out << "  " << explain(a, t) << "\n";
+  }
+}
+
+}  // namespace rdmadiag::exporters
