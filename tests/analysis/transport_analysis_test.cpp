@@ -1,0 +1,334 @@
+// The transport analysis on hand-built packet sequences, one rule at a time
+// (IBA Vol 1 ch. 9.7): the expected outcomes follow from the spec, not from
+// running the analyzer.
+#include <gtest/gtest.h>
+
+#include "decode/analyzer.h"
+#include "decode/transport_analysis.h"
+
+using namespace rdmadiag::decode;
+
+namespace {
+
+constexpr std::uint8_t kWriteOnly = 0x0A, kWriteFirst = 0x06, kWriteMiddle = 0x07, kWriteLast = 0x08, kSendOnly = 0x04,
+                       kReadReq = 0x0C, kReadFirst = 0x0D, kReadMiddle = 0x0E, kReadLast = 0x0F, kReadOnly = 0x10,
+                       kAck = 0x11, kSendFirst = 0x00, kSendMiddle = 0x01, kUdSendOnly = 0x64, kFetchAdd = 0x14,
+                       kAtomicAck = 0x12;
+
+// Two hosts: A 10.0.0.1 (QP 0x11) is the requester, B 10.0.0.2 (QP 0x22) the responder.
+struct Wire {
+  Analyzer analyzer;
+  std::uint64_t frame = 0;
+  double ts = 0;
+  std::uint16_t ip_id = 100;
+  std::vector<PacketAnalysis> results;
+
+  DecodedPacket base(bool a_to_b, std::uint8_t opcode, std::uint32_t psn) {
+    DecodedPacket p;
+    p.linktype = 1;
+    p.transport = Transport::roce_v2;
+    p.wirelen = p.caplen = 100;
+    Ipv4Header ip{};
+    ip.src = a_to_b ? std::array<std::uint8_t, 4>{10, 0, 0, 1} : std::array<std::uint8_t, 4>{10, 0, 0, 2};
+    ip.dst = a_to_b ? std::array<std::uint8_t, 4>{10, 0, 0, 2} : std::array<std::uint8_t, 4>{10, 0, 0, 1};
+    ip.id = ip_id++;
+    p.ipv4 = ip;
+    p.has_bth = true;
+    p.ib.bth.opcode = opcode;
+    p.ib.bth.psn = psn & kPsnMask;
+    p.ib.bth.dest_qp = a_to_b ? 0x22 : 0x11;
+    p.ib.bth.pkey = 0xFFFF;
+    p.ib.present = opcode_info(opcode).ext_headers;
+    p.icrc = CrcStatus::ok;
+    return p;
+  }
+  PacketAnalysis feed(const DecodedPacket& p, double dt = 0.00001) {
+    ts += dt;
+    PacketAnalysis out;
+    analyzer.add(p, ++frame, ts, out);
+    results.push_back(out);
+    return out;
+  }
+  PacketAnalysis request(std::uint8_t op, std::uint32_t psn, std::uint32_t payload = 0, bool ack_req = true,
+                         std::uint32_t dma_len = 0, double dt = 0.00001) {
+    DecodedPacket p = base(true, op, psn);
+    p.ib.bth.ack_req = ack_req;
+    p.payload_len = payload;
+    p.ib.reth.dma_len = dma_len ? dma_len : payload;
+    return feed(p, dt);
+  }
+  PacketAnalysis ack(std::uint32_t psn, std::uint8_t syndrome = 0x1F, std::uint8_t op = kAck, double dt = 0.00001) {
+    DecodedPacket p = base(false, op, psn);
+    p.ib.aeth.syndrome = syndrome;
+    return feed(p, dt);
+  }
+  PacketAnalysis read_response(std::uint8_t op, std::uint32_t psn, std::uint32_t payload) {
+    DecodedPacket p = base(false, op, psn);
+    p.payload_len = payload;
+    p.ib.aeth.syndrome = 0x1F;
+    return feed(p);
+  }
+  void finish() { analyzer.finish(); }
+  const AnomalyLog& log() const { return analyzer.anomalies(); }
+  const FlowSummary& flow(std::size_t i) const { return analyzer.transport().flows().at(i); }
+};
+
+}  // namespace
+
+TEST(TransportAnalysis, InOrderWritesAndAcksAreClean) {
+  Wire w;
+  for (std::uint32_t i = 0; i < 50; ++i) {
+    w.request(kWriteOnly, 1000 + i, 64);
+    const auto a = w.ack(1000 + i);
+    EXPECT_EQ(a.request_frame, w.frame - 1);
+  }
+  w.finish();
+  EXPECT_EQ(w.log().total(), 0u);
+  EXPECT_EQ(w.flow(0).latency[static_cast<int>(OpClass::write)].count(), 50u);
+  EXPECT_EQ(w.flow(0).pairing, Pairing::inferred_only_flow);
+  EXPECT_EQ(w.flow(0).peer_qp, 0x11u);
+}
+
+TEST(TransportAnalysis, PsnWrapAroundIsInOrder) {
+  Wire w;
+  for (std::uint32_t psn : {0xFFFFFDu, 0xFFFFFEu, 0xFFFFFFu, 0u, 1u, 2u}) {
+    w.request(kWriteOnly, psn, 8);
+    w.ack(psn);
+  }
+  w.finish();
+  EXPECT_EQ(w.log().total(), 0u);
+  EXPECT_EQ(w.flow(0).gaps, 0u);
+}
+
+TEST(TransportAnalysis, GapNakAndGoBackNAreLinked) {
+  Wire w;
+  w.request(kWriteOnly, 10, 8);           // frame 1
+  w.request(kWriteOnly, 11, 8);           // 2
+  const auto g = w.request(kWriteOnly, 13, 8);  // 3: PSN 12 lost before the capture point
+  EXPECT_EQ(g.gap, 1u);
+  EXPECT_EQ(g.expected_psn, 12);
+  w.request(kWriteOnly, 14, 8);           // 4
+  const auto nak = w.ack(12, 0x60);       // 5: NAK PSN sequence error, expects 12
+  EXPECT_EQ(nak.nak_gap_frame, 3u);
+  const auto r1 = w.request(kWriteOnly, 12, 8);  // 6: go-back-N from 12
+  EXPECT_TRUE(r1.retransmission);
+  EXPECT_TRUE(w.request(kWriteOnly, 13, 8).retransmission);  // 7
+  EXPECT_TRUE(w.request(kWriteOnly, 14, 8).retransmission);  // 8
+  EXPECT_FALSE(w.request(kWriteOnly, 15, 8).retransmission); // 9: new data again
+  w.ack(15);
+  w.finish();
+  const FlowSummary& f = w.flow(0);
+  EXPECT_EQ(f.gaps, 1u);
+  EXPECT_EQ(f.missing, 1u);
+  EXPECT_EQ(f.gaps_recovered, 1u);
+  EXPECT_EQ(f.retransmissions, 3u);
+  EXPECT_EQ(f.retransmission_episodes, 1u);
+  EXPECT_EQ(w.log().count(AnomalyKind::psn_gap), 1u);
+  EXPECT_EQ(w.log().count(AnomalyKind::nak_psn_seq_error), 1u);
+  EXPECT_EQ(w.log().count(AnomalyKind::retransmission), 1u);
+  for (const Anomaly& a : w.log().items()) {
+    if (a.kind == AnomalyKind::nak_psn_seq_error) {
+      ASSERT_EQ(a.related_count, 1);
+      EXPECT_EQ(a.related[0], 3u);  // the gap
+    }
+    if (a.kind == AnomalyKind::retransmission) {
+      EXPECT_EQ(a.frame, 6u);
+      EXPECT_EQ(a.count, 3u);
+      EXPECT_GE(a.duration_us, 0);
+      ASSERT_GE(a.related_count, 2);
+      EXPECT_EQ(a.related[0], 5u);  // the NAK
+      EXPECT_EQ(a.related[1], 3u);  // the gap
+    }
+  }
+}
+
+TEST(TransportAnalysis, CoalescedAckIsNormal) {
+  Wire w;
+  for (std::uint32_t i = 0; i < 5; ++i) w.request(kWriteOnly, 200 + i, 8, i == 4);
+  const auto a = w.ack(204);
+  EXPECT_EQ(a.request_frame, 5u);
+  w.finish();
+  EXPECT_EQ(w.log().total(), 0u);
+  EXPECT_EQ(w.flow(0).latency[static_cast<int>(OpClass::write)].count(), 1u);
+}
+
+TEST(TransportAnalysis, ReadReservesOnePsnPerResponsePacket) {
+  Wire w;
+  // Learn the PMTU (1024) from a multi-packet WRITE first.
+  w.request(kWriteFirst, 100, 1024, false, 2048);
+  w.request(kWriteLast, 101, 1024);
+  w.ack(101);
+  w.request(kReadReq, 102, 0, true, 4096);  // occupies PSNs 102..105
+  w.read_response(kReadFirst, 102, 1024);
+  w.read_response(kReadMiddle, 103, 1024);
+  w.read_response(kReadMiddle, 104, 1024);
+  const auto last = w.read_response(kReadLast, 105, 1024);
+  EXPECT_EQ(last.request_frame, 4u);
+  EXPECT_GE(last.latency_us, 0);
+  const auto next = w.request(kWriteOnly, 106, 8);  // next PSN after the READ's reservation
+  EXPECT_EQ(next.gap, 0u);
+  w.ack(106);
+  w.finish();
+  EXPECT_EQ(w.log().total(), 0u);
+  EXPECT_EQ(w.flow(0).pmtu, 1024u);
+  EXPECT_EQ(w.flow(0).latency[static_cast<int>(OpClass::read)].count(), 1u);
+}
+
+TEST(TransportAnalysis, ReadSpanWithUnknownPmtuIsInferredFromTheNextRequest) {
+  Wire w;
+  w.request(kReadReq, 500, 0, true, 8192);  // PMTU unknown: 2 to 32 PSNs
+  w.request(kReadReq, 504, 0, true, 8192);  // so 4 PSNs: PMTU 2048
+  w.finish();
+  EXPECT_EQ(w.log().total(), 0u);
+  EXPECT_EQ(w.flow(0).pmtu, 2048u);
+}
+
+TEST(TransportAnalysis, LostReadResponseIsAGapOnTheResponderStream) {
+  Wire w;
+  w.request(kWriteFirst, 100, 1024, false, 2048);
+  w.request(kWriteLast, 101, 1024);
+  w.ack(101);
+  w.request(kReadReq, 102, 0, true, 3072);
+  w.read_response(kReadFirst, 102, 1024);
+  const auto r = w.read_response(kReadLast, 104, 1024);  // 103 lost
+  EXPECT_EQ(r.gap, 1u);
+  w.finish();
+  EXPECT_EQ(w.log().count(AnomalyKind::psn_gap), 1u);
+  EXPECT_EQ(w.flow(1).gaps, 1u);  // on B -> A
+}
+
+TEST(TransportAnalysis, NetworkDuplicateKeepsItsIpId) {
+  Wire w;
+  w.request(kWriteOnly, 1, 8);
+  DecodedPacket copy = w.base(true, kWriteOnly, 1);
+  copy.ipv4->id = 100;  // the same IP ID as the original: a copy made by the network
+  copy.ib.bth.ack_req = true;
+  copy.payload_len = 8;
+  copy.ib.reth.dma_len = 8;
+  const auto d = w.feed(copy);
+  EXPECT_TRUE(d.duplicate);
+  w.ack(1);
+  w.finish();
+  EXPECT_EQ(w.log().count(AnomalyKind::psn_duplicate), 1u);
+  EXPECT_EQ(w.flow(0).retransmissions, 0u);
+}
+
+TEST(TransportAnalysis, LateArrivalWithoutNakIsOutOfOrder) {
+  Wire w;
+  w.request(kSendOnly, 1, 8);
+  w.request(kSendOnly, 2, 8);
+  EXPECT_EQ(w.request(kSendOnly, 4, 8).gap, 1u);
+  EXPECT_TRUE(w.request(kSendOnly, 3, 8).out_of_order);
+  EXPECT_EQ(w.request(kSendOnly, 5, 8).gap, 0u);
+  w.ack(5);
+  w.finish();
+  EXPECT_EQ(w.log().count(AnomalyKind::psn_out_of_order), 1u);
+  EXPECT_EQ(w.flow(0).gaps_recovered, 1u);
+  EXPECT_EQ(w.flow(0).retransmissions, 0u);
+}
+
+TEST(TransportAnalysis, RnrNakCarriesItsTimerAndLinksTheRequest) {
+  Wire w;
+  w.request(kSendOnly, 7, 8);                   // frame 1
+  const auto rnr = w.ack(7, 0x20 | 14);         // RNR NAK, timer code 14 = 1.28 ms
+  EXPECT_EQ(rnr.request_frame, 1u);
+  EXPECT_TRUE(w.request(kSendOnly, 7, 8, true, 0, 0.002).retransmission);
+  w.ack(7);
+  w.finish();
+  ASSERT_EQ(w.log().count(AnomalyKind::rnr_nak), 1u);
+  for (const Anomaly& a : w.log().items()) {
+    if (a.kind == AnomalyKind::rnr_nak) EXPECT_DOUBLE_EQ(a.duration_us, 1280.0);
+  }
+  EXPECT_EQ(w.flow(1).rnr_naks, 1u);
+  EXPECT_EQ(w.flow(0).retransmission_episodes, 1u);
+}
+
+TEST(TransportAnalysis, SpuriousResendIsNotAnAnomalyButALostAckIs) {
+  Wire slow;
+  slow.request(kWriteOnly, 1, 8);
+  EXPECT_TRUE(slow.request(kWriteOnly, 1, 8, true, 0, 0.02).spurious_retransmission);  // timer fired
+  slow.ack(1);
+  slow.ack(1);  // the responder answers both copies: nothing was lost
+  slow.request(kWriteOnly, 2, 8);
+  slow.ack(2);
+  slow.finish();
+  EXPECT_EQ(slow.log().total(), 0u);
+  EXPECT_EQ(slow.flow(0).spurious_retransmissions, 1u);
+
+  Wire lost;
+  lost.request(kWriteOnly, 1, 8);
+  lost.request(kWriteOnly, 1, 8, true, 0, 0.02);
+  lost.ack(1);  // only one answer reached the capture point: the first ACK was lost
+  lost.request(kWriteOnly, 2, 8);
+  lost.ack(2);
+  lost.finish();
+  EXPECT_EQ(lost.log().count(AnomalyKind::retransmission), 1u);
+  EXPECT_EQ(lost.flow(0).timeout_retransmissions, 1u);
+}
+
+TEST(TransportAnalysis, MessageStructureAndLengths) {
+  Wire w;
+  w.request(kSendFirst, 1, 1024, false);
+  w.request(kSendFirst, 2, 1024, false);  // a new FIRST before the LAST
+  w.request(kWriteFirst, 3, 1024, false, 3000);
+  w.request(kWriteMiddle, 4, 1024, false);
+  w.request(kWriteLast, 5, 100);  // 2148 bytes delivered for a RETH length of 3000
+  w.ack(5);
+  w.finish();
+  EXPECT_EQ(w.log().count(AnomalyKind::bad_opcode_sequence), 2u);  // FIRST after FIRST, WRITE inside SEND
+  EXPECT_EQ(w.log().count(AnomalyKind::payload_length_mismatch), 1u);
+}
+
+TEST(TransportAnalysis, UdHasGapsAndDuplicatesOnly) {
+  Wire w;
+  auto ud = [&](std::uint32_t psn) {
+    DecodedPacket p = w.base(true, kUdSendOnly, psn);
+    p.ib.deth.src_qp = 0x33;
+    p.payload_len = 8;
+    return w.feed(p);
+  };
+  ud(1);
+  ud(2);
+  EXPECT_EQ(ud(5).gap, 2u);
+  EXPECT_TRUE(ud(5).duplicate);
+  w.finish();
+  EXPECT_EQ(w.log().count(AnomalyKind::psn_gap), 1u);
+  EXPECT_EQ(w.log().count(AnomalyKind::psn_duplicate), 1u);
+  EXPECT_EQ(w.log().count(AnomalyKind::retransmission), 0u);
+}
+
+TEST(TransportAnalysis, AtomicMatchesItsAcknowledge) {
+  Wire w;
+  w.request(kFetchAdd, 9, 0);
+  const auto a = w.ack(9, 0x1F, kAtomicAck);
+  EXPECT_EQ(a.request_frame, 1u);
+  w.finish();
+  EXPECT_EQ(w.flow(0).latency[static_cast<int>(OpClass::atomic)].count(), 1u);
+  EXPECT_EQ(w.log().total(), 0u);
+}
+
+TEST(TransportAnalysis, CorruptedPacketIsCountedNotSequenced) {
+  Wire w;
+  w.request(kWriteOnly, 1, 8);
+  DecodedPacket bad = w.base(true, kWriteOnly, 77);
+  bad.icrc = CrcStatus::bad;
+  w.feed(bad);
+  w.request(kWriteOnly, 2, 8);
+  w.ack(2);
+  w.finish();
+  EXPECT_EQ(w.log().count(AnomalyKind::icrc_bad), 1u);
+  EXPECT_EQ(w.log().count(AnomalyKind::psn_gap), 0u);
+}
+
+TEST(TransportAnalysis, LiveFlowsAreBounded) {
+  Wire w;
+  const std::size_t n = TransportAnalyzer::kMaxLiveFlows + 5000;
+  for (std::size_t i = 0; i < n; ++i) {
+    DecodedPacket p = w.base(true, kSendOnly, 1);
+    p.ib.bth.dest_qp = static_cast<std::uint32_t>(i + 1);
+    w.feed(p);
+  }
+  w.finish();
+  EXPECT_EQ(w.analyzer.transport().flows().size() + w.analyzer.transport().evicted_flows(), n);
+  EXPECT_EQ(w.log().total(), 0u);
+}
