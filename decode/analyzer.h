@@ -52,6 +52,7 @@ class Analyzer {
   const AnomalyLog& anomalies() const { return anomalies_; }
   AnomalyLog& anomalies() { return anomalies_; }
   const TransportAnalyzer& transport() const { return *transport_; }
+  TransportAnalyzer& transport() { return *transport_; }  // e.g. to enable its forward links
   const IwarpAnalyzer& iwarp() const { return *iwarp_; }
 
  private:

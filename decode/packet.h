@@ -84,6 +84,7 @@ struct DecodedPacket {
   std::uint32_t tcp_payload_len = 0;  // its length on the wire
 
   CrcStatus icrc = CrcStatus::not_present;
+  std::uint32_t icrc_offset = 0;    // of the ICRC in the frame, when it was captured (the VCRC follows it)
   std::uint32_t icrc_wire = 0;      // as the integer the CRC produces (wire bytes are little-endian)
   std::uint32_t icrc_computed = 0;
   CrcStatus vcrc = CrcStatus::not_present;
