@@ -172,6 +172,7 @@ struct TransportAnalyzer::Flow {
   std::uint32_t expected = 0;   // next PSN in order
   std::uint32_t high_next = 0;  // one past the highest PSN sent
   bool resending = false;
+  bool resend_after_nak = false;
   bool spurious_episode = false;
   // The verdict on a spurious-looking resend waits for the ACKs: if fewer ACKs
   // (or READ responses) than copies of the request reach the capture point, an
@@ -185,6 +186,7 @@ struct TransportAnalyzer::Flow {
   std::size_t episode_anomaly = SIZE_MAX;
   std::uint64_t nak_frame = 0;  // a NAK (or RNR NAK) not yet followed by its resend
   double nak_ts = 0;
+  std::uint32_t nak_psn = 0;
   std::deque<PendingRequest> pending;
   std::vector<OpenGap> gaps;
   std::array<std::pair<std::uint32_t, std::int32_t>, 64> recent{};  // (PSN, IP ID or -1) of recent requests
@@ -390,35 +392,58 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, std::uint64_t
 
   // A READ is answered by its data, which comes before the next request is sent
   // in the cases that matter (ping-pong); other requests wait for a newer ACK.
-  if (f.spur_open && f.spur_is_read && f.started && psn_diff(psn, f.spur_psn) > 0 && psn_diff(psn, f.expected) >= 0)
+  if (f.spur_open && f.spur_is_read && f.started && psn_diff(psn, f.spur_psn) > 0 && psn_diff(psn, f.high_next) >= 0)
     spurious_verdict(f);
 
-  enum class Class { in_order, gap, retransmission, duplicate, out_of_order, restart } cls = Class::in_order;
+  // Two cursors model the connection (IBA 9.7.2, 9.7.5.2.2): `high_next`, one past
+  // the highest PSN seen on the wire (PSNs skipped beyond it were lost before the
+  // capture point), and, during a resend, `expected` (the resend cursor: the next
+  // PSN the resend must carry). A NAK for PSN n makes the responder discard
+  // everything from n on, so after it those PSNs are needed again, and a resend
+  // that skips some of them has lost them again.
+  enum class Class { in_order, gap, retransmission, duplicate, out_of_order, restart, stray } cls = Class::in_order;
   OpenGap* gap_hit = nullptr;
   std::int32_t d = 0;
+  std::uint32_t resend_skip = 0;  // PSNs a NAK-driven resend skipped
   if (!f.started) {
     cls = Class::restart;
   } else {
-    d = psn_diff(psn, f.expected);
+    d = psn_diff(psn, f.high_next);
     if (d > kRestartJump || d < -kRestartJump) {
       cls = Class::restart;
-    } else if (d == 0) {
-      cls = f.resending && psn_diff(psn, f.high_next) < 0 ? Class::retransmission : Class::in_order;
-    } else if (d > 0) {
-      cls = Class::gap;
+    } else if (d >= 0) {
+      cls = d > 0 ? Class::gap : Class::in_order;
     } else {
       for (auto& g : f.gaps)
         if (psn_diff(psn, g.first) >= 0 && psn_diff(g.last, psn) >= 0) gap_hit = &g;
       bool network_duplicate = false;
       for (const auto& [rpsn, rid] : f.recent)
         if (rpsn == psn && rid == ip_id && ip_id >= 0) network_duplicate = true;
-      if (ip_id < 0 && !gap_hit && !f.nak_frame && ts - s.last_ts < kTimeoutSilenceSeconds) network_duplicate = true;
-      if (network_duplicate) cls = Class::duplicate;
-      else if (gap_hit && !f.nak_frame && !f.resending) cls = Class::out_of_order;
-      else cls = Class::retransmission;
+      if (ip_id < 0 && !gap_hit && !f.nak_frame && !f.resending && ts - s.last_ts < kTimeoutSilenceSeconds)
+        network_duplicate = true;
+      if (network_duplicate) {
+        cls = Class::duplicate;
+      } else if (gap_hit && !f.nak_frame && !f.resending) {
+        cls = Class::out_of_order;
+      } else if (f.nak_frame && (psn == f.nak_psn || !f.resending)) {
+        cls = Class::retransmission;  // the resend the NAK asked for (IBA 9.7.5.2.2)
+      } else if (f.resending) {
+        // Continuing a resend; a NAK that arrived meanwhile waits for its own PSN.
+        const std::int32_t c = psn_diff(psn, f.expected);
+        if (c == 0 || gap_hit) {
+          cls = Class::retransmission;
+        } else if (c > 0) {
+          cls = Class::retransmission;
+          if (f.resend_after_nak) resend_skip = static_cast<std::uint32_t>(c);
+        } else {
+          cls = Class::stray;
+        }
+      } else {
+        cls = Class::retransmission;  // a resend without a NAK: the requester's timer
+      }
     }
   }
-  out.expected_psn = f.started ? f.expected : -1;
+  out.expected_psn = !f.started ? -1 : f.resending ? static_cast<std::int64_t>(f.expected) : static_cast<std::int64_t>(f.high_next);
 
   auto fill_gaps = [&](std::uint32_t first, std::uint32_t last) {
     for (std::size_t i = 0; i < f.gaps.size();) {
@@ -439,11 +464,27 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, std::uint64_t
       }
     }
   };
+  auto open_gap = [&](std::uint32_t first, std::uint32_t count) {
+    ++s.gaps;
+    s.missing += count;
+    out.gap += count;
+    Anomaly a{AnomalyKind::psn_gap};
+    a.frame = frame;
+    a.psn = psn;
+    a.expected_psn = first;
+    a.count = count;
+    const std::size_t idx = log_.items().size();
+    add_anomaly(a, &f, &out);
+    if (f.gaps.size() == kMaxOpenGaps) f.gaps.erase(f.gaps.begin());
+    f.gaps.push_back(OpenGap{first, (first + count - 1) & kPsnMask, first, frame, ts,
+                             idx < log_.items().size() ? idx : SIZE_MAX});
+  };
 
   switch (cls) {
     case Class::restart:
       f.started = true;
       f.resending = false;
+      f.nak_frame = 0;
       f.gaps.clear();
       f.pending.clear();
       f.msg = Flow::Msg::unknown;
@@ -451,30 +492,18 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, std::uint64_t
       break;
     case Class::in_order:
       break;
-    case Class::gap: {
-      ++s.gaps;
-      s.missing += static_cast<std::uint64_t>(d);
-      out.gap = static_cast<std::uint32_t>(d);
-      Anomaly a{AnomalyKind::psn_gap};
-      a.frame = frame;
-      a.psn = psn;
-      a.expected_psn = f.expected;
-      a.count = static_cast<std::uint32_t>(d);
-      const std::size_t idx = log_.items().size();
-      add_anomaly(a, &f, &out);
-      if (f.gaps.size() == kMaxOpenGaps) f.gaps.erase(f.gaps.begin());
-      f.gaps.push_back(OpenGap{f.expected, (psn - 1) & kPsnMask, f.expected, frame, ts,
-                               idx < log_.items().size() ? idx : SIZE_MAX});
+    case Class::gap:
+      // New data beyond anything seen: the PSNs in between never passed the capture point.
+      open_gap(f.high_next, static_cast<std::uint32_t>(d));
       f.msg = Flow::Msg::unknown;
       break;
-    }
     case Class::duplicate: {
       ++s.duplicates;
       out.duplicate = true;
       Anomaly a{AnomalyKind::psn_duplicate};
       a.frame = frame;
       a.psn = psn;
-      a.expected_psn = f.expected;
+      a.expected_psn = f.high_next;
       add_anomaly(a, &f, &out);
       return;  // a copy: the sequence state is unchanged
     }
@@ -484,18 +513,27 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, std::uint64_t
       Anomaly a{AnomalyKind::psn_out_of_order};
       a.frame = frame;
       a.psn = psn;
-      a.expected_psn = f.expected;
+      a.expected_psn = f.high_next;
       a.relate(gap_hit->frame);
       add_anomaly(a, &f, &out);
       fill_gaps(psn, (psn + consumed - 1) & kPsnMask);
       return;  // a late original: the stream goes on from where it was
     }
+    case Class::stray:
+      // An older copy than the resend in progress (a delayed packet): the sender did
+      // send it again, but it changes nothing in the sequence.
+      ++s.spurious_retransmissions;
+      out.retransmission = out.spurious_retransmission = true;
+      return;
     case Class::retransmission: {
       out.retransmission = true;
-      if (!f.resending || d < 0) {
+      const bool new_episode = !f.resending || (f.nak_frame && psn == f.nak_psn) ||
+                               (psn_diff(psn, f.expected) < 0 && !gap_hit);
+      if (new_episode) {
         // A new go-back-N episode starts at this PSN. Without a NAK and without a
         // gap to fill, the original got through: the resend is spurious.
         f.resending = true;
+        f.resend_after_nak = f.nak_frame != 0;
         f.msg = Flow::Msg::unknown;  // go-back-N may restart in the middle of a message
         f.spurious_episode = !f.nak_frame && !gap_hit;
         f.episode_anomaly = SIZE_MAX;
@@ -512,28 +550,33 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, std::uint64_t
             f.spur_frame = frame;
             f.spur_is_read = info.kind == OpKind::read_request;
           }
-        }
-        if (!f.spurious_episode) {
+        } else {
           ++s.retransmission_episodes;
           if (!f.nak_frame) ++s.timeout_retransmissions;
           Anomaly a{AnomalyKind::retransmission};
           a.frame = frame;
           a.psn = psn;
-          a.expected_psn = f.expected;
+          a.expected_psn = f.high_next;
           a.count = 1;
           a.duration_us = -1;
           if (f.nak_frame) a.relate(f.nak_frame);
-          for (const auto& g : f.gaps)
-            if (psn_diff(psn, g.first) <= 0 || gap_hit == &g) {
-              a.relate(g.frame);
-              break;
-            }
+          if (gap_hit) a.relate(gap_hit->frame);
+          else
+            for (const auto& g : f.gaps)
+              if (psn_diff(g.first, psn) >= 0) {
+                a.relate(g.frame);
+                break;
+              }
           f.episode_anomaly = log_.items().size();
           add_anomaly(a, &f, &out);
         }
         f.nak_frame = 0;
-      } else if (f.episode_anomaly < log_.items().size()) {
-        ++log_.items()[f.episode_anomaly].count;
+      } else {
+        if (resend_skip) {
+          open_gap(f.expected, resend_skip);  // lost again in the resend
+          f.msg = Flow::Msg::unknown;
+        }
+        if (f.episode_anomaly < log_.items().size()) ++log_.items()[f.episode_anomaly].count;
       }
       if (f.spurious_episode) {
         ++s.spurious_retransmissions;
@@ -592,10 +635,19 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, std::uint64_t
     f.msg = Flow::Msg::none;
   }
 
-  // Advance the sequence.
-  f.expected = (psn + consumed) & kPsnMask;
-  if (psn_diff(f.expected, f.high_next) > 0) f.high_next = f.expected;
-  if (f.resending && psn_diff(f.expected, f.high_next) >= 0) f.resending = false;
+  // Advance the cursors.
+  const std::uint32_t next = (psn + consumed) & kPsnMask;
+  if (cls == Class::retransmission) {
+    f.expected = next;
+    if (psn_diff(f.expected, f.high_next) >= 0) f.resending = false;  // the resend caught up
+  } else if (f.resending) {
+    // New data while a resend was incomplete: what it did not resend after a NAK is lost again.
+    if (f.resend_after_nak && psn_diff(f.high_next, f.expected) > 0 && cls != Class::restart)
+      open_gap(f.expected, static_cast<std::uint32_t>(psn_diff(f.high_next, f.expected)));
+    f.resending = false;
+  }
+  if (!f.started || psn_diff(next, f.high_next) > 0 || cls == Class::restart) f.high_next = next;
+  if (!f.resending) f.expected = f.high_next;
   if (!read_span_known) {
     f.read_span_unknown = true;
     f.read_psn = psn;
@@ -725,6 +777,7 @@ void TransportAnalyzer::responder(Flow& f, const DecodedPacket& p, std::uint64_t
         }
         q->nak_frame = frame;
         q->nak_ts = ts;
+        q->nak_psn = psn;
       }
       add_anomaly(a, &f, &out);
       break;
@@ -841,7 +894,7 @@ void TransportAnalyzer::unreliable(Flow& f, const DecodedPacket& p, std::uint64_
     add_anomaly(a, &f, &out);
     return;
   }
-  out.expected_psn = d == 0 && f.started ? f.expected : -1;
+  out.expected_psn = f.started ? static_cast<std::int64_t>(f.expected) : -1;
   f.expected = (psn + 1) & kPsnMask;
 }
 

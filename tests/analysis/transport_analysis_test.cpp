@@ -237,7 +237,9 @@ TEST(TransportAnalysis, RnrNakCarriesItsTimerAndLinksTheRequest) {
   w.finish();
   ASSERT_EQ(w.log().count(AnomalyKind::rnr_nak), 1u);
   for (const Anomaly& a : w.log().items()) {
-    if (a.kind == AnomalyKind::rnr_nak) EXPECT_DOUBLE_EQ(a.duration_us, 1280.0);
+    if (a.kind == AnomalyKind::rnr_nak) {
+      EXPECT_DOUBLE_EQ(a.duration_us, 1280.0);
+    }
   }
   EXPECT_EQ(w.flow(1).rnr_naks, 1u);
   EXPECT_EQ(w.flow(0).retransmission_episodes, 1u);
