@@ -425,8 +425,11 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, std::uint64_t
         cls = Class::duplicate;
       } else if (gap_hit && !f.nak_frame && !f.resending) {
         cls = Class::out_of_order;
-      } else if (f.nak_frame && (psn == f.nak_psn || !f.resending)) {
+      } else if (f.nak_frame && psn == f.nak_psn) {
         cls = Class::retransmission;  // the resend the NAK asked for (IBA 9.7.5.2.2)
+      } else if (f.nak_frame && !f.resending) {
+        // Older than what the NAK asks for: a delayed copy, not the resend.
+        cls = psn_diff(psn, f.nak_psn) < 0 && !gap_hit ? Class::stray : Class::retransmission;
       } else if (f.resending) {
         // Continuing a resend; a NAK that arrived meanwhile waits for its own PSN.
         const std::int32_t c = psn_diff(psn, f.expected);
