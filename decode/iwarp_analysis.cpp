@@ -101,6 +101,7 @@ struct IwarpAnalyzer::Connection {
     bool have_seq = false;
     std::uint32_t seq = 0;     // of buf[off]
     std::vector<std::pair<std::uint32_t, std::uint32_t>> uncaptured;  // [begin, end)
+    std::deque<std::pair<std::uint32_t, std::uint64_t>> segment_ends;  // (end seq, frame) of buffered segments
     std::size_t hunt_from = 0;
     std::uint64_t hunted = 0;
     std::uint64_t frame = 0;   // the segment being processed
@@ -142,6 +143,7 @@ struct IwarpAnalyzer::Connection {
     void sequence_checks(IwarpPdu& u);
     void anomaly(AnomalyKind k, std::uint64_t fr, std::uint32_t count = 0);
     bool overlaps_uncaptured(std::uint32_t b, std::uint32_t e) const;
+    std::uint64_t frame_of_end(std::uint32_t end) const;
   };
 
   std::array<std::unique_ptr<Direction>, 2> dir;
@@ -218,6 +220,14 @@ void Dir::consume(std::size_t n) {
     off = 0;
   }
   std::erase_if(uncaptured, [&](const auto& r) { return seq_leq(r.second, seq); });
+  while (segment_ends.size() > 1 && seq_leq(segment_ends.front().first, seq)) segment_ends.pop_front();
+}
+
+// The frame that carried the byte before sequence number `end`.
+std::uint64_t Dir::frame_of_end(std::uint32_t end) const {
+  for (const auto& [e, f] : segment_ends)
+    if (seq_leq(end, e)) return f;
+  return frame;
 }
 
 void Dir::stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, std::uint64_t f, double t) {
@@ -229,6 +239,8 @@ void Dir::stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, s
   frame = f;
   ts = t;
   buf.insert(buf.end(), captured.begin(), captured.end());
+  if (segment_ends.size() >= 4096) segment_ends.pop_front();
+  segment_ends.emplace_back(s + wire_len, f);
   if (captured.size() < wire_len) {  // cut by the snap length: keep the place, mark the bytes unknown
     const std::uint32_t missing = wire_len - static_cast<std::uint32_t>(captured.size());
     buf.insert(buf.end(), missing, 0);
@@ -260,6 +272,7 @@ void Dir::stream_hole(const TcpHoleEvent& h) {
   buf.clear();
   off = 0;
   uncaptured.clear();
+  segment_ends.clear();
   have_seq = true;
   seq = h.seq + h.bytes;
   hunt_from = 0;
@@ -553,7 +566,7 @@ void Dir::emit(const Fpdu& f) {
   if (!u) u = &tmp;
   u->kind = IwarpPdu::Kind::fpdu;
   u->flow = flow();
-  u->end_frame = frame;
+  u->end_frame = frame_of_end(seq + static_cast<std::uint32_t>(f.wire_len));
   u->seq = seq;
   u->resync = resynced;
   u->ulpdu_len = f.ulpdu_len;

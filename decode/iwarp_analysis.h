@@ -53,7 +53,7 @@ struct IwarpPdu {
 
 // The MPA units that ended in one frame: fixed capacity, no heap per packet.
 struct IwarpFrame {
-  static constexpr std::size_t kCapacity = 8;
+  static constexpr std::size_t kCapacity = 32;  // a 1448-byte segment holds up to 27 RDMA Read Requests
   std::array<IwarpPdu, kCapacity> items{};
   std::uint8_t size = 0;
   std::uint32_t overflow = 0;   // more units ended in this frame than kCapacity
