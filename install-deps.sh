@@ -8,6 +8,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev libdeflate-dev zlib1g-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   wireshark-dev tshark perftest
+  tcpreplay
+  clang-14 libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -34,7 +34,10 @@ class AnalysisSession {
   void begin_input(const std::string& path, std::uint32_t linktype, std::uint32_t snaplen);
   void input_failed(const std::string& path, const std::string& error);
   void frame(const capture::Record& rec);
+  void frame(const capture::Record& rec, std::uint32_t linktype);
   void end_input(std::uint64_t records, const std::string& stop_reason);
+  // A top-level member added to the JSON report (e.g. capture statistics).
+  void add_report_member(const std::string& key, exporters::Json value);
   // Writes the final report(s).
   void finish();
 
@@ -50,6 +53,7 @@ class AnalysisSession {
   std::unique_ptr<exporters::JsonReportWriter> json_;
   std::unique_ptr<decode::Analyzer> analyzer_;
   exporters::AnalyzeReport report_;
+  exporters::Json extra_ = exporters::Json::object();
   std::uint32_t linktype_ = 0;
   std::uint64_t frame_ = 0;
   double first_ts_ = -1;

@@ -10,6 +10,7 @@
 
 namespace rdmadiag::cli {
 void add_analyze_command(CLI::App& app, Commands& out);
+void add_capture_command(CLI::App& app, Commands& out);
 }
 
 int main(int argc, char** argv) {
@@ -19,13 +20,16 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "rdmadiag 0.1.0");
   Commands commands;
   add_analyze_command(app, commands);
+  add_capture_command(app, commands);
 #ifdef RDMADIAG_HAVE_PERFTEST
   rdmadiag::perftest::add_perftest_commands(app, commands);
 #endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help / --version exit 0; every parse error is "bad command line" (2), as
+    // the commands document, not CLI11's internal error numbers (106, 109...).
+    return app.exit(e) == 0 ? 0 : 2;
   }
   try {
     for (auto& c : commands)

@@ -1,0 +1,556 @@
+// `rdmadiag capture`: capture on live interfaces (libpcap, or RDMA sniffer
+// devices) or replay capture files, decode and analyse every packet as it
+// arrives, optionally write the packets (pcap/pcapng, tcpdump-style rotation),
+// and end with the same report as `rdmadiag analyze`. Built for incidents: the
+// output file is valid however the capture ends (count, duration, Ctrl-C,
+// SIGTERM, disk full) and the kernel's drop counters are always reported.
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <memory>
+
+#include "capture/live_source.h"
+#include "capture/pcap_writer.h"
+#include "capture/rdma_sniffer.h"
+#include "cli/analysis_session.h"
+#include "cli/command.h"
+
+namespace rdmadiag::cli {
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitCannotStart = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitDamagedInput = 3;
+constexpr int kExitWriteFailed = 4;
+
+struct CaptureOptions {
+  std::vector<std::string> interfaces;
+  std::vector<std::string> read_files;
+  std::string write_path;
+  bool pcapng = false;
+  std::string rotate_size;
+  std::uint32_t rotate_seconds = 0;
+  std::uint32_t max_files = 0;
+  std::uint64_t count = 0;
+  double duration = 0;
+  int buffer_kib = 0;
+  int snaplen = 0;
+  bool immediate = false;
+  bool no_promiscuous = false;
+  std::string tstamp_type;
+  std::string tstamp_precision = "micro";
+  bool packet_buffered = false;
+  std::string user;
+  bool force = false;
+  bool packets = false;
+  std::string json_path;
+  bool quiet = false;
+  bool no_status = false;
+  bool list = false;
+  std::vector<std::uint16_t> roce_ports;
+  bool no_heuristic = false;
+  std::vector<std::string> filter_words;
+};
+
+std::atomic<int> g_signal{0};
+
+void on_stop_signal(int sig) { g_signal.store(sig); }
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: poll() returns at once
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  // A closed output pipe must end the capture with a message, not kill it.
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
+// tcpdump's -C: a plain number is millions of bytes; k/m/g suffixes are binary units.
+bool parse_rotate_size(const std::string& text, std::uint64_t& bytes) {
+  if (text.empty()) return false;
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (...) {
+    return false;
+  }
+  const std::string suffix = text.substr(used);
+  double unit = 1e6;
+  if (suffix == "k" || suffix == "K") unit = 1024;
+  else if (suffix == "m" || suffix == "M") unit = 1024.0 * 1024;
+  else if (suffix == "g" || suffix == "G") unit = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty()) return false;
+  if (!(v > 0)) return false;
+  bytes = static_cast<std::uint64_t>(v * unit);
+  return bytes > 0;
+}
+
+bool drop_privileges(const std::string& user, std::string& error) {
+  const passwd* pw = getpwnam(user.c_str());
+  if (!pw) {
+    error = "-Z " + user + ": no such user";
+    return false;
+  }
+  if (initgroups(pw->pw_name, pw->pw_gid) != 0 || setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0) {
+    error = "-Z " + user + ": cannot switch to that user: " + std::strerror(errno);
+    return false;
+  }
+  if (pw->pw_uid != 0 && setuid(0) == 0) {
+    error = "-Z " + user + ": root privileges could be regained; refusing to continue";
+    return false;
+  }
+  return true;
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+  int u = 0;
+  while (b >= 1000 && u < 4) {
+    b /= 1000;
+    ++u;
+  }
+  char out[32];
+  std::snprintf(out, sizeof out, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return out;
+}
+
+struct SourceState {
+  std::unique_ptr<capture::PacketSource> source;
+  std::size_t index = 0;
+  bool finished = false;
+  std::uint64_t captured = 0;
+  capture::SourceStats last_stats;
+};
+
+// Receives every packet of every source: write first (never lose it), then analyse.
+class CaptureSink final : public capture::PacketSink {
+ public:
+  CaptureSink(AnalysisSession& session, capture::CaptureWriter* writer) : session_(session), writer_(writer) {}
+  void set_source(SourceState* s) { source_ = s; }
+  void packet(const capture::Record& rec) override {
+    if (writer_ && !write_stopped_ && !writer_->write(rec, source_->index, static_cast<std::time_t>(rec.ts_sec)))
+      write_stopped_ = true;
+    if (write_stopped_ && (!writer_->error().empty() || writer_->done())) {
+      // Not written: not counted as captured either, so the report matches the file.
+      return;
+    }
+    session_.frame(rec, source_->source->linktype());
+    ++source_->captured;
+    ++packets_;
+    bytes_ += rec.wirelen;
+  }
+  bool write_stopped() const { return write_stopped_; }
+  std::uint64_t packets() const { return packets_; }
+  std::uint64_t bytes() const { return bytes_; }
+
+ private:
+  AnalysisSession& session_;
+  capture::CaptureWriter* writer_;
+  SourceState* source_ = nullptr;
+  bool write_stopped_ = false;
+  std::uint64_t packets_ = 0;
+  std::uint64_t bytes_ = 0;
+};
+
+int list_interfaces() {
+  std::string err;
+  const auto ifaces = capture::list_pcap_interfaces(err);
+  if (!err.empty()) std::fprintf(stderr, "rdmadiag capture: cannot list interfaces: %s\n", err.c_str());
+  int n = 0;
+  for (const auto& line : ifaces) std::printf("%d.%s\n", ++n, line.c_str());
+  std::string rdma_err;
+  const auto devs = capture::list_rdma_devices(rdma_err);
+  for (const auto& d : devs)
+    for (const auto& p : d.ports)
+      std::printf("%d.rdma:%s:%u\tRDMA sniffer, %s port, %s%s%s%s\n", ++n, d.name.c_str(), p.port, p.link_layer.c_str(), p.state.c_str(),
+                  d.driver.empty() ? "" : (", driver " + d.driver).c_str(), d.netdev.empty() ? "" : ", netdev ",
+                  d.netdev.c_str());
+  if (devs.empty()) std::fprintf(stderr, "rdmadiag capture: no RDMA devices (%s)\n", rdma_err.empty() ? "libibverbs lists none" : rdma_err.c_str());
+  return n > 0 ? kExitOk : kExitCannotStart;
+}
+
+void print_status(const std::vector<SourceState>& sources, const CaptureSink& sink, AnalysisSession& session,
+                  double elapsed, std::uint64_t last_packets, std::uint64_t last_bytes, double interval) {
+  std::uint64_t drops = 0, if_drops = 0;
+  for (const auto& s : sources) {
+    drops += s.last_stats.dropped;
+    if_drops += s.last_stats.if_dropped;
+  }
+  const double pps = interval > 0 ? static_cast<double>(sink.packets() - last_packets) / interval : 0;
+  const double bps = interval > 0 ? static_cast<double>(sink.bytes() - last_bytes) * 8 / interval : 0;
+  std::string rate = human_bytes(bps);
+  rate.back() = 'b';  // "12.3 Mb": bits, like link speeds
+  std::fprintf(stderr, "\r%4.0fs %llu pkts %s | %.0f pkt/s %s/s | %zu QPs | %llu anomalies | kernel drops %llu, interface drops %llu\033[K",
+               elapsed, static_cast<unsigned long long>(sink.packets()), human_bytes(static_cast<double>(sink.bytes())).c_str(), pps,
+               rate.c_str(), session.analyzer().summary().queue_pairs(),
+               static_cast<unsigned long long>(session.analyzer().anomalies().total()), static_cast<unsigned long long>(drops),
+               static_cast<unsigned long long>(if_drops));
+  std::fflush(stderr);
+}
+
+int run_capture(CaptureOptions o) {
+  if (o.list) return list_interfaces();
+  if (o.interfaces.empty() && o.read_files.empty()) {
+    std::fprintf(stderr, "rdmadiag capture: name an interface (-i IFACE, -i rdma:DEV:PORT) or a file (-r FILE); --list-interfaces shows them\n");
+    return kExitUsage;
+  }
+  std::uint64_t rotate_bytes = 0;
+  if (!o.rotate_size.empty() && !parse_rotate_size(o.rotate_size, rotate_bytes)) {
+    std::fprintf(stderr, "rdmadiag capture: -C %s: expected a size in millions of bytes, or with a k/m/g suffix\n", o.rotate_size.c_str());
+    return kExitUsage;
+  }
+  if ((rotate_bytes || o.rotate_seconds || o.max_files) && o.write_path.empty()) {
+    std::fprintf(stderr, "rdmadiag capture: -C, -G and -W need -w FILE\n");
+    return kExitUsage;
+  }
+  if (o.tstamp_precision != "micro" && o.tstamp_precision != "nano") {
+    std::fprintf(stderr, "rdmadiag capture: --time-stamp-precision must be micro or nano\n");
+    return kExitUsage;
+  }
+  if (o.write_path == "-" && o.json_path == "-") {
+    std::fprintf(stderr, "rdmadiag capture: -w - and --json - cannot both use standard output\n");
+    return kExitUsage;
+  }
+  capture::LiveOptions live;
+  live.buffer_kib = o.buffer_kib;
+  live.snaplen = o.snaplen > 0 ? o.snaplen : 262144;
+  live.immediate = o.immediate || o.packet_buffered || o.write_path == "-";
+  live.promiscuous = !o.no_promiscuous;
+  live.tstamp_type = o.tstamp_type;
+  live.nanoseconds = o.tstamp_precision == "nano";
+  for (const auto& w : o.filter_words) live.filter += (live.filter.empty() ? "" : " ") + w;
+
+  // Open every source while still privileged.
+  std::vector<SourceState> sources;
+  for (const std::string& name : o.interfaces) {
+    SourceState st;
+    std::string dev;
+    unsigned port = 1;
+    bool prefixed = false;
+    if (capture::parse_rdma_spec(name, dev, port, prefixed)) {
+      auto src = std::make_unique<capture::RdmaSnifferSource>();
+      if (!src->open(dev, port, live.snaplen)) {
+        std::fprintf(stderr, "rdmadiag capture: %s\n", src->error().c_str());
+        return kExitCannotStart;
+      }
+      if (!live.filter.empty())
+        std::fprintf(stderr, "rdmadiag capture: %s: capture filters do not apply to RDMA sniffer devices; capturing everything\n",
+                     src->name().c_str());
+      st.source = std::move(src);
+    } else {
+      auto src = std::make_unique<capture::PcapLiveSource>();
+      if (!src->open(name, live)) {
+        std::fprintf(stderr, "rdmadiag capture: %s\n", src->error().c_str());
+        return kExitCannotStart;
+      }
+      for (const auto& w : src->warnings()) std::fprintf(stderr, "rdmadiag capture: warning: %s\n", w.c_str());
+      st.source = std::move(src);
+    }
+    st.index = sources.size();
+    sources.push_back(std::move(st));
+  }
+  for (const std::string& path : o.read_files) {
+    auto src = std::make_unique<capture::FileSource>();
+    if (!src->open(path)) {
+      std::fprintf(stderr, "rdmadiag capture: %s\n", src->error().c_str());
+      return kExitCannotStart;
+    }
+    SourceState st;
+    st.source = std::move(src);
+    st.index = sources.size();
+    sources.push_back(std::move(st));
+  }
+  for (const auto& s : sources)
+    if (!decode::linktype_supported(s.source->linktype()))
+      std::fprintf(stderr, "rdmadiag capture: %s: link type %u is not one rdmadiag decodes; frames are counted only\n",
+                   s.source->name().c_str(), s.source->linktype());
+
+  if (!o.user.empty()) {
+    std::string err;
+    if (!drop_privileges(o.user, err)) {
+      std::fprintf(stderr, "rdmadiag capture: %s\n", err.c_str());
+      return kExitCannotStart;
+    }
+  }
+
+  // With -w -, standard output carries the capture: the text report goes to stderr.
+  int pcap_stdout = STDOUT_FILENO;
+  if (o.write_path == "-") {
+    std::cout.flush();
+    pcap_stdout = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (pcap_stdout < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+      std::fprintf(stderr, "rdmadiag capture: cannot set up standard output: %s\n", std::strerror(errno));
+      return kExitCannotStart;
+    }
+  }
+
+  std::unique_ptr<capture::CaptureWriter> writer;
+  if (!o.write_path.empty()) {
+    capture::WriterOptions wo;
+    wo.path = o.write_path;
+    wo.stdout_fd = pcap_stdout;
+    wo.format = o.pcapng ? capture::FileFormat::pcapng : capture::FileFormat::pcap;
+    wo.rotate_bytes = rotate_bytes;
+    wo.rotate_seconds = o.rotate_seconds;
+    wo.max_files = o.max_files;
+    wo.force = o.force;
+    wo.flush_each_batch = o.packet_buffered || o.write_path == "-";
+    std::vector<capture::InterfaceDesc> descs;
+    for (const auto& s : sources) descs.push_back({s.source->name(), s.source->description(), s.source->linktype(), s.source->snaplen()});
+    writer = std::make_unique<capture::CaptureWriter>();
+    if (!writer->open(wo, descs, std::time(nullptr))) {
+      std::fprintf(stderr, "rdmadiag capture: %s\n", writer->error().c_str());
+      return kExitCannotStart;
+    }
+  }
+
+  SessionOptions so;
+  so.packets = o.packets;
+  so.json_path = o.json_path;
+  so.quiet = o.quiet;
+  so.decode.roce_heuristic = !o.no_heuristic;
+  for (auto port : o.roce_ports)
+    if (!so.decode.add_roce_port(port)) {
+      std::fprintf(stderr, "rdmadiag capture: at most %zu extra RoCE ports\n", so.decode.extra_roce_ports.size());
+      return kExitUsage;
+    }
+  AnalysisSession session(std::move(so));
+  if (!session.open()) {
+    std::fprintf(stderr, "rdmadiag capture: %s\n", session.error().c_str());
+    return kExitCannotStart;
+  }
+
+  install_signal_handlers();
+  const bool any_live = std::any_of(sources.begin(), sources.end(), [](const SourceState& s) { return s.source->is_live(); });
+  const bool status_line = any_live && !o.no_status && isatty(STDERR_FILENO) && !(o.packets && isatty(STDOUT_FILENO));
+  if (any_live && !o.quiet) {
+    std::string names;
+    for (const auto& s : sources) names += (names.empty() ? "" : ", ") + s.source->name();
+    std::fprintf(stderr, "rdmadiag capture: capturing on %s%s%s\n", names.c_str(), live.filter.empty() ? "" : (", filter '" + live.filter + "'").c_str(),
+                 o.write_path.empty() ? "" : (", writing " + (o.write_path == "-" ? std::string("to standard output") : o.write_path)).c_str());
+  }
+
+  CaptureSink sink(session, writer.get());
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto last_tick = start;
+  std::uint64_t tick_packets = 0, tick_bytes = 0, reported_drops = 0;
+  std::string stopped_by = "end of input";
+  std::string source_error;
+  std::vector<pollfd> fds;
+
+  const auto refresh_stats = [&] {
+    for (auto& s : sources)
+      if (s.source->is_live()) s.last_stats = s.source->stats();
+  };
+  const auto dispatch_all = [&](bool draining) {
+    int total = 0;
+    for (auto& s : sources) {
+      if (s.finished || sink.write_stopped()) continue;
+      if (draining && !s.source->is_live()) continue;
+      int budget = 4096;
+      if (o.count) {
+        if (sink.packets() >= o.count) return total;
+        budget = static_cast<int>(std::min<std::uint64_t>(o.count - sink.packets(), 4096));
+      }
+      sink.set_source(&s);
+      const int n = s.source->dispatch(budget, sink);
+      if (n == capture::PacketSource::kEnd) {
+        s.finished = true;
+      } else if (n == capture::PacketSource::kFailed) {
+        s.finished = true;
+        source_error = s.source->error();
+      } else {
+        total += n;
+      }
+    }
+    return total;
+  };
+
+  for (;;) {
+    if (g_signal.load()) {
+      stopped_by = g_signal.load() == SIGINT ? "interrupted (SIGINT)" : g_signal.load() == SIGTERM ? "terminated (SIGTERM)" : "hangup (SIGHUP)";
+      break;
+    }
+    if (o.count && sink.packets() >= o.count) {
+      stopped_by = "packet count reached";
+      break;
+    }
+    if (sink.write_stopped() || (writer && !writer->error().empty())) {
+      stopped_by = writer->done() ? "file count reached (-W)" : "write error";
+      break;
+    }
+    if (!source_error.empty()) {
+      stopped_by = "source error";
+      break;
+    }
+    const auto now = Clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start).count();
+    if (o.duration > 0 && elapsed >= o.duration) {
+      stopped_by = "duration reached";
+      break;
+    }
+    if (std::all_of(sources.begin(), sources.end(), [](const SourceState& s) { return s.finished; })) break;
+
+    const bool files_pending = std::any_of(sources.begin(), sources.end(), [](const SourceState& s) { return !s.finished && !s.source->is_live(); });
+    fds.clear();
+    for (const auto& s : sources)
+      if (!s.finished && s.source->is_live()) fds.push_back({s.source->selectable_fd(), POLLIN, 0});
+    int timeout_ms = files_pending ? 0 : 100;
+    if (o.duration > 0) timeout_ms = std::min(timeout_ms, std::max(0, static_cast<int>((o.duration - elapsed) * 1000) + 1));
+    if (!fds.empty()) ::poll(fds.data(), fds.size(), timeout_ms);
+    dispatch_all(false);
+    if (writer && (o.packet_buffered || o.write_path == "-") && !writer->flush()) continue;  // the loop head reports it
+
+    const auto after = Clock::now();
+    const double since_tick = std::chrono::duration<double>(after - last_tick).count();
+    if (since_tick >= 1.0) {
+      refresh_stats();
+      if (writer && !sink.write_stopped() && !writer->flush()) continue;  // the loop head reports it
+      std::uint64_t drops = 0;
+      for (const auto& s : sources) drops += s.last_stats.dropped + s.last_stats.if_dropped;
+      if (status_line) {
+        print_status(sources, sink, session, std::chrono::duration<double>(after - start).count(), tick_packets, tick_bytes, since_tick);
+      } else if (drops > reported_drops) {
+        std::fprintf(stderr, "rdmadiag capture: warning: %llu packets dropped so far (kernel or interface)\n",
+                     static_cast<unsigned long long>(drops));
+      }
+      reported_drops = drops;
+      tick_packets = sink.packets();
+      tick_bytes = sink.bytes();
+      last_tick = after;
+    }
+  }
+
+  // Packets the kernel already holds were captured: take them before stopping,
+  // unless the user asked for a count or writing failed.
+  if (stopped_by != "write error" && stopped_by != "packet count reached" && stopped_by != "file count reached (-W)")
+    for (int round = 0; round < 64 && dispatch_all(true) > 0; ++round) {
+    }
+  refresh_stats();
+  if (status_line) std::fprintf(stderr, "\r\033[K");
+
+  std::string write_error;
+  std::vector<capture::InterfaceCounters> counters;
+  for (const auto& s : sources) {
+    capture::InterfaceCounters c;
+    c.received = s.last_stats.received;
+    c.dropped = s.last_stats.dropped;
+    c.if_dropped = s.last_stats.if_dropped;
+    c.if_dropped_known = s.last_stats.available;
+    counters.push_back(c);
+  }
+  if (writer) {
+    const bool had_error = !writer->error().empty();
+    if (!writer->close(counters) || had_error) write_error = writer->error();
+  }
+
+  // The report: the same inputs section and summary as analyze, plus capture statistics.
+  int status = kExitOk;
+  exporters::Json sources_json = exporters::Json::array();
+  for (const auto& s : sources) {
+    session.begin_input(s.source->name(), s.source->linktype(), s.source->snaplen());
+    session.end_input(s.captured, s.source->stop_reason());
+    if (!s.source->stop_reason().empty()) {
+      std::fprintf(stderr, "rdmadiag capture: %s: damaged capture, %s\n", s.source->name().c_str(), s.source->stop_reason().c_str());
+      status = std::max(status, kExitDamagedInput);
+    }
+    exporters::Json j = {{"name", s.source->name()}, {"live", s.source->is_live()}, {"linktype", s.source->linktype()},
+                         {"snaplen", s.source->snaplen()}, {"captured", s.captured}};
+    if (s.last_stats.available) {
+      j["received"] = s.last_stats.received;
+      j["dropped"] = s.last_stats.dropped;
+      j["if_dropped"] = s.last_stats.if_dropped;
+    }
+    sources_json.push_back(j);
+  }
+  exporters::Json cap = {{"sources", sources_json}, {"packets_captured", sink.packets()}, {"bytes_captured", sink.bytes()},
+                         {"stopped_by", stopped_by}, {"filter", live.filter}};
+  if (writer) {
+    cap["packets_written"] = writer->packets_written();
+    cap["files"] = writer->files();
+    if (!write_error.empty()) cap["write_error"] = write_error;
+  }
+  if (!source_error.empty()) cap["source_error"] = source_error;
+  session.add_report_member("capture", cap);
+  session.finish();
+
+  // tcpdump-style closing lines on stderr.
+  std::fprintf(stderr, "rdmadiag capture: %llu packets captured%s; stopped: %s\n", static_cast<unsigned long long>(sink.packets()),
+               writer ? (", " + std::to_string(writer->packets_written()) + " written to " +
+                         (o.write_path == "-" ? std::string("standard output") : std::to_string(writer->files().size()) + " file(s)"))
+                            .c_str()
+                      : "",
+               stopped_by.c_str());
+  for (const auto& s : sources)
+    if (s.last_stats.available)
+      std::fprintf(stderr, "rdmadiag capture: %s: %llu received, %llu dropped by kernel, %llu dropped by interface\n", s.source->name().c_str(),
+                   static_cast<unsigned long long>(s.last_stats.received), static_cast<unsigned long long>(s.last_stats.dropped),
+                   static_cast<unsigned long long>(s.last_stats.if_dropped));
+  if (!source_error.empty()) {
+    std::fprintf(stderr, "rdmadiag capture: error: %s\n", source_error.c_str());
+    status = std::max(status, kExitWriteFailed);
+  }
+  if (!write_error.empty()) {
+    std::fprintf(stderr, "rdmadiag capture: error: %s\n", write_error.c_str());
+    status = std::max(status, kExitWriteFailed);
+  }
+  return status;
+}
+
+}  // namespace
+
+void add_capture_command(CLI::App& app, Commands& out) {
+  auto o = std::make_shared<CaptureOptions>();
+  CLI::App* sub = app.add_subcommand("capture", "Capture live RDMA traffic (or replay files), analyse it as it arrives, write pcap/pcapng");
+  sub->add_option("-i,--interface", o->interfaces,
+                  "Interface to capture on (repeatable): a network interface, 'any', or an RDMA device (mlx5_0, rdma:mlx5_0:1)");
+  sub->add_option("-r,--read", o->read_files, "Read packets from a capture file instead (repeatable; '-' standard input)");
+  sub->add_option("-w,--write", o->write_path, "Write the packets to FILE ('-' standard output)");
+  sub->add_flag("--pcapng", o->pcapng, "Write pcapng (one interface block per source, drop counters at the end) instead of pcap");
+  sub->add_option("-C,--file-size", o->rotate_size, "Start a new file before one exceeds SIZE (millions of bytes; or with k/m/g suffix)");
+  sub->add_option("-G,--rotate-seconds", o->rotate_seconds, "Start a new file every N seconds (FILE may hold strftime %-escapes)");
+  sub->add_option("-W,--file-count", o->max_files, "With -C: keep a ring of N files; with -G alone: stop after N files");
+  sub->add_option("-c,--count", o->count, "Stop after N packets");
+  sub->add_option("--duration", o->duration, "Stop after N seconds");
+  sub->add_option("-B,--buffer-size", o->buffer_kib, "Kernel capture buffer in KiB (default libpcap's 2048)");
+  sub->add_option("-s,--snapshot-length", o->snaplen, "Bytes kept per packet (default: whole packets, 262144)");
+  sub->add_flag("--immediate-mode", o->immediate, "Deliver each packet at once instead of per kernel block");
+  sub->add_flag("-p,--no-promiscuous-mode", o->no_promiscuous, "Do not put the interface into promiscuous mode");
+  sub->add_option("-j,--time-stamp-type", o->tstamp_type, "Time stamps from: host, adapter, adapter_unsynced... (what the NIC offers)");
+  sub->add_option("--time-stamp-precision", o->tstamp_precision, "micro (default) or nano");
+  sub->add_flag("-U,--packet-buffered", o->packet_buffered, "Write each packet to the file as it arrives");
+  sub->add_option("-Z,--relinquish-privileges", o->user, "Drop root for USER once the capture is open");
+  sub->add_flag("--force", o->force, "Overwrite existing output files");
+  sub->add_flag("--packets", o->packets, "One line per packet on standard output (and a packets array in --json)");
+  sub->add_option("--json", o->json_path, "Write the final report (with capture statistics) as JSON to FILE ('-' standard output)");
+  sub->add_flag("-q,--quiet", o->quiet, "No text report on standard output");
+  sub->add_flag("--no-status", o->no_status, "No live status line on the terminal");
+  sub->add_flag("-D,--list-interfaces", o->list, "List the interfaces and RDMA devices that can be captured on");
+  sub->add_option("--roce-port", o->roce_ports, "Extra UDP destination port carrying RoCEv2 (repeatable)");
+  sub->add_flag("--no-roce-heuristic", o->no_heuristic, "Do not look for RoCEv2 on other UDP ports");
+  sub->add_option("filter", o->filter_words, "Capture filter (BPF, as tcpdump), e.g.: udp port 4791");
+  sub->footer(
+      "Exit status: 0 done; 1 could not start (no such interface, not permitted, output exists);\n"
+      "2 bad command line; 3 a -r input was damaged; 4 writing failed (e.g. disk full: the file is valid\n"
+      "up to the last whole packet) or a source failed. See docs/capture.md.");
+  out.push_back(Command{sub, [o] { return run_capture(*o); }});
+}
+
+}  // namespace rdmadiag::cli
