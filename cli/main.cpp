@@ -11,6 +11,7 @@
 namespace rdmadiag::cli {
 void add_analyze_command(CLI::App& app, Commands& out);
 void add_capture_command(CLI::App& app, Commands& out);
+void add_convert_command(CLI::App& app, Commands& out);
 }
 
 int main(int argc, char** argv) {
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   Commands commands;
   add_analyze_command(app, commands);
   add_capture_command(app, commands);
+  add_convert_command(app, commands);
 #ifdef RDMADIAG_HAVE_PERFTEST
   rdmadiag::perftest::add_perftest_commands(app, commands);
 #endif
