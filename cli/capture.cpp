@@ -228,7 +228,9 @@ int run_capture(CaptureOptions o) {
     return kExitUsage;
   }
   capture::LiveOptions live;
-  live.buffer_kib = o.buffer_kib;
+  // 32 MiB unless told otherwise: libpcap's 2 MiB fills in milliseconds on a busy RoCE
+  // port while every packet is also decoded and analysed (docs/performance.md).
+  live.buffer_kib = o.buffer_kib > 0 ? o.buffer_kib : 32768;
   live.snaplen = o.snaplen > 0 ? o.snaplen : 262144;
   live.immediate = o.immediate || o.packet_buffered || o.write_path == "-";
   live.promiscuous = !o.no_promiscuous;
@@ -529,7 +531,7 @@ void add_capture_command(CLI::App& app, Commands& out) {
   sub->add_option("-W,--file-count", o->max_files, "With -C: keep a ring of N files; with -G alone: stop after N files");
   sub->add_option("-c,--count", o->count, "Stop after N packets");
   sub->add_option("--duration", o->duration, "Stop after N seconds");
-  sub->add_option("-B,--buffer-size", o->buffer_kib, "Kernel capture buffer in KiB (default libpcap's 2048)");
+  sub->add_option("-B,--buffer-size", o->buffer_kib, "Kernel capture buffer in KiB (default 32768; tcpdump's is 2048)");
   sub->add_option("-s,--snapshot-length", o->snaplen, "Bytes kept per packet (default: whole packets, 262144)");
   sub->add_flag("--immediate-mode", o->immediate, "Deliver each packet at once instead of per kernel block");
   sub->add_flag("-p,--no-promiscuous-mode", o->no_promiscuous, "Do not put the interface into promiscuous mode");
