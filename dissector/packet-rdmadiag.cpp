@@ -1,0 +1,698 @@
+// rdmadiag as a Wireshark 4.0 epan plugin: a postdissector that runs beside the
+// built-in InfiniBand / RoCE / iWARP dissectors and adds an `rdmadiag` tree with
+// what `rdmadiag analyze` concludes: ICRC / VCRC / MPA CRC verdicts, PSN
+// sequencing, request/response links and latency, congestion signals, and the
+// headers Wireshark 4.0 leaves raw or misparses (FECN/BECN, CNP, XRCETH, RD).
+//
+// No protocol logic lives here: each frame's bytes are decoded by rdmadiag's
+// decode library and fed, on Wireshark's first in-order pass, to its Analyzer;
+// the per-frame results are kept (file scope) and shown on every later pass.
+//
+// Wireshark's exceptions are longjmp()s: the code that calls into Wireshark keeps
+// no live object with a non-trivial destructor, and every tvb offset it passes
+// comes from the decoder, which never goes past the captured bytes.
+#include <epan/expert.h>
+#include <epan/packet.h>
+#include <epan/prefs.h>
+#include <epan/proto.h>
+#include <wiretap/wtap.h>
+#include <ws_version.h>
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <unordered_map>
+
+#include "decode/analyzer.h"
+#include "decode/packet.h"
+#include "decode/transport_analysis.h"
+#include "dissector/frame_records.h"
+#include "exporters/analysis_report.h"
+#include "exporters/iwarp_json.h"
+
+#ifndef RDMADIAG_PLUGIN_VERSION
+#define RDMADIAG_PLUGIN_VERSION "0.0.0"
+#endif
+
+// What Wireshark's plugin loader looks up (C names, exported).
+extern "C" {
+WS_DLL_PUBLIC const gchar plugin_version[];
+WS_DLL_PUBLIC const int plugin_want_major;
+WS_DLL_PUBLIC const int plugin_want_minor;
+WS_DLL_PUBLIC void plugin_register(void);
+}
+const gchar plugin_version[] = RDMADIAG_PLUGIN_VERSION;
+const int plugin_want_major = WIRESHARK_VERSION_MAJOR;
+const int plugin_want_minor = WIRESHARK_VERSION_MINOR;
+
+namespace {
+
+using namespace rdmadiag;
+using decode::AnomalyKind;
+using decode::CrcStatus;
+using decode::MpaCrcStatus;
+using wireshark::FrameRecord;
+using wireshark::IwarpUnitRecord;
+
+int proto_rdmadiag = -1;
+
+// Fields. Booleans are added only when true, so `rdmadiag.psn.gap` style filters select the frames.
+int hf_transport = -1;
+int hf_icrc = -1, hf_icrc_status = -1, hf_icrc_computed = -1;
+int hf_vcrc = -1, hf_vcrc_status = -1, hf_vcrc_computed = -1;
+int hf_mpa_crc = -1, hf_mpa_crc_status = -1, hf_mpa_crc_computed = -1;
+int hf_bth_opcode = -1, hf_bth_opcode_name = -1, hf_bth_service = -1, hf_bth_se = -1, hf_bth_migreq = -1,
+    hf_bth_pad = -1, hf_bth_tver = -1, hf_bth_pkey = -1, hf_bth_fecn = -1, hf_bth_becn = -1, hf_bth_dest_qp = -1,
+    hf_bth_ackreq = -1, hf_bth_psn = -1;
+int hf_rdeth_eecnxt = -1, hf_deth_qkey = -1, hf_deth_src_qp = -1, hf_xrceth_srq = -1;
+int hf_reth_va = -1, hf_reth_rkey = -1, hf_reth_len = -1;
+int hf_aeth_kind = -1, hf_aeth_syndrome = -1, hf_aeth_msn = -1;
+int hf_cnp = -1, hf_ecn_ce = -1;
+int hf_flow = -1, hf_peer_qp = -1, hf_psn_expected = -1, hf_psn_gap = -1, hf_psn_duplicate = -1,
+    hf_psn_out_of_order = -1, hf_retransmission = -1, hf_spurious = -1, hf_nak_gap_frame = -1,
+    hf_request_frame = -1, hf_response_frame = -1, hf_latency = -1, hf_anomalies = -1;
+int hf_iwarp_unit = -1, hf_iwarp_opcode = -1, hf_iwarp_ulpdu_len = -1, hf_iwarp_seq = -1, hf_iwarp_end_frame = -1,
+    hf_iwarp_resync = -1;
+int hf_diag = -1;
+
+gint ett_rdmadiag = -1, ett_bth = -1, ett_analysis = -1, ett_iwarp = -1, ett_crc = -1;
+
+expert_field ei_icrc_bad = EI_INIT, ei_vcrc_bad = EI_INIT, ei_mpa_crc_bad = EI_INIT;
+expert_field ei_icrc_unverifiable = EI_INIT;
+expert_field ei_psn_gap = EI_INIT, ei_psn_duplicate = EI_INIT, ei_psn_out_of_order = EI_INIT,
+    ei_retransmission = EI_INIT, ei_spurious = EI_INIT, ei_ecn_ce = EI_INIT, ei_cnp = EI_INIT, ei_fecn = EI_INIT,
+    ei_becn = EI_INIT;
+expert_field ei_diag_error = EI_INIT, ei_diag_warning = EI_INIT, ei_diag_note = EI_INIT;
+std::array<expert_field, static_cast<std::size_t>(AnomalyKind::count_)> ei_anomaly;
+
+// Preferences.
+range_t* pref_roce_ports = nullptr;
+gboolean pref_analysis = TRUE;
+gboolean pref_roce_heuristic = TRUE;
+
+// The file being dissected: the analysis state of the first pass and the per-frame results.
+struct FileState {
+  decode::Analyzer analyzer;
+  decode::DecodeOptions options;
+  bool finished = false;    // the first pass is over (postseq cleanup ran)
+  std::uint64_t last_frame = 0;
+  std::unordered_map<std::uint32_t, std::uint32_t> peer_qp;  // flow index -> QP at its source (after finish)
+};
+FileState* file_state = nullptr;
+wmem_map_t* frame_records = nullptr;  // frame number -> FrameRecord* (file scope)
+
+// Wireshark's checksum status numbers (PROTO_CHECKSUM_E_*), our words for them.
+const value_string crc_status_vals[] = {
+    {PROTO_CHECKSUM_E_BAD, "Bad"},
+    {PROTO_CHECKSUM_E_GOOD, "Good"},
+    {PROTO_CHECKSUM_E_UNVERIFIED, "Unverifiable"},
+    {PROTO_CHECKSUM_E_NOT_PRESENT, "Not present"},
+    {0, nullptr},
+};
+
+decode::DecodeOptions options_from_prefs() {
+  decode::DecodeOptions o;
+  o.roce_heuristic = pref_roce_heuristic;
+  if (pref_roce_ports) {
+    for (guint i = 0; i < pref_roce_ports->nranges; ++i)
+      for (guint32 port = pref_roce_ports->ranges[i].low; port <= pref_roce_ports->ranges[i].high && port <= 0xFFFF;
+           ++port)
+        if (port != 4791 && !o.add_roce_port(static_cast<std::uint16_t>(port))) return o;
+  }
+  return o;
+}
+
+void init_file_state() {
+  delete file_state;
+  file_state = new FileState;
+  file_state->options = options_from_prefs();
+  file_state->analyzer.transport().enable_forward_links(true);
+}
+
+void cleanup_file_state() {
+  delete file_state;
+  file_state = nullptr;
+}
+
+// After the first sequential pass: close the analysis, so flows are paired and summarised.
+void first_pass_done() {
+  if (!file_state || file_state->finished) return;
+  file_state->analyzer.finish();
+  file_state->finished = true;
+  for (const decode::FlowSummary& f : file_state->analyzer.transport().flows())
+    if (f.peer >= 0) file_state->peer_qp[f.index] = f.peer_qp;
+}
+
+// pcap link type of the frame (the decoder speaks pcap LINKTYPE_*); 0 when not one it decodes.
+std::uint32_t linktype_of(const packet_info* pinfo) {
+  if (!pinfo->rec || pinfo->rec->rec_type != REC_TYPE_PACKET) return 0;
+  switch (pinfo->rec->rec_header.packet_header.pkt_encap) {
+    case WTAP_ENCAP_ETHERNET: return decode::linktype::kEthernet;
+    case WTAP_ENCAP_SLL: return decode::linktype::kLinuxSll;
+    case WTAP_ENCAP_SLL2: return decode::linktype::kLinuxSll2;
+    case WTAP_ENCAP_RAW_IP: return decode::linktype::kRaw;
+    case WTAP_ENCAP_RAW_IP4: return decode::linktype::kIpv4;
+    case WTAP_ENCAP_RAW_IP6: return decode::linktype::kIpv6;
+    case WTAP_ENCAP_INFINIBAND: return decode::linktype::kInfiniband;
+    case WTAP_ENCAP_ERF:
+      // wiretap has taken the ERF header off; type 21 records carry a native IB packet.
+      if (pinfo->pseudo_header && (pinfo->pseudo_header->erf.phdr.type & 0x7F) == 21)
+        return decode::linktype::kInfiniband;
+      return 0;
+    default:
+      return 0;
+  }
+}
+
+double seconds(const nstime_t& t) { return static_cast<double>(t.secs) + t.nsecs * 1e-9; }
+
+// Runs the analysis on a frame of the first pass and keeps what it concluded.
+const FrameRecord* analyse(const decode::DecodedPacket& p, std::uint32_t frame, double ts) {
+  FileState& st = *file_state;
+  if (st.finished || frame <= st.last_frame) return nullptr;  // frames come once each, in order
+  st.last_frame = frame;
+  static decode::PacketAnalysis a;  // large (iWARP units): not on the stack
+  const std::size_t anomalies_before = st.analyzer.anomalies().items().size();
+  st.analyzer.add(p, frame, ts, a);
+  FrameRecord r;
+  wireshark::fill_record(a, r);
+  if (!r.worth_keeping()) return nullptr;
+  auto* rec = wmem_new(wmem_file_scope(), FrameRecord);
+  *rec = r;
+  rec->first_anomaly = static_cast<std::uint32_t>(anomalies_before);
+  rec->anomalies_logged = static_cast<std::uint8_t>(
+      std::min<std::size_t>(st.analyzer.anomalies().items().size() - anomalies_before, 255));
+  if (a.iwarp.size) {
+    rec->iwarp_count = a.iwarp.size;
+    rec->iwarp = wmem_alloc_array(wmem_file_scope(), IwarpUnitRecord, a.iwarp.size);
+    for (std::size_t i = 0; i < a.iwarp.size; ++i) {
+      rec->iwarp[i] = IwarpUnitRecord{};
+      wireshark::fill_iwarp_unit(a.iwarp.items[i], rec->iwarp[i]);
+    }
+  }
+  wmem_map_insert(frame_records, GUINT_TO_POINTER(frame), rec);
+  return rec;
+}
+
+// ---- tree building (no C++ objects with destructors below this line's callers) ----
+
+proto_item* add_flag(proto_tree* tree, int hf, tvbuff_t* tvb) {
+  proto_item* it = proto_tree_add_boolean(tree, hf, tvb, 0, 0, TRUE);
+  proto_item_set_generated(it);
+  return it;
+}
+
+proto_item* add_generated_uint(proto_tree* tree, int hf, tvbuff_t* tvb, guint32 v) {
+  proto_item* it = proto_tree_add_uint(tree, hf, tvb, 0, 0, v);
+  proto_item_set_generated(it);
+  return it;
+}
+
+// Bounds of a header the decoder placed at `off`, clipped to the captured bytes.
+gint clip(tvbuff_t* tvb, std::uint32_t off, std::uint32_t len) {
+  const guint have = tvb_captured_length(tvb);
+  if (off >= have) return 0;
+  return static_cast<gint>(std::min<guint>(len, have - off));
+}
+
+void add_crcs(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const decode::DecodedPacket& p) {
+  proto_item* it = nullptr;
+  switch (p.icrc) {
+    case CrcStatus::ok:
+    case CrcStatus::bad:
+      proto_tree_add_checksum(tree, tvb, p.icrc_offset, hf_icrc, hf_icrc_status, &ei_icrc_bad, pinfo, p.icrc_computed,
+                              ENC_LITTLE_ENDIAN, PROTO_CHECKSUM_VERIFY);
+      it = proto_tree_add_uint(tree, hf_icrc_computed, tvb, p.icrc_offset, 4, p.icrc_computed);
+      proto_item_set_generated(it);
+      break;
+    case CrcStatus::unverifiable:
+      it = add_generated_uint(tree, hf_icrc_status, tvb, PROTO_CHECKSUM_E_UNVERIFIED);
+      expert_add_info(pinfo, it, &ei_icrc_unverifiable);
+      break;
+    case CrcStatus::not_present:
+      break;
+  }
+  switch (p.vcrc) {
+    case CrcStatus::ok:
+    case CrcStatus::bad:
+      proto_tree_add_checksum(tree, tvb, p.icrc_offset + 4, hf_vcrc, hf_vcrc_status, &ei_vcrc_bad, pinfo,
+                              p.vcrc_computed, ENC_LITTLE_ENDIAN, PROTO_CHECKSUM_VERIFY);
+      it = proto_tree_add_uint(tree, hf_vcrc_computed, tvb, p.icrc_offset + 4, 2, p.vcrc_computed);
+      proto_item_set_generated(it);
+      break;
+    case CrcStatus::unverifiable:
+      add_generated_uint(tree, hf_vcrc_status, tvb, PROTO_CHECKSUM_E_UNVERIFIED);
+      break;
+    case CrcStatus::not_present:
+      break;
+  }
+}
+
+void add_transport_headers(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const decode::DecodedPacket& p) {
+  const decode::IbTransport& t = p.ib;
+  const decode::OpcodeInfo& info = *p.opcode();
+  char name[64];
+  std::snprintf(name, sizeof name, "%.*s", static_cast<int>(info.name.size()), info.name.data());
+  char service[16];
+  const std::string_view sv = decode::to_string(info.service);
+  std::snprintf(service, sizeof service, "%.*s", static_cast<int>(sv.size()), sv.data());
+
+  const std::uint32_t off = p.bth_offset;
+  proto_item* bth_item = proto_tree_add_uint_format(tree, hf_bth_opcode, tvb, off, clip(tvb, off, t.header_len),
+                                                    t.bth.opcode, "Transport: %s (0x%02x), PSN %u, QP 0x%06x%s%s",
+                                                    name, t.bth.opcode, t.bth.psn, t.bth.dest_qp,
+                                                    t.bth.fecn ? ", FECN" : "", t.bth.becn ? ", BECN" : "");
+  proto_tree* bth = proto_item_add_subtree(bth_item, ett_bth);
+  proto_tree_add_string(bth, hf_bth_opcode_name, tvb, off, clip(tvb, off, 1), name);
+  proto_tree_add_string(bth, hf_bth_service, tvb, off, clip(tvb, off, 1), service);
+  proto_tree_add_boolean(bth, hf_bth_se, tvb, off + 1, clip(tvb, off + 1, 1), t.bth.solicited_event);
+  proto_tree_add_boolean(bth, hf_bth_migreq, tvb, off + 1, clip(tvb, off + 1, 1), t.bth.mig_req);
+  proto_tree_add_uint(bth, hf_bth_pad, tvb, off + 1, clip(tvb, off + 1, 1), t.bth.pad_count);
+  proto_tree_add_uint(bth, hf_bth_tver, tvb, off + 1, clip(tvb, off + 1, 1), t.bth.tver);
+  proto_tree_add_uint(bth, hf_bth_pkey, tvb, off + 2, clip(tvb, off + 2, 2), t.bth.pkey);
+  // FECN/BECN: the top bits of BTH byte 4, which Wireshark 4.0 shows only as "reserved".
+  proto_item* fecn = proto_tree_add_boolean(bth, hf_bth_fecn, tvb, off + 4, clip(tvb, off + 4, 1), t.bth.fecn);
+  if (t.bth.fecn) expert_add_info(pinfo, fecn, &ei_fecn);
+  proto_item* becn = proto_tree_add_boolean(bth, hf_bth_becn, tvb, off + 4, clip(tvb, off + 4, 1), t.bth.becn);
+  if (t.bth.becn) expert_add_info(pinfo, becn, &ei_becn);
+  proto_tree_add_uint(bth, hf_bth_dest_qp, tvb, off + 5, clip(tvb, off + 5, 3), t.bth.dest_qp);
+  proto_tree_add_boolean(bth, hf_bth_ackreq, tvb, off + 8, clip(tvb, off + 8, 1), t.bth.ack_req);
+  proto_tree_add_uint(bth, hf_bth_psn, tvb, off + 9, clip(tvb, off + 9, 3), t.bth.psn);
+
+  // Extended headers, in wire order (IBA 9.2 table 39).
+  std::uint32_t x = off + 12;
+  if (t.has(decode::kRdeth)) {
+    proto_tree_add_uint(bth, hf_rdeth_eecnxt, tvb, x, clip(tvb, x, 4), t.rdeth_ee_context);
+    x += 4;
+  }
+  if (t.has(decode::kDeth)) {
+    proto_tree_add_uint(bth, hf_deth_qkey, tvb, x, clip(tvb, x, 4), t.deth.qkey);
+    proto_tree_add_uint(bth, hf_deth_src_qp, tvb, x + 5, clip(tvb, x + 5, 3), t.deth.src_qp);
+    x += 8;
+  }
+  if (t.has(decode::kXrceth)) {
+    proto_tree_add_uint(bth, hf_xrceth_srq, tvb, x + 1, clip(tvb, x + 1, 3), t.xrc_srq);
+    x += 4;
+  }
+  if (t.has(decode::kFeth)) x += 4;
+  if (t.has(decode::kReth)) {
+    proto_tree_add_uint64(bth, hf_reth_va, tvb, x, clip(tvb, x, 8), t.reth.va);
+    proto_tree_add_uint(bth, hf_reth_rkey, tvb, x + 8, clip(tvb, x + 8, 4), t.reth.rkey);
+    proto_tree_add_uint(bth, hf_reth_len, tvb, x + 12, clip(tvb, x + 12, 4), t.reth.dma_len);
+    x += 16;
+  }
+  if (t.has(decode::kAtomicEth)) x += 28;
+  if (t.has(decode::kAeth)) {
+    char kind[32];
+    const std::string_view k = t.aeth.kind_name();
+    std::snprintf(kind, sizeof kind, "%.*s", static_cast<int>(k.size()), k.data());
+    proto_tree_add_string(bth, hf_aeth_kind, tvb, x, clip(tvb, x, 1), kind);
+    proto_tree_add_uint(bth, hf_aeth_syndrome, tvb, x, clip(tvb, x, 1), t.aeth.syndrome);
+    proto_tree_add_uint(bth, hf_aeth_msn, tvb, x + 1, clip(tvb, x + 1, 3), t.aeth.msn);
+  }
+  if (info.kind == decode::OpKind::cnp) {
+    proto_item* it = add_flag(tree, hf_cnp, tvb);
+    expert_add_info(pinfo, it, &ei_cnp);
+  }
+}
+
+// The text of an anomaly, as `rdmadiag analyze` words it, copied out of the std::string at once.
+void anomaly_text(const decode::Anomaly& a, char* buf, std::size_t n) {
+  const bool iwarp = a.kind >= AnomalyKind::tcp_hole;
+  const std::string s = iwarp ? exporters::explain_iwarp(a, file_state->analyzer.iwarp())
+                              : exporters::explain(a, file_state->analyzer.transport());
+  std::snprintf(buf, n, "%s", s.c_str());
+}
+
+bool is_crc_anomaly(AnomalyKind k) {
+  return k == AnomalyKind::icrc_bad || k == AnomalyKind::vcrc_bad || k == AnomalyKind::mpa_crc_bad;
+}
+
+// A response's link back to its request, and the time between them.
+void add_request_link(proto_tree* t, tvbuff_t* tvb, std::uint64_t request_frame, double latency_us) {
+  if (request_frame) {
+    proto_item* it = proto_tree_add_uint(t, hf_request_frame, tvb, 0, 0, static_cast<guint32>(request_frame));
+    proto_item_set_generated(it);
+  }
+  if (latency_us >= 0) {
+    nstime_t ns;
+    ns.secs = static_cast<time_t>(latency_us / 1e6);
+    ns.nsecs = static_cast<int>((latency_us - static_cast<double>(ns.secs) * 1e6) * 1e3);
+    proto_item* it = proto_tree_add_time(t, hf_latency, tvb, 0, 0, &ns);
+    proto_item_set_generated(it);
+  }
+}
+
+void add_analysis(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const FrameRecord& r) {
+  proto_item* root = proto_tree_add_uint_format(tree, hf_flow, tvb, 0, 0, r.flow, "PSN analysis (flow %u)", r.flow);
+  proto_item_set_generated(root);
+  proto_tree* t = proto_item_add_subtree(root, ett_analysis);
+  if (file_state && file_state->finished) {
+    auto it = file_state->peer_qp.find(r.flow);
+    if (it != file_state->peer_qp.end()) add_generated_uint(t, hf_peer_qp, tvb, it->second);
+  }
+  if (r.expected_psn >= 0) add_generated_uint(t, hf_psn_expected, tvb, static_cast<guint32>(r.expected_psn));
+
+  bool covered[static_cast<std::size_t>(AnomalyKind::count_)] = {};
+  char text[512];
+  if (file_state) {
+    const auto& log = file_state->analyzer.anomalies().items();
+    for (std::size_t i = r.first_anomaly; i < r.first_anomaly + r.anomalies_logged && i < log.size(); ++i) {
+      const decode::Anomaly& a = log[i];
+      if (is_crc_anomaly(a.kind)) continue;  // the checksum items report these
+      covered[static_cast<std::size_t>(a.kind)] = true;
+      anomaly_text(a, text, sizeof text);
+      expert_add_info_format(pinfo, root, &ei_anomaly[static_cast<std::size_t>(a.kind)], "%s", text);
+    }
+  }
+  if (r.gap) {
+    proto_item* it = add_generated_uint(t, hf_psn_gap, tvb, r.gap);
+    if (!covered[static_cast<std::size_t>(AnomalyKind::psn_gap)])
+      expert_add_info_format(pinfo, it, &ei_psn_gap, "PSN gap: %u packet(s) missing before this one", r.gap);
+  }
+  if (r.duplicate) {
+    proto_item* it = add_flag(t, hf_psn_duplicate, tvb);
+    if (!covered[static_cast<std::size_t>(AnomalyKind::psn_duplicate)]) expert_add_info(pinfo, it, &ei_psn_duplicate);
+  }
+  if (r.out_of_order) {
+    proto_item* it = add_flag(t, hf_psn_out_of_order, tvb);
+    if (!covered[static_cast<std::size_t>(AnomalyKind::psn_out_of_order)])
+      expert_add_info(pinfo, it, &ei_psn_out_of_order);
+  }
+  if (r.retransmission) {
+    proto_item* it = add_flag(t, hf_retransmission, tvb);
+    if (!covered[static_cast<std::size_t>(AnomalyKind::retransmission)]) expert_add_info(pinfo, it, &ei_retransmission);
+  }
+  if (r.spurious_retransmission) {
+    proto_item* it = add_flag(t, hf_spurious, tvb);
+    expert_add_info(pinfo, it, &ei_spurious);
+  }
+  if (r.nak_gap_frame) {
+    proto_item* it = proto_tree_add_uint(t, hf_nak_gap_frame, tvb, 0, 0, static_cast<guint32>(r.nak_gap_frame));
+    proto_item_set_generated(it);
+  }
+  add_request_link(t, tvb, r.request_frame, r.latency_us);
+  if (r.ecn_ce) {
+    proto_item* it = add_flag(t, hf_ecn_ce, tvb);
+    expert_add_info(pinfo, it, &ei_ecn_ce);
+  }
+  if (r.anomaly_count) add_generated_uint(t, hf_anomalies, tvb, r.anomaly_count);
+}
+
+// The response of a request frame, from the analyzer's forward links (known once the response was seen).
+void add_response_link(proto_tree* tree, tvbuff_t* tvb, std::uint32_t frame) {
+  if (!file_state) return;
+  const auto& links = file_state->analyzer.transport().forward_links();
+  auto it = links.find(frame);
+  if (it == links.end()) return;
+  proto_item* item = proto_tree_add_uint(tree, hf_response_frame, tvb, 0, 0,
+                                         static_cast<guint32>(it->second.response_frame));
+  proto_item_set_generated(item);
+}
+
+guint32 mpa_status(MpaCrcStatus s) {
+  switch (s) {
+    case MpaCrcStatus::ok: return PROTO_CHECKSUM_E_GOOD;
+    case MpaCrcStatus::bad: return PROTO_CHECKSUM_E_BAD;
+    case MpaCrcStatus::unverifiable: return PROTO_CHECKSUM_E_UNVERIFIED;
+    default: return PROTO_CHECKSUM_E_NOT_PRESENT;
+  }
+}
+
+void add_iwarp(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const FrameRecord& r) {
+  for (std::size_t i = 0; i < r.iwarp_count; ++i) {
+    const IwarpUnitRecord& u = r.iwarp[i];
+    char label[64];
+    if (u.kind == decode::IwarpPdu::Kind::mpa_request) {
+      std::snprintf(label, sizeof label, "MPA Request");
+    } else if (u.kind == decode::IwarpPdu::Kind::mpa_reply) {
+      std::snprintf(label, sizeof label, "MPA Reply");
+    } else {
+      const std::string_view op = decode::rdmap_opcode_name(u.rdmap_opcode);
+      std::snprintf(label, sizeof label, "FPDU %.*s", static_cast<int>(op.size()), op.data());
+    }
+    proto_item* unit = proto_tree_add_string_format(tree, hf_iwarp_unit, tvb, 0, 0, label, "iWARP %s (ULPDU %u bytes)",
+                                                    label, u.ulpdu_len);
+    proto_item_set_generated(unit);
+    proto_tree* t = proto_item_add_subtree(unit, ett_iwarp);
+    add_generated_uint(t, hf_iwarp_seq, tvb, u.seq);
+    if (u.end_frame && u.end_frame != pinfo->num) {
+      proto_item* it = proto_tree_add_uint(t, hf_iwarp_end_frame, tvb, 0, 0, static_cast<guint32>(u.end_frame));
+      proto_item_set_generated(it);
+    }
+    if (u.kind != decode::IwarpPdu::Kind::fpdu) continue;
+    if (u.header_decoded) add_generated_uint(t, hf_iwarp_opcode, tvb, u.rdmap_opcode);
+    add_generated_uint(t, hf_iwarp_ulpdu_len, tvb, u.ulpdu_len);
+    if (u.resync) add_flag(t, hf_iwarp_resync, tvb);
+    if (u.crc_status == MpaCrcStatus::ok || u.crc_status == MpaCrcStatus::bad) add_generated_uint(t, hf_mpa_crc, tvb, u.crc);
+    proto_item* st = add_generated_uint(t, hf_mpa_crc_status, tvb, mpa_status(u.crc_status));
+    if (u.crc_status == MpaCrcStatus::bad) {
+      add_generated_uint(t, hf_mpa_crc_computed, tvb, u.crc_computed);
+      expert_add_info_format(pinfo, st, &ei_mpa_crc_bad, "Bad MPA CRC32c 0x%08x [should be 0x%08x]", u.crc,
+                             u.crc_computed);
+    }
+    add_request_link(t, tvb, u.request_frame, u.latency_us);
+  }
+}
+
+void add_diagnostics(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const decode::DecodedPacket& p) {
+  for (const decode::Diagnostic& d : p.diags) {
+    if (d.code == decode::DiagCode::icrc_bad || d.code == decode::DiagCode::vcrc_bad) continue;  // checksum items
+    char text[96];
+    const std::string_view c = decode::to_string(d.code);
+    std::snprintf(text, sizeof text, "%.*s", static_cast<int>(c.size()), c.data());
+    proto_item* it = proto_tree_add_string(tree, hf_diag, tvb, d.offset, clip(tvb, d.offset, 1), text);
+    expert_field* ei = d.severity == decode::Severity::error     ? &ei_diag_error
+                       : d.severity == decode::Severity::warning ? &ei_diag_warning
+                                                                 : &ei_diag_note;
+    expert_add_info_format(pinfo, it, ei, "rdmadiag decode: %s", text);
+  }
+}
+
+void append_info(packet_info* pinfo, const decode::DecodedPacket* p, const FrameRecord* r) {
+  if (p && p->icrc == CrcStatus::bad) col_append_str(pinfo->cinfo, COL_INFO, " [ICRC bad]");
+  if (p && p->vcrc == CrcStatus::bad) col_append_str(pinfo->cinfo, COL_INFO, " [VCRC bad]");
+  if (!r) return;
+  if (r->gap) col_append_fstr(pinfo->cinfo, COL_INFO, " [PSN gap: %u missing]", r->gap);
+  if (r->duplicate) col_append_str(pinfo->cinfo, COL_INFO, " [PSN duplicate]");
+  if (r->out_of_order) col_append_str(pinfo->cinfo, COL_INFO, " [PSN out of order]");
+  if (r->retransmission) col_append_str(pinfo->cinfo, COL_INFO, " [Retransmission]");
+  for (std::size_t i = 0; i < r->iwarp_count; ++i)
+    if (r->iwarp[i].crc_status == MpaCrcStatus::bad) col_append_str(pinfo->cinfo, COL_INFO, " [MPA CRC bad]");
+}
+
+int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*) {
+  const std::uint32_t lt = linktype_of(pinfo);
+  if (!lt || !file_state) return 0;
+  const guint caplen = tvb_captured_length(tvb);
+  const guint8* bytes = caplen ? tvb_get_ptr(tvb, 0, static_cast<gint>(caplen)) : nullptr;
+  static decode::DecodedPacket p;
+  decode::decode_frame(lt, decode::Bytes(bytes, caplen), pinfo->fd->pkt_len, file_state->options, p);
+
+  const FrameRecord* r = nullptr;
+  if (!pinfo->fd->visited && pref_analysis)
+    r = analyse(p, pinfo->num, seconds(pinfo->abs_ts));
+  else
+    r = static_cast<const FrameRecord*>(wmem_map_lookup(frame_records, GUINT_TO_POINTER(pinfo->num)));
+
+  const bool rdma = p.is_rdma() && (p.has_bth || p.icrc != CrcStatus::not_present);
+  if (!rdma && !(r && (r->iwarp_count || r->iwarp_not_listed))) return 0;
+  append_info(pinfo, rdma ? &p : nullptr, r);
+
+  proto_item* root = proto_tree_add_item(tree, proto_rdmadiag, tvb, 0, -1, ENC_NA);
+  proto_tree* t = proto_item_add_subtree(root, ett_rdmadiag);
+  const std::string_view tr = decode::to_string(r && r->iwarp_count ? decode::Transport::iwarp : p.transport);
+  char transport[16];
+  std::snprintf(transport, sizeof transport, "%.*s", static_cast<int>(tr.size()), tr.data());
+  proto_item* ti = proto_tree_add_string(t, hf_transport, tvb, 0, 0, transport);
+  proto_item_set_generated(ti);
+  if (rdma) {
+    add_crcs(t, pinfo, tvb, p);
+    if (p.has_bth) add_transport_headers(t, pinfo, tvb, p);
+    add_diagnostics(t, pinfo, tvb, p);
+  }
+  if (r && r->analysed) add_analysis(t, pinfo, tvb, *r);
+  if (rdma && p.has_bth) add_response_link(t, tvb, pinfo->num);
+  if (r && r->iwarp_count) add_iwarp(t, pinfo, tvb, *r);
+  return static_cast<int>(caplen);
+}
+
+void apply_prefs() {
+  // Ports and heuristics change what the decoder sees: a new first pass follows (Wireshark redissects).
+  if (file_state) file_state->options = options_from_prefs();
+}
+
+#define HF(id, name, abbrev, type, display, strings, blurb) \
+  { &id, { name, abbrev, type, display, strings, 0x0, blurb, HFILL } }
+
+void register_protocol() {
+  static hf_register_info hf[] = {
+      HF(hf_transport, "Transport", "rdmadiag.transport", FT_STRING, BASE_NONE, nullptr, "ib, roce_v1, roce_v2 or iwarp"),
+      HF(hf_icrc, "ICRC", "rdmadiag.icrc", FT_UINT32, BASE_HEX, nullptr, "Invariant CRC as on the wire"),
+      HF(hf_icrc_status, "ICRC status", "rdmadiag.icrc.status", FT_UINT8, BASE_NONE, VALS(crc_status_vals), nullptr),
+      HF(hf_icrc_computed, "ICRC computed", "rdmadiag.icrc.computed", FT_UINT32, BASE_HEX, nullptr, nullptr),
+      HF(hf_vcrc, "VCRC", "rdmadiag.vcrc", FT_UINT16, BASE_HEX, nullptr, "Variant CRC (native InfiniBand)"),
+      HF(hf_vcrc_status, "VCRC status", "rdmadiag.vcrc.status", FT_UINT8, BASE_NONE, VALS(crc_status_vals), nullptr),
+      HF(hf_vcrc_computed, "VCRC computed", "rdmadiag.vcrc.computed", FT_UINT16, BASE_HEX, nullptr, nullptr),
+      HF(hf_mpa_crc, "MPA CRC", "rdmadiag.mpa_crc", FT_UINT32, BASE_HEX, nullptr, "MPA FPDU CRC32c"),
+      HF(hf_mpa_crc_status, "MPA CRC status", "rdmadiag.mpa_crc.status", FT_UINT8, BASE_NONE, VALS(crc_status_vals),
+         nullptr),
+      HF(hf_mpa_crc_computed, "MPA CRC computed", "rdmadiag.mpa_crc.computed", FT_UINT32, BASE_HEX, nullptr, nullptr),
+      HF(hf_bth_opcode, "Opcode", "rdmadiag.bth.opcode", FT_UINT8, BASE_HEX, nullptr, nullptr),
+      HF(hf_bth_opcode_name, "Opcode name", "rdmadiag.bth.opcode_name", FT_STRING, BASE_NONE, nullptr, nullptr),
+      HF(hf_bth_service, "Transport service", "rdmadiag.bth.service", FT_STRING, BASE_NONE, nullptr,
+         "rc, uc, rd, ud, cnp, xrc"),
+      HF(hf_bth_se, "Solicited event", "rdmadiag.bth.se", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
+      HF(hf_bth_migreq, "MigReq", "rdmadiag.bth.migreq", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
+      HF(hf_bth_pad, "Pad count", "rdmadiag.bth.pad", FT_UINT8, BASE_DEC, nullptr, nullptr),
+      HF(hf_bth_tver, "Transport header version", "rdmadiag.bth.tver", FT_UINT8, BASE_DEC, nullptr, nullptr),
+      HF(hf_bth_pkey, "P_Key", "rdmadiag.bth.pkey", FT_UINT16, BASE_HEX, nullptr, nullptr),
+      HF(hf_bth_fecn, "FECN", "rdmadiag.bth.fecn", FT_BOOLEAN, BASE_NONE, nullptr, "Forward explicit congestion notification"),
+      HF(hf_bth_becn, "BECN", "rdmadiag.bth.becn", FT_BOOLEAN, BASE_NONE, nullptr, "Backward explicit congestion notification"),
+      HF(hf_bth_dest_qp, "Destination QP", "rdmadiag.bth.dest_qp", FT_UINT24, BASE_HEX, nullptr, nullptr),
+      HF(hf_bth_ackreq, "AckReq", "rdmadiag.bth.ackreq", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
+      HF(hf_bth_psn, "PSN", "rdmadiag.bth.psn", FT_UINT24, BASE_DEC, nullptr, nullptr),
+      HF(hf_rdeth_eecnxt, "RDETH EE context", "rdmadiag.rdeth.ee_context", FT_UINT24, BASE_HEX, nullptr, nullptr),
+      HF(hf_deth_qkey, "DETH Q_Key", "rdmadiag.deth.qkey", FT_UINT32, BASE_HEX, nullptr, nullptr),
+      HF(hf_deth_src_qp, "DETH source QP", "rdmadiag.deth.src_qp", FT_UINT24, BASE_HEX, nullptr, nullptr),
+      HF(hf_xrceth_srq, "XRCETH XRC SRQ", "rdmadiag.xrceth.srq", FT_UINT24, BASE_HEX, nullptr, nullptr),
+      HF(hf_reth_va, "RETH virtual address", "rdmadiag.reth.va", FT_UINT64, BASE_HEX, nullptr, nullptr),
+      HF(hf_reth_rkey, "RETH R_Key", "rdmadiag.reth.rkey", FT_UINT32, BASE_HEX, nullptr, nullptr),
+      HF(hf_reth_len, "RETH DMA length", "rdmadiag.reth.dma_len", FT_UINT32, BASE_DEC, nullptr, nullptr),
+      HF(hf_aeth_kind, "AETH", "rdmadiag.aeth.kind", FT_STRING, BASE_NONE, nullptr, "ack, rnr_nak, nak_..."),
+      HF(hf_aeth_syndrome, "AETH syndrome", "rdmadiag.aeth.syndrome", FT_UINT8, BASE_HEX, nullptr, nullptr),
+      HF(hf_aeth_msn, "AETH MSN", "rdmadiag.aeth.msn", FT_UINT24, BASE_DEC, nullptr, nullptr),
+      HF(hf_cnp, "Congestion notification packet", "rdmadiag.cnp", FT_BOOLEAN, BASE_NONE, nullptr, "RoCEv2 CNP"),
+      HF(hf_ecn_ce, "ECN congestion experienced", "rdmadiag.ecn_ce", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
+      HF(hf_flow, "Flow", "rdmadiag.flow", FT_UINT32, BASE_DEC, nullptr, "Index of the flow, as in rdmadiag analyze"),
+      HF(hf_peer_qp, "Peer QP", "rdmadiag.peer_qp", FT_UINT24, BASE_HEX, nullptr, "QP at the source side of this flow"),
+      HF(hf_psn_expected, "Expected PSN", "rdmadiag.psn.expected", FT_UINT24, BASE_DEC, nullptr, nullptr),
+      HF(hf_psn_gap, "PSN gap (missing)", "rdmadiag.psn.gap", FT_UINT32, BASE_DEC, nullptr,
+         "PSNs missing just before this packet"),
+      HF(hf_psn_duplicate, "Duplicate PSN", "rdmadiag.psn.duplicate", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
+      HF(hf_psn_out_of_order, "Out of order", "rdmadiag.psn.out_of_order", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
+      HF(hf_retransmission, "Retransmission", "rdmadiag.retransmission", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
+      HF(hf_spurious, "Spurious retransmission", "rdmadiag.retransmission.spurious", FT_BOOLEAN, BASE_NONE, nullptr,
+         "Resend of a packet that was not lost at the capture point"),
+      HF(hf_nak_gap_frame, "Gap answered by this NAK", "rdmadiag.nak.gap_frame", FT_FRAMENUM, BASE_NONE, nullptr, nullptr),
+      HF(hf_request_frame, "Request in frame", "rdmadiag.request_frame", FT_FRAMENUM, BASE_NONE,
+         FRAMENUM_TYPE(FT_FRAMENUM_REQUEST), nullptr),
+      HF(hf_response_frame, "Response in frame", "rdmadiag.response_frame", FT_FRAMENUM, BASE_NONE,
+         FRAMENUM_TYPE(FT_FRAMENUM_RESPONSE), nullptr),
+      HF(hf_latency, "Latency", "rdmadiag.latency", FT_RELATIVE_TIME, BASE_NONE, nullptr,
+         "Request to response at the capture point"),
+      HF(hf_anomalies, "Anomalies", "rdmadiag.anomalies", FT_UINT8, BASE_DEC, nullptr, "Anomalies raised at this frame"),
+      HF(hf_iwarp_unit, "iWARP unit", "rdmadiag.iwarp.unit", FT_STRING, BASE_NONE, nullptr, nullptr),
+      HF(hf_iwarp_opcode, "RDMAP opcode", "rdmadiag.iwarp.opcode", FT_UINT8, BASE_HEX, nullptr, nullptr),
+      HF(hf_iwarp_ulpdu_len, "ULPDU length", "rdmadiag.iwarp.ulpdu_len", FT_UINT16, BASE_DEC, nullptr, nullptr),
+      HF(hf_iwarp_seq, "TCP sequence number of the unit", "rdmadiag.iwarp.seq", FT_UINT32, BASE_DEC, nullptr, nullptr),
+      HF(hf_iwarp_end_frame, "Unit ended in frame", "rdmadiag.iwarp.end_frame", FT_FRAMENUM, BASE_NONE, nullptr, nullptr),
+      HF(hf_iwarp_resync, "Framing found without MPA negotiation", "rdmadiag.iwarp.resync", FT_BOOLEAN, BASE_NONE,
+         nullptr, nullptr),
+      HF(hf_diag, "Decode diagnostic", "rdmadiag.diag", FT_STRING, BASE_NONE, nullptr, nullptr),
+  };
+  static gint* ett[] = {&ett_rdmadiag, &ett_bth, &ett_analysis, &ett_iwarp, &ett_crc};
+
+  proto_rdmadiag = proto_register_protocol("rdmadiag RDMA analysis", "rdmadiag", "rdmadiag");
+  proto_register_field_array(proto_rdmadiag, hf, array_length(hf));
+  proto_register_subtree_array(ett, array_length(ett));
+
+  static ei_register_info ei[] = {
+      {&ei_icrc_bad, {"rdmadiag.icrc.bad", PI_CHECKSUM, PI_ERROR, "Bad ICRC", EXPFILL}},
+      {&ei_vcrc_bad, {"rdmadiag.vcrc.bad", PI_CHECKSUM, PI_ERROR, "Bad VCRC", EXPFILL}},
+      {&ei_mpa_crc_bad, {"rdmadiag.mpa_crc.bad", PI_CHECKSUM, PI_ERROR, "Bad MPA CRC32c", EXPFILL}},
+      {&ei_icrc_unverifiable,
+       {"rdmadiag.icrc.unverifiable", PI_CHECKSUM, PI_CHAT, "ICRC not captured (snap length): unverifiable", EXPFILL}},
+      {&ei_psn_gap, {"rdmadiag.psn.gap.expert", PI_SEQUENCE, PI_WARN, "PSN gap", EXPFILL}},
+      {&ei_psn_duplicate, {"rdmadiag.psn.duplicate.expert", PI_SEQUENCE, PI_WARN, "Duplicate PSN", EXPFILL}},
+      {&ei_psn_out_of_order, {"rdmadiag.psn.out_of_order.expert", PI_SEQUENCE, PI_WARN, "PSN out of order", EXPFILL}},
+      {&ei_retransmission, {"rdmadiag.retransmission.expert", PI_SEQUENCE, PI_NOTE, "Retransmission", EXPFILL}},
+      {&ei_spurious,
+       {"rdmadiag.retransmission.spurious.expert", PI_SEQUENCE, PI_NOTE,
+        "Spurious retransmission: the original passed the capture point", EXPFILL}},
+      {&ei_ecn_ce, {"rdmadiag.ecn_ce.expert", PI_SEQUENCE, PI_NOTE, "ECN congestion experienced", EXPFILL}},
+      {&ei_cnp, {"rdmadiag.cnp.expert", PI_SEQUENCE, PI_NOTE, "Congestion notification packet", EXPFILL}},
+      {&ei_fecn, {"rdmadiag.bth.fecn.expert", PI_SEQUENCE, PI_NOTE, "FECN set: congestion on the path", EXPFILL}},
+      {&ei_becn, {"rdmadiag.bth.becn.expert", PI_SEQUENCE, PI_NOTE, "BECN set: congestion reported back", EXPFILL}},
+      {&ei_diag_error, {"rdmadiag.diag.error", PI_MALFORMED, PI_ERROR, "Decode error", EXPFILL}},
+      {&ei_diag_warning, {"rdmadiag.diag.warning", PI_PROTOCOL, PI_WARN, "Decode warning", EXPFILL}},
+      {&ei_diag_note, {"rdmadiag.diag.note", PI_PROTOCOL, PI_NOTE, "Decode note", EXPFILL}},
+  };
+  expert_module_t* expert = expert_register_protocol(proto_rdmadiag);
+  expert_register_field_array(expert, ei, array_length(ei));
+
+  // One expert entry per kind of anomaly the analysis raises, named after it.
+  static std::array<ei_register_info, static_cast<std::size_t>(AnomalyKind::count_)> ei_kinds;
+  for (std::size_t k = 0; k < ei_kinds.size(); ++k) {
+    const auto kind = static_cast<AnomalyKind>(k);
+    const std::string_view name = decode::to_string(kind);
+    int group = PI_PROTOCOL;
+    switch (kind) {
+      case AnomalyKind::psn_gap: case AnomalyKind::psn_duplicate: case AnomalyKind::psn_out_of_order:
+      case AnomalyKind::retransmission: case AnomalyKind::tcp_hole: case AnomalyKind::ddp_msn_gap:
+      case AnomalyKind::ddp_mo_discontinuity:
+        group = PI_SEQUENCE;
+        break;
+      case AnomalyKind::nak_psn_seq_error: case AnomalyKind::nak_invalid_request: case AnomalyKind::nak_remote_access:
+      case AnomalyKind::nak_remote_op: case AnomalyKind::nak_invalid_rd_request: case AnomalyKind::rnr_nak:
+      case AnomalyKind::rdmap_terminate:
+        group = PI_RESPONSE_CODE;
+        break;
+      case AnomalyKind::icrc_bad: case AnomalyKind::vcrc_bad: case AnomalyKind::mpa_crc_bad:
+        group = PI_CHECKSUM;
+        break;
+      case AnomalyKind::mpa_bad_framing:
+        group = PI_MALFORMED;
+        break;
+      case AnomalyKind::iwarp_resync:
+        group = PI_REASSEMBLE;
+        break;
+      default:
+        break;
+    }
+    int severity = PI_WARN;
+    switch (decode::severity_of(kind)) {
+      case decode::Severity::error: severity = PI_ERROR; break;
+      case decode::Severity::warning: severity = PI_WARN; break;
+      case decode::Severity::note: severity = PI_NOTE; break;
+    }
+    // The normal recovery signals: a NAK asking for a resend, an RNR NAK, the resend itself.
+    if (kind == AnomalyKind::nak_psn_seq_error || kind == AnomalyKind::rnr_nak || kind == AnomalyKind::retransmission)
+      severity = PI_NOTE;
+    ei_anomaly[k] = EI_INIT;
+    ei_kinds[k] = ei_register_info{&ei_anomaly[k],
+                                   {g_strdup_printf("rdmadiag.anomaly.%.*s", static_cast<int>(name.size()), name.data()),
+                                    group, severity,
+                                    g_strdup_printf("%.*s", static_cast<int>(name.size()), name.data()), EXPFILL}};
+  }
+  expert_register_field_array(expert, ei_kinds.data(), static_cast<int>(ei_kinds.size()));
+
+  module_t* prefs = prefs_register_protocol(proto_rdmadiag, apply_prefs);
+  prefs_register_bool_preference(prefs, "analysis", "Run the PSN / sequence analysis",
+                                 "Off: only CRC checks and header decode (faster on huge captures)", &pref_analysis);
+  range_convert_str(wmem_epan_scope(), &pref_roce_ports, "", 65535);
+  prefs_register_range_preference(prefs, "roce_ports", "Extra RoCEv2 UDP ports",
+                                  "UDP destination ports carrying RoCEv2 besides 4791 (up to 8)", &pref_roce_ports,
+                                  65535);
+  prefs_register_bool_preference(prefs, "roce_heuristic", "Find RoCEv2 on any UDP port",
+                                 "Try RoCEv2 on every UDP packet; a valid ICRC confirms it", &pref_roce_heuristic);
+
+  frame_records = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), g_direct_hash, g_direct_equal);
+  register_init_routine(init_file_state);
+  register_cleanup_routine(cleanup_file_state);
+  register_postseq_cleanup_routine(first_pass_done);
+}
+
+void register_handoff() {
+  dissector_handle_t handle = create_dissector_handle(dissect_rdmadiag, proto_rdmadiag);
+  register_postdissector(handle);
+}
+
+}  // namespace
+
+void plugin_register(void) {
+  static proto_plugin plugin;
+  plugin.register_protoinfo = register_protocol;
+  plugin.register_handoff = register_handoff;
+  proto_register_plugin(&plugin);
+}
