@@ -1,0 +1,43 @@
+// Fuzz target: a whole pcap or pcapng file through capture::FileReader (libpcap
+// underneath) and every record it yields through decode_frame with the file's
+// link type. The bytes go to an anonymous in-memory file opened by its
+// /proc/self/fd path, so the reader takes the same path as for a real file.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "capture/file_reader.h"
+#include "decode/packet.h"
+
+using namespace rdmadiag;
+
+namespace {
+
+int memory_file() {
+  static const int fd = memfd_create("rdmadiag-fuzz-capture", 0);
+  if (fd < 0) std::abort();
+  return fd;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const int fd = memory_file();
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != static_cast<ssize_t>(size)) std::abort();
+  capture::FileReader reader;
+  if (!reader.open("/proc/self/fd/" + std::to_string(fd))) {
+    if (reader.error().empty()) std::abort();  // a refusal always says why
+    return 0;
+  }
+  capture::Record rec;
+  decode::DecodedPacket p;
+  while (reader.records_read() < 100000 && reader.next(rec)) {
+    if (rec.data.size() != rec.caplen) std::abort();
+    p = decode::DecodedPacket{};
+    decode::decode_frame(reader.linktype(), rec.data, rec.wirelen, {}, p);
+  }
+  return 0;
+}
