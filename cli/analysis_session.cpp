@@ -53,8 +53,15 @@ void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype) 
   decode::decode_frame(linktype, rec.data, rec.wirelen, opts_.decode, pkt_);
   decode::PacketAnalysis pa;
   analyzer_->add(pkt_, frame_, ts, pa);
+  if (!forward_.empty()) {
+    auto it = forward_.find(frame_);
+    if (it != forward_.end()) {
+      pa.response_frame = it->second.response_frame;
+      if (pa.latency_us < 0) pa.latency_us = it->second.latency_us;
+    }
+  }
   if (json_) json_->packet(pkt_, pa, frame_, ts);
-  if (opts_.packets && text_out_) std::cout << exporters::packet_line(pkt_, frame_, ts - first_ts_) << '\n';
+  if (opts_.packets && text_out_) std::cout << exporters::packet_line(pkt_, pa, frame_, ts - first_ts_) << '\n';
 }
 
 void AnalysisSession::add_report_member(const std::string& key, exporters::Json value) { extra_[key] = std::move(value); }

@@ -7,10 +7,12 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "capture/file_reader.h"
 #include "decode/analyzer.h"
+#include "decode/transport_analysis.h"
 #include "decode/packet.h"
 #include "exporters/json_report.h"
 
@@ -42,6 +44,11 @@ class AnalysisSession {
   void finish();
 
   decode::Analyzer& analyzer() { return *analyzer_; }
+  // Links from request frames to their responses, found by an earlier pass over
+  // the same input, so that --packets can show a request's response_frame.
+  void set_forward_links(std::unordered_map<std::uint64_t, decode::TransportAnalyzer::ForwardLink> links) {
+    forward_ = std::move(links);
+  }
   std::uint64_t frames() const { return frame_; }
 
  private:
@@ -58,6 +65,7 @@ class AnalysisSession {
   std::uint64_t frame_ = 0;
   double first_ts_ = -1;
   decode::DecodedPacket pkt_;
+  std::unordered_map<std::uint64_t, decode::TransportAnalyzer::ForwardLink> forward_;
 };
 
 }  // namespace rdmadiag::cli

@@ -2,6 +2,7 @@
 // report (text summary, --packets lines, --json). Exit status: 0 every input read
 // whole; 1 an input could not be opened or is not a capture file; 3 an input was
 // damaged or cut short (read up to the damage, the report says where).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -10,6 +11,7 @@
 #include "capture/file_reader.h"
 #include "cli/analysis_session.h"
 #include "cli/command.h"
+#include "decode/transport_analysis.h"
 
 namespace rdmadiag::cli {
 
@@ -39,7 +41,31 @@ int run_analyze(const AnalyzeOptions& o) {
       std::fprintf(stderr, "rdmadiag analyze: at most %zu extra RoCE ports\n", so.decode.extra_roce_ports.size());
       return 2;
     }
+  // --packets shows each request's response frame; that is known only after the
+  // response, so a first pass over the files finds the links (not possible for
+  // standard input, which cannot be read twice).
+  std::unordered_map<std::uint64_t, decode::TransportAnalyzer::ForwardLink> links;
+  const bool two_pass = o.packets && std::none_of(o.files.begin(), o.files.end(), [](const std::string& f) { return f == "-"; });
+  if (two_pass) {
+    decode::Analyzer first;
+    first.transport().enable_forward_links(true);
+    decode::DecodedPacket pkt;
+    decode::PacketAnalysis pa;
+    std::uint64_t frame = 0;
+    for (const std::string& path : o.files) {
+      capture::FileReader reader;
+      if (!reader.open(path)) continue;  // reported by the second pass
+      capture::Record rec;
+      while (reader.next(rec)) {
+        decode::decode_frame(reader.linktype(), rec.data, rec.wirelen, so.decode, pkt);
+        first.add(pkt, ++frame, static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9, pa);
+      }
+    }
+    first.finish();
+    links = first.transport().forward_links();
+  }
   AnalysisSession session(std::move(so));
+  session.set_forward_links(std::move(links));
   if (!session.open()) {
     std::fprintf(stderr, "rdmadiag analyze: %s\n", session.error().c_str());
     return kExitUnreadable;

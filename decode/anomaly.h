@@ -41,6 +41,8 @@ enum class AnomalyKind : std::uint8_t {
 };
 
 std::string_view to_string(AnomalyKind k);
+// iWARP kinds index the iWARP analysis' flows; the others the IB/RoCE transport flows.
+inline bool is_iwarp_kind(AnomalyKind k) { return k >= AnomalyKind::tcp_hole && k < AnomalyKind::count_; }
 Severity severity_of(AnomalyKind k);
 
 struct Anomaly {

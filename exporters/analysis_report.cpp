@@ -1,5 +1,7 @@
 #include "exporters/analysis_report.h"
 
+#include "exporters/iwarp_json.h"
+
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -104,7 +106,9 @@ Json flows_json(const TransportAnalyzer& t) {
   return arr;
 }
 
-Json anomalies_json(const AnomalyLog& log, const TransportAnalyzer& t) {
+namespace {
+template <typename Explain>
+Json anomalies_json_with(const AnomalyLog& log, Explain explain_one) {
   Json arr = Json::array();
   for (const Anomaly& a : log.items()) {
     Json j;
@@ -121,10 +125,23 @@ Json anomalies_json(const AnomalyLog& log, const TransportAnalyzer& t) {
     Json rel = Json::array();
     for (std::size_t i = 0; i < a.related_count; ++i) rel.push_back(a.related[i]);
     j["related_frames"] = rel;
-    j["text"] = explain(a, t);
+    j["text"] = explain_one(a);
     arr.push_back(std::move(j));
   }
   return arr;
+}
+}  // namespace
+
+Json anomalies_json(const AnomalyLog& log, const TransportAnalyzer& t) {
+  return anomalies_json_with(log, [&](const Anomaly& a) { return explain(a, t); });
+}
+
+Json anomalies_json(const Analyzer& analyzer) {
+  return anomalies_json_with(analyzer.anomalies(), [&](const Anomaly& a) { return explain(a, analyzer); });
+}
+
+std::string explain(const Anomaly& a, const Analyzer& analyzer) {
+  return is_iwarp_kind(a.kind) ? explain_iwarp(a, analyzer.iwarp()) : explain(a, analyzer.transport());
 }
 
 Json analysis_json(const PacketAnalysis& a) {
@@ -243,7 +260,9 @@ void write_flow_table(std::ostream& out, const TransportAnalyzer& t) {
   if (t.evicted_flows()) out << fmt("  (%llu more flows evicted: over the memory cap)\n", static_cast<unsigned long long>(t.evicted_flows()));
 }
 
-void write_problems(std::ostream& out, const AnomalyLog& log, const TransportAnalyzer& t, std::size_t max_lines) {
+namespace {
+template <typename Explain>
+void write_problems_with(std::ostream& out, const AnomalyLog& log, std::size_t max_lines, Explain explain_one) {
   if (log.total() == 0) {
     out << "\nProblems: none (no PSN gaps, duplicates, retransmissions, NAKs or CRC errors)\n";
     return;
@@ -262,8 +281,17 @@ void write_problems(std::ostream& out, const AnomalyLog& log, const TransportAna
       out << fmt("  ... %zu more (see --json)\n", log.items().size() - max_lines);
       break;
     }
-    out << "  " << explain(a, t) << "\n";
+    out << "  " << explain_one(a) << "\n";
   }
+}
+}  // namespace
+
+void write_problems(std::ostream& out, const AnomalyLog& log, const TransportAnalyzer& t, std::size_t max_lines) {
+  write_problems_with(out, log, max_lines, [&](const Anomaly& a) { return explain(a, t); });
+}
+
+void write_problems(std::ostream& out, const Analyzer& analyzer, std::size_t max_lines) {
+  write_problems_with(out, analyzer.anomalies(), max_lines, [&](const Anomaly& a) { return explain(a, analyzer); });
 }
 
 }  // namespace rdmadiag::exporters

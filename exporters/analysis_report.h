@@ -17,6 +17,10 @@ Json anomalies_json(const decode::AnomalyLog& log, const decode::TransportAnalyz
 Json analysis_json(const decode::PacketAnalysis& a);
 // "QP 0x000011 10.77.0.2 -> 10.77.0.1: lost PSN 14205197-14205198 at frame 156; ..."
 std::string explain(const decode::Anomaly& a, const decode::TransportAnalyzer& t);
+// The same for any anomaly of an analysis run (IB/RoCE or iWARP).
+std::string explain(const decode::Anomaly& a, const decode::Analyzer& analyzer);
+Json anomalies_json(const decode::Analyzer& analyzer);
+void write_problems(std::ostream& out, const decode::Analyzer& analyzer, std::size_t max_lines = 40);
 void write_flow_table(std::ostream& out, const decode::TransportAnalyzer& t);
 void write_problems(std::ostream& out, const decode::AnomalyLog& log, const decode::TransportAnalyzer& t,
                     std::size_t max_lines = 40);

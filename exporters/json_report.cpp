@@ -221,7 +221,7 @@ void JsonReportWriter::finish(const AnalyzeReport& report, const Json& extra) {
   }
   if (report.analyzer) {
     out_ << ",\n\"flows\":" << flows_json(report.analyzer->transport()).dump();
-    out_ << ",\n\"anomalies\":" << anomalies_json(report.analyzer->anomalies(), report.analyzer->transport()).dump();
+    out_ << ",\n\"anomalies\":" << anomalies_json(*report.analyzer).dump();
     out_ << ",\n\"iwarp\":" << iwarp_report_json(report.analyzer->iwarp()).dump();
   }
   for (auto it = extra.begin(); it != extra.end(); ++it) out_ << ",\n" << Json(it.key()).dump() << ":" << it.value().dump();

@@ -2,6 +2,7 @@
 
 #include "exporters/analysis_report.h"
 #include "exporters/iwarp_json.h"
+#include "exporters/iwarp_json.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -86,6 +87,29 @@ std::string packet_line(const DecodedPacket& p, std::uint64_t frame, double ts) 
   return s;
 }
 
+std::string packet_line(const DecodedPacket& p, const PacketAnalysis& a, std::uint64_t frame, double ts) {
+  std::string s = packet_line(p, frame, ts);
+  if (!a.iwarp.empty()) {
+    // iWARP framing lives in the TCP stream: show the units that ended in this frame.
+    const std::size_t at = s.find(" other TCP ");
+    if (at != std::string::npos) s.replace(at, 6, " iWARP");
+    s += " " + iwarp_packet_text(a.iwarp);
+  }
+  if (a.gap) s += fmt(" [gap: %u PSN missing]", a.gap);
+  if (a.duplicate) s += " [duplicate]";
+  if (a.out_of_order) s += " [out of order]";
+  if (a.retransmission) s += a.spurious_retransmission ? " [spurious retransmission]" : " [retransmission]";
+  if (a.nak_gap_frame) s += fmt(" [answers gap at frame %llu]", static_cast<unsigned long long>(a.nak_gap_frame));
+  if (a.request_frame) {
+    s += fmt(" [request at frame %llu", static_cast<unsigned long long>(a.request_frame));
+    if (a.latency_us >= 0) s += fmt(", %.1f us", a.latency_us);
+    s += "]";
+  }
+  if (a.response_frame) s += fmt(" [response at frame %llu]", static_cast<unsigned long long>(a.response_frame));
+  if (a.ecn_ce) s += " [ECN CE]";
+  return s;
+}
+
 void write_text_summary(std::ostream& out, const AnalyzeReport& report) {
   for (const InputInfo& in : report.inputs) {
     if (!in.error.empty()) {
@@ -142,7 +166,7 @@ void write_text_summary(std::ostream& out, const AnalyzeReport& report) {
   if (!any) out << "\nDiagnostics: none\n";
   if (report.analyzer) {
     write_flow_table(out, report.analyzer->transport());
-    write_problems(out, report.analyzer->anomalies(), report.analyzer->transport());
+    write_problems(out, *report.analyzer);
     write_iwarp_text(out, report.analyzer->iwarp());
   }
 }
