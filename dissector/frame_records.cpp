@@ -18,6 +18,7 @@ void fill_record(const decode::PacketAnalysis& a, FrameRecord& r) {
   r.cnp = a.cnp;
   r.anomaly_count = a.anomaly_count;
   r.iwarp_not_listed = a.iwarp.overflow;
+  r.iwarp_count = a.iwarp.size;  // the units themselves are copied by the caller
 }
 
 void fill_iwarp_unit(const decode::IwarpPdu& u, IwarpUnitRecord& r) {

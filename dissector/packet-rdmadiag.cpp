@@ -399,8 +399,9 @@ void add_analysis(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const Fra
   if (r.anomaly_count) add_generated_uint(t, hf_anomalies, tvb, r.anomaly_count);
 }
 
-// The response of a request frame, from the analyzer's forward links (known once the response was seen).
-void add_response_link(proto_tree* tree, tvbuff_t* tvb, std::uint32_t frame) {
+// The response of a request frame and the time to it, from the analyzer's forward
+// links (known once the response was seen: on a later pass, or tshark -2).
+void add_response_link(proto_tree* tree, tvbuff_t* tvb, std::uint32_t frame, const FrameRecord* r) {
   if (!file_state) return;
   const auto& links = file_state->analyzer.transport().forward_links();
   auto it = links.find(frame);
@@ -408,6 +409,7 @@ void add_response_link(proto_tree* tree, tvbuff_t* tvb, std::uint32_t frame) {
   proto_item* item = proto_tree_add_uint(tree, hf_response_frame, tvb, 0, 0,
                                          static_cast<guint32>(it->second.response_frame));
   proto_item_set_generated(item);
+  if (!r || r->latency_us < 0) add_request_link(tree, tvb, 0, it->second.latency_us);
 }
 
 guint32 mpa_status(MpaCrcStatus s) {
@@ -512,7 +514,7 @@ int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
     add_diagnostics(t, pinfo, tvb, p);
   }
   if (r && r->analysed) add_analysis(t, pinfo, tvb, *r);
-  if (rdma && p.has_bth) add_response_link(t, tvb, pinfo->num);
+  if (rdma && p.has_bth) add_response_link(t, tvb, pinfo->num, r);
   if (r && r->iwarp_count) add_iwarp(t, pinfo, tvb, *r);
   return static_cast<int>(caplen);
 }
