@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from tshark_plugin import Tshark  # noqa: E402
+from tshark_plugin import tshark_or_skip  # noqa: E402
 
 STATUS = {"0": "bad", "1": "ok", "2": "unverifiable", "Bad": "bad", "Good": "ok", "Unverifiable": "unverifiable"}
 MPA_STATUS = dict(STATUS, **{"3": "not_negotiated", "Not present": "not_negotiated"})
@@ -175,9 +175,8 @@ def main():
     ap.add_argument("--plugin-root", required=True, help="folder holding <release>/epan/rdmadiag.so")
     ap.add_argument("captures", nargs="+")
     args = ap.parse_args()
-    ts = Tshark(args.plugin_root)
-    if not ts.plugin:
-        print(f"SKIP: no plugin under {args.plugin_root}")
+    ts = tshark_or_skip(args.plugin_root)
+    if not ts:
         return 77
     try:
         if not ts.plugin_loaded():

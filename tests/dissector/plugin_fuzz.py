@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from tshark_plugin import Tshark  # noqa: E402
+from tshark_plugin import tshark_or_skip  # noqa: E402
 
 
 def read_pcap(path):
@@ -84,9 +84,8 @@ def main():
     ap.add_argument("--keep", default=None, help="folder for failing inputs (default: a temporary folder)")
     ap.add_argument("captures", nargs="+")
     args = ap.parse_args()
-    ts = Tshark(args.plugin_root)
-    if not ts.plugin:
-        print(f"SKIP: no plugin under {args.plugin_root}")
+    ts = tshark_or_skip(args.plugin_root)
+    if not ts:
         return 77
     try:
         if not ts.plugin_loaded():

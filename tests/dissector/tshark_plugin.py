@@ -49,3 +49,19 @@ class Tshark:
             return os.access(path, os.R_OK)
         r = subprocess.run(self.prefix + ["test", "-r", str(path)])
         return r.returncode == 0
+
+
+def tshark_or_skip(plugin_root):
+    """A Tshark that loads the plugin, or None (after saying why: the caller exits 77, CTest's skip)."""
+    ts = Tshark(plugin_root)
+    if not ts.plugin:
+        print(f"SKIP: no plugin under {plugin_root}")
+        return None
+    try:
+        if not ts.plugin_loaded():
+            print("SKIP: tshark does not load the plugin (tshark -G plugins)")
+            return None
+    except FileNotFoundError:
+        print("SKIP: tshark or setpriv not installed")
+        return None
+    return ts
