@@ -87,13 +87,6 @@ def main():
     ts = tshark_or_skip(args.plugin_root)
     if not ts:
         return 77
-    try:
-        if not ts.plugin_loaded():
-            print("SKIP: tshark does not load the plugin")
-            return 77
-    except FileNotFoundError:
-        print("SKIP: tshark or setpriv not installed")
-        return 77
     sources = []
     for c in args.captures:
         p = pathlib.Path(c)
