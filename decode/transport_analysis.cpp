@@ -189,7 +189,12 @@ struct TransportAnalyzer::Flow {
   std::uint32_t nak_psn = 0;
   std::deque<PendingRequest> pending;
   std::vector<OpenGap> gaps;
-  std::array<std::pair<std::uint32_t, std::int32_t>, 64> recent{};  // (PSN, IP ID or -1) of recent requests
+  struct RecentCopy {
+    std::uint32_t psn;
+    std::int32_t ip_id;  // -1: no IPv4 header
+    double ts;
+  };
+  std::array<RecentCopy, 64> recent{};  // the last requests seen, to recognise copies made by the network
   std::size_t recent_pos = 0;
   enum class Msg : std::uint8_t { none, send, write, unknown } msg = Msg::unknown;
   std::uint64_t msg_bytes = 0;
@@ -416,11 +421,13 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, std::uint64_t
     } else {
       for (auto& g : f.gaps)
         if (psn_diff(psn, g.first) >= 0 && psn_diff(g.last, psn) >= 0) gap_hit = &g;
+      // A copy made by the network keeps the IPv4 ID of its original; without an
+      // IPv4 header, only a copy right behind its original is taken for one.
       bool network_duplicate = false;
-      for (const auto& [rpsn, rid] : f.recent)
-        if (rpsn == psn && rid == ip_id && ip_id >= 0) network_duplicate = true;
-      if (ip_id < 0 && !gap_hit && !f.nak_frame && !f.resending && ts - s.last_ts < kTimeoutSilenceSeconds)
-        network_duplicate = true;
+      for (const auto& r : f.recent)
+        if (r.psn == psn && r.ts > 0 &&
+            (ip_id >= 0 ? r.ip_id == ip_id : (!gap_hit && !f.nak_frame && ts - r.ts < kTimeoutSilenceSeconds)))
+          network_duplicate = true;
       if (network_duplicate) {
         cls = Class::duplicate;
       } else if (gap_hit && !f.nak_frame && !f.resending) {
@@ -485,6 +492,7 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, std::uint64_t
 
   switch (cls) {
     case Class::restart:
+      if (f.spur_open) spurious_verdict(f, false);  // a new incarnation of the QP
       f.started = true;
       f.resending = false;
       f.nak_frame = 0;
@@ -656,7 +664,7 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, std::uint64_t
     f.read_psn = psn;
     f.read_len = p.ib.reth.dma_len;
   }
-  f.recent[f.recent_pos++ % f.recent.size()] = {psn, ip_id};
+  f.recent[f.recent_pos++ % f.recent.size()] = Flow::RecentCopy{psn, ip_id, ts};
 
   // Outstanding requests, matched by responses on the reverse flow. Only the
   // packet that ends a message (or a READ / atomic) is answered as an operation.
@@ -736,7 +744,7 @@ void TransportAnalyzer::responder(Flow& f, const DecodedPacket& p, std::uint64_t
         // Responders answer every copy of a request (IBA 9.7.5.1.2); the responder
         // answers in order, so an ACK beyond the resent PSN closes the count.
         if (q && q->spur_open && psn == q->spur_psn) ++q->spur_acks;
-        if (q && q->spur_open && psn_diff(psn, q->spur_psn) > 0) spurious_verdict(*q);
+        if (q && q->spur_open && psn_diff(psn, q->spur_psn) > 0) spurious_verdict(*q, psn_diff(psn, q->spur_psn) < kRestartJump);
         complete_upto(psn, false);
         if (q) out.expected_psn = q->expected;
         break;
@@ -842,7 +850,7 @@ void TransportAnalyzer::responder(Flow& f, const DecodedPacket& p, std::uint64_t
       ++s.acks;
       if (!q) break;
       if (q->spur_open && psn == q->spur_psn) ++q->spur_acks;
-      if (q->spur_open && psn_diff(psn, q->spur_psn) > 0) spurious_verdict(*q);
+      if (q->spur_open && psn_diff(psn, q->spur_psn) > 0) spurious_verdict(*q, psn_diff(psn, q->spur_psn) < kRestartJump);
       for (auto it = q->pending.begin(); it != q->pending.end(); ++it) {
         if (it->first != psn) continue;
         const double us = (ts - it->ts) * 1e6;
@@ -929,6 +937,7 @@ void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame) 
   Flow& ab = make(true);
   Flow& ba = make(false);
   auto start = [&](Flow& f, std::uint32_t psn) {
+    if (f.spur_open) spurious_verdict(f, false);
     f.started = true;
     f.expected = f.high_next = psn;
     f.resending = false;
@@ -950,7 +959,7 @@ void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame) 
 
 void TransportAnalyzer::retire(std::uint32_t slot) {
   Flow& f = *slots_[slot];
-  if (f.spur_open) spurious_verdict(f);
+  if (f.spur_open) spurious_verdict(f, false);
   if (summaries_.size() < kMaxRetiredFlows) summaries_.push_back(f.s);
   else ++evicted_;
   by_key_.erase(f.s.key);
@@ -973,8 +982,9 @@ void TransportAnalyzer::retire_idle(double now) {
     if (sl && now - sl->s.last_ts > kIdleRetireSeconds && sl->pending.empty() && sl->gaps.empty()) retire(sl->slot);
 }
 
-void TransportAnalyzer::spurious_verdict(Flow& f) {
+void TransportAnalyzer::spurious_verdict(Flow& f, bool conclusive) {
   f.spur_open = false;
+  if (!conclusive) return;  // the capture ended before the answers could come: no verdict
   if (f.spur_acks >= f.spur_copies) return;  // every copy was answered: nothing was lost
   // An answer went missing before the capture point: the resend recovered a loss.
   FlowSummary& s = f.s;
@@ -993,7 +1003,7 @@ void TransportAnalyzer::spurious_verdict(Flow& f) {
 
 void TransportAnalyzer::finish() {
   for (auto& sl : slots_)
-    if (sl && sl->spur_open) spurious_verdict(*sl);
+    if (sl && sl->spur_open) spurious_verdict(*sl, false);
   for (auto& sl : slots_)
     if (sl) {
       if (summaries_.size() < kMaxRetiredFlows) summaries_.push_back(sl->s);

@@ -140,7 +140,7 @@ class TransportAnalyzer {
   void responder(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
   void unreliable(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
   void cm_message(const DecodedPacket& p, std::uint64_t frame);
-  void spurious_verdict(Flow& f);
+  void spurious_verdict(Flow& f, bool conclusive = true);
   Flow* peer_requester(Flow& resp, std::uint32_t psn);
   void pair(Flow& a, Flow& b, Pairing how);
   std::uint32_t pmtu_for(const Flow& f) const;

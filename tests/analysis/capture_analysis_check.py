@@ -44,18 +44,25 @@ def netem_drops(run):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rdmadiag", required=True)
+    ap.add_argument("--derived", help="directory of captures derived from loss-free real ones (no run.json)")
     ap.add_argument("dir")
     args = ap.parse_args()
     passed = failed = 0
-    for name in sorted(os.listdir(args.dir)):
+    paths = [os.path.join(args.dir, n) for n in sorted(os.listdir(args.dir))]
+    if args.derived:
+        paths += [os.path.join(args.derived, n) for n in sorted(os.listdir(args.derived))]
+    for path in paths:
+        name = os.path.relpath(path, args.dir)
         if not name.endswith(".pcap"):
             continue
-        path = os.path.join(args.dir, name)
         run_path = path[:-5] + ".run.json"
-        if not os.path.exists(run_path):
+        if args.derived and path.startswith(args.derived):
+            run = {}  # re-encapsulated prefixes of loss-free runs: loss-free themselves
+        elif not os.path.exists(run_path):
             print("skip %s: no run.json saying how it was made" % name)
             continue
-        run = json.load(open(run_path))
+        else:
+            run = json.load(open(run_path))
         netem = netem_of(run)
         res = subprocess.run([args.rdmadiag, "analyze", "--json", "-", path], capture_output=True, text=True)
         problems = []
