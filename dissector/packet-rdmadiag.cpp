@@ -527,6 +527,36 @@ void apply_prefs() {
 #define HF(id, name, abbrev, type, display, strings, blurb) \
   { &id, { name, abbrev, type, display, strings, 0x0, blurb, HFILL } }
 
+// Expert Information groups by these words (the per-frame message says the details).
+const char* anomaly_summary(AnomalyKind k) {
+  switch (k) {
+    case AnomalyKind::psn_gap: return "PSN gap: packets lost before the capture point";
+    case AnomalyKind::psn_duplicate: return "Duplicate PSN";
+    case AnomalyKind::psn_out_of_order: return "PSN out of order (reordered on the path)";
+    case AnomalyKind::nak_psn_seq_error: return "NAK: PSN sequence error (responder asks for a resend)";
+    case AnomalyKind::nak_invalid_request: return "NAK: invalid request";
+    case AnomalyKind::nak_remote_access: return "NAK: remote access error";
+    case AnomalyKind::nak_remote_op: return "NAK: remote operational error";
+    case AnomalyKind::nak_invalid_rd_request: return "NAK: invalid RD request";
+    case AnomalyKind::rnr_nak: return "RNR NAK: receiver not ready";
+    case AnomalyKind::retransmission: return "Retransmission episode (go-back-N)";
+    case AnomalyKind::icrc_bad: return "Bad ICRC";
+    case AnomalyKind::vcrc_bad: return "Bad VCRC";
+    case AnomalyKind::bad_opcode_sequence: return "Bad opcode sequence";
+    case AnomalyKind::payload_length_mismatch: return "Payload length mismatch";
+    case AnomalyKind::pkey_change: return "P_Key changed within a flow";
+    case AnomalyKind::response_without_request: return "Response without a request in the capture";
+    case AnomalyKind::tcp_hole: return "TCP bytes missing under MPA";
+    case AnomalyKind::mpa_crc_bad: return "Bad MPA CRC32c";
+    case AnomalyKind::mpa_bad_framing: return "Bad MPA framing";
+    case AnomalyKind::ddp_msn_gap: return "DDP MSN gap";
+    case AnomalyKind::ddp_mo_discontinuity: return "DDP message offset discontinuity";
+    case AnomalyKind::rdmap_terminate: return "RDMAP Terminate";
+    case AnomalyKind::iwarp_resync: return "iWARP framing found without the MPA negotiation";
+    default: return "rdmadiag anomaly";
+  }
+}
+
 void register_protocol() {
   static hf_register_info hf[] = {
       HF(hf_transport, "Transport", "rdmadiag.transport", FT_STRING, BASE_NONE, nullptr, "ib, roce_v1, roce_v2 or iwarp"),
@@ -608,7 +638,7 @@ void register_protocol() {
       {&ei_psn_gap, {"rdmadiag.psn.gap.expert", PI_SEQUENCE, PI_WARN, "PSN gap", EXPFILL}},
       {&ei_psn_duplicate, {"rdmadiag.psn.duplicate.expert", PI_SEQUENCE, PI_WARN, "Duplicate PSN", EXPFILL}},
       {&ei_psn_out_of_order, {"rdmadiag.psn.out_of_order.expert", PI_SEQUENCE, PI_WARN, "PSN out of order", EXPFILL}},
-      {&ei_retransmission, {"rdmadiag.retransmission.expert", PI_SEQUENCE, PI_NOTE, "Retransmission", EXPFILL}},
+      {&ei_retransmission, {"rdmadiag.retransmission.expert", PI_SEQUENCE, PI_NOTE, "Retransmitted packet", EXPFILL}},
       {&ei_spurious,
        {"rdmadiag.retransmission.spurious.expert", PI_SEQUENCE, PI_NOTE,
         "Spurious retransmission: the original passed the capture point", EXPFILL}},
@@ -662,10 +692,11 @@ void register_protocol() {
     if (kind == AnomalyKind::nak_psn_seq_error || kind == AnomalyKind::rnr_nak || kind == AnomalyKind::retransmission)
       severity = PI_NOTE;
     ei_anomaly[k] = EI_INIT;
+    const char* summary = anomaly_summary(kind);
     ei_kinds[k] = ei_register_info{&ei_anomaly[k],
                                    {g_strdup_printf("rdmadiag.anomaly.%.*s", static_cast<int>(name.size()), name.data()),
                                     group, severity,
-                                    g_strdup_printf("%.*s", static_cast<int>(name.size()), name.data()), EXPFILL}};
+                                    summary, EXPFILL}};
   }
   expert_register_field_array(expert, ei_kinds.data(), static_cast<int>(ei_kinds.size()));
 
