@@ -10,6 +10,7 @@ packages=(
   wireshark-dev tshark perftest
   tcpreplay
   clang-14 libclang-rt-14-dev
+  python3-jsonschema python3-prometheus-client
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -6,7 +6,12 @@
 
 namespace rdmadiag::cli {
 
-AnalysisSession::AnalysisSession(SessionOptions opts) : opts_(std::move(opts)), analyzer_(std::make_unique<decode::Analyzer>()) {}
+AnalysisSession::AnalysisSession(SessionOptions opts)
+    : opts_(std::move(opts)), analyzer_(std::make_unique<decode::Analyzer>()), outputs_([this] {
+        exporters::OutputOptions o = opts_.outputs;
+        o.tally = o.tally || !opts_.json_path.empty();  // the JSON report carries the timeline and histograms
+        return o;
+      }()) {}
 AnalysisSession::~AnalysisSession() = default;
 
 bool AnalysisSession::open() {
@@ -23,7 +28,11 @@ bool AnalysisSession::open() {
     }
     json_ = std::make_unique<exporters::JsonReportWriter>(*json_out_, opts_.packets);
   }
-  text_out_ = json_out_ != &std::cout && !opts_.quiet;
+  text_out_ = json_out_ != &std::cout && opts_.outputs.jsonl_path != "-" && !opts_.quiet;
+  if (!outputs_.open()) {
+    error_ = outputs_.error();
+    return false;
+  }
   return true;
 }
 
@@ -61,6 +70,7 @@ void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype) 
     }
   }
   if (json_) json_->packet(pkt_, pa, frame_, ts);
+  if (outputs_.active()) outputs_.frame(pkt_, pa, frame_, ts);
   if (opts_.packets && text_out_) std::cout << exporters::packet_line(pkt_, pa, frame_, ts - first_ts_) << '\n';
 }
 
@@ -72,16 +82,21 @@ void AnalysisSession::end_input(std::uint64_t records, const std::string& stop_r
   report_.inputs.back().stop_reason = stop_reason;
 }
 
-void AnalysisSession::finish() {
+bool AnalysisSession::finish() {
   analyzer_->finish();
   report_.summary = &analyzer_->summary();
   report_.analyzer = analyzer_.get();
+  const exporters::Json tallied = outputs_.report_members();
+  for (auto it = tallied.begin(); it != tallied.end(); ++it) extra_[it.key()] = it.value();
   if (json_) json_->finish(report_, extra_);
+  const bool outputs_ok = outputs_.finish(report_, extra_);
+  if (!outputs_ok) error_ = outputs_.error();
   if (text_out_) {
     if (opts_.packets) std::cout << '\n';
     exporters::write_text_summary(std::cout, report_);
   }
   std::cout.flush();
+  return outputs_ok;
 }
 
 }  // namespace rdmadiag::cli

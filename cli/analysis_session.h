@@ -15,6 +15,7 @@
 #include "decode/transport_analysis.h"
 #include "decode/packet.h"
 #include "exporters/json_report.h"
+#include "exporters/report_outputs.h"
 
 namespace rdmadiag::cli {
 
@@ -23,6 +24,7 @@ struct SessionOptions {
   std::string json_path;       // "" none, "-" standard output
   bool quiet = false;          // no text report on standard output
   decode::DecodeOptions decode;
+  exporters::OutputOptions outputs;  // --jsonl, --csv, --csv-packets, --html, --metrics-file
 };
 
 class AnalysisSession {
@@ -40,8 +42,9 @@ class AnalysisSession {
   void end_input(std::uint64_t records, const std::string& stop_reason);
   // A top-level member added to the JSON report (e.g. capture statistics).
   void add_report_member(const std::string& key, exporters::Json value);
-  // Writes the final report(s).
-  void finish();
+  // Writes the final report(s); false (and error() says why) when one could not be written.
+  bool finish();
+  const exporters::ReportOutputs& outputs() const { return outputs_; }
 
   decode::Analyzer& analyzer() { return *analyzer_; }
   // Links from request frames to their responses, found by an earlier pass over
@@ -59,6 +62,7 @@ class AnalysisSession {
   bool text_out_ = true;
   std::unique_ptr<exporters::JsonReportWriter> json_;
   std::unique_ptr<decode::Analyzer> analyzer_;
+  exporters::ReportOutputs outputs_;
   exporters::AnalyzeReport report_;
   exporters::Json extra_ = exporters::Json::object();
   std::uint32_t linktype_ = 0;

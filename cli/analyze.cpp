@@ -12,6 +12,9 @@
 #include "cli/analysis_session.h"
 #include "cli/command.h"
 #include "decode/transport_analysis.h"
+#include "exporters/progress.h"
+
+#include <sys/stat.h>
 
 namespace rdmadiag::cli {
 
@@ -24,6 +27,7 @@ struct AnalyzeOptions {
   std::vector<std::uint16_t> roce_ports;
   bool no_heuristic = false;
   bool quiet = false;
+  exporters::OutputOptions outputs;
 };
 
 constexpr int kExitOk = 0;
@@ -35,6 +39,7 @@ int run_analyze(const AnalyzeOptions& o) {
   so.packets = o.packets;
   so.json_path = o.json_path;
   so.quiet = o.quiet;
+  so.outputs = o.outputs;
   so.decode.roce_heuristic = !o.no_heuristic;
   for (auto port : o.roce_ports)
     if (!so.decode.add_roce_port(port)) {
@@ -84,14 +89,26 @@ int run_analyze(const AnalyzeOptions& o) {
                    path.c_str(), reader.linktype());
     session.begin_input(path, reader.linktype(), reader.snaplen());
     capture::Record rec;
-    while (reader.next(rec)) session.frame(rec);
+    struct stat st {};
+    const std::uint64_t file_size = path != "-" && ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+    exporters::ProgressBar progress(!o.quiet);
+    while (reader.next(rec)) {
+      session.frame(rec);
+      if (progress.on() && (reader.records_read() & 4095) == 0)
+        progress.update(path, static_cast<std::uint64_t>(std::max<std::int64_t>(0, reader.file_offset())), file_size,
+                        reader.records_read());
+    }
+    progress.clear();
     session.end_input(reader.records_read(), reader.stop_reason());
     if (!reader.stop_reason().empty()) {
       std::fprintf(stderr, "rdmadiag analyze: %s: damaged capture, %s\n", path.c_str(), reader.stop_reason().c_str());
       status = std::max(status, kExitDamaged);
     }
   }
-  session.finish();
+  if (!session.finish()) {
+    std::fprintf(stderr, "rdmadiag analyze: %s\n", session.error().c_str());
+    status = std::max(status, kExitUnreadable);
+  }
   return status;
 }
 
@@ -103,6 +120,15 @@ void add_analyze_command(CLI::App& app, Commands& out) {
   sub->add_option("files", opts->files, "Capture files, read in order ('-' for standard input)")->required();
   sub->add_flag("--packets", opts->packets, "One line per packet (and a packets array in --json)");
   sub->add_option("--json", opts->json_path, "Write the report as JSON to FILE ('-' for standard output)");
+  sub->add_option("--jsonl", opts->outputs.jsonl_path,
+                  "Write one JSON object per line to FILE: each packet, then the report ('-' standard output)");
+  sub->add_option("--csv", opts->outputs.csv_flows_path, "Write the per-flow (queue pair) table as CSV to FILE");
+  sub->add_option("--csv-packets", opts->outputs.csv_packets_path, "Write one CSV row per packet to FILE");
+  sub->add_option("--html", opts->outputs.html_path, "Write a self-contained HTML report (tables and plots) to FILE");
+  sub->add_option("--metrics-file", opts->outputs.metrics_path,
+                  "Write Prometheus metrics to FILE (node exporter textfile format, replaced atomically)");
+  sub->add_option("--metrics-max-flows", opts->outputs.max_flow_series,
+                  "Flows with their own metric labels; the rest are summed into flow=\"other\" (default 100)");
   sub->add_option("--roce-port", opts->roce_ports, "Extra UDP destination port carrying RoCEv2 (repeatable)");
   sub->add_flag("--no-roce-heuristic", opts->no_heuristic, "Do not look for RoCEv2 on other UDP ports");
   sub->add_flag("-q,--quiet", opts->quiet, "No text report on standard output");

@@ -24,6 +24,8 @@
 #include "capture/rdma_sniffer.h"
 #include "cli/analysis_session.h"
 #include "cli/command.h"
+#include "exporters/metrics.h"
+#include "exporters/svg_plot.h"
 
 namespace rdmadiag::cli {
 
@@ -62,6 +64,9 @@ struct CaptureOptions {
   std::vector<std::uint16_t> roce_ports;
   bool no_heuristic = false;
   std::vector<std::string> filter_words;
+  std::string metrics_listen;
+  double linger = 0;
+  exporters::OutputOptions outputs;
 };
 
 std::atomic<int> g_signal{0};
@@ -118,17 +123,7 @@ bool drop_privileges(const std::string& user, std::string& error) {
   return true;
 }
 
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
-  int u = 0;
-  while (b >= 1000 && u < 4) {
-    b /= 1000;
-    ++u;
-  }
-  char out[32];
-  std::snprintf(out, sizeof out, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
-  return out;
-}
+using exporters::human_bytes;
 
 struct SourceState {
   std::unique_ptr<capture::PacketSource> source;
@@ -326,6 +321,8 @@ int run_capture(CaptureOptions o) {
   so.packets = o.packets;
   so.json_path = o.json_path;
   so.quiet = o.quiet;
+  so.outputs = o.outputs;
+  so.outputs.tally = so.outputs.tally || !o.metrics_listen.empty();
   so.decode.roce_heuristic = !o.no_heuristic;
   for (auto port : o.roce_ports)
     if (!so.decode.add_roce_port(port)) {
@@ -337,6 +334,30 @@ int run_capture(CaptureOptions o) {
     std::fprintf(stderr, "rdmadiag capture: %s\n", session.error().c_str());
     return kExitCannotStart;
   }
+
+  // The metrics endpoint serves a snapshot rendered here, in the capture
+  // thread, once a second: the server thread never touches the analysis.
+  exporters::MetricsServer metrics;
+  if (!o.metrics_listen.empty()) {
+    std::string err;
+    if (!metrics.start(o.metrics_listen, err)) {
+      std::fprintf(stderr, "rdmadiag capture: %s\n", err.c_str());
+      return kExitCannotStart;
+    }
+    if (!o.quiet) std::fprintf(stderr, "rdmadiag capture: metrics on http://%s/metrics\n", o.metrics_listen.c_str());
+  }
+  const auto publish_metrics = [&](const std::vector<SourceState>& srcs, bool running) {
+    if (o.metrics_listen.empty()) return;
+    exporters::MetricsInput in;
+    in.tally = session.outputs().tally();
+    in.analyzer = &session.analyzer();
+    in.max_flow_series = o.outputs.max_flow_series;
+    in.running = running;
+    for (const auto& s : srcs)
+      in.sources.push_back({s.source->name(), s.last_stats.available, s.last_stats.received, s.last_stats.dropped, s.last_stats.if_dropped});
+    metrics.set_body(exporters::render_metrics(in));
+  };
+  publish_metrics(sources, true);
 
   install_signal_handlers();
   const bool any_live = std::any_of(sources.begin(), sources.end(), [](const SourceState& s) { return s.source->is_live(); });
@@ -434,6 +455,7 @@ int run_capture(CaptureOptions o) {
                      static_cast<unsigned long long>(drops));
       }
       reported_drops = drops;
+      publish_metrics(sources, true);
       tick_packets = sink.packets();
       tick_bytes = sink.bytes();
       last_tick = after;
@@ -491,7 +513,11 @@ int run_capture(CaptureOptions o) {
   }
   if (!source_error.empty()) cap["source_error"] = source_error;
   session.add_report_member("capture", cap);
-  session.finish();
+  if (!session.finish()) {
+    std::fprintf(stderr, "rdmadiag capture: %s\n", session.error().c_str());
+    status = std::max(status, kExitWriteFailed);
+  }
+  publish_metrics(sources, false);
 
   // tcpdump-style closing lines on stderr.
   std::fprintf(stderr, "rdmadiag capture: %llu packets captured%s; stopped: %s\n", static_cast<unsigned long long>(sink.packets()),
@@ -513,6 +539,12 @@ int run_capture(CaptureOptions o) {
     std::fprintf(stderr, "rdmadiag capture: error: %s\n", write_error.c_str());
     status = std::max(status, kExitWriteFailed);
   }
+  // --linger: keep serving the final metrics a while (a last scrape, or a test).
+  if (!o.metrics_listen.empty() && o.linger > 0) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.linger);
+    while (std::chrono::steady_clock::now() < until && !g_signal.load()) ::poll(nullptr, 0, 50);
+  }
+  metrics.stop();
   return status;
 }
 
@@ -543,6 +575,15 @@ void add_capture_command(CLI::App& app, Commands& out) {
   sub->add_flag("--packets", o->packets, "One line per packet on standard output (and a packets array in --json)");
   sub->add_option("--json", o->json_path, "Write the final report (with capture statistics) as JSON to FILE ('-' standard output)");
   sub->add_flag("-q,--quiet", o->quiet, "No text report on standard output");
+  sub->add_option("--metrics-listen", o->metrics_listen,
+                  "Serve Prometheus metrics on http://HOST:PORT/metrics while capturing (e.g. 127.0.0.1:9464)");
+  sub->add_option("--linger", o->linger, "With --metrics-listen: keep serving the final metrics N seconds after the capture ends");
+  sub->add_option("--metrics-file", o->outputs.metrics_path, "Write Prometheus metrics to FILE at the end (node exporter textfile format)");
+  sub->add_option("--metrics-max-flows", o->outputs.max_flow_series, "Flows with their own metric labels (default 100; the rest: flow=\"other\")");
+  sub->add_option("--html", o->outputs.html_path, "Write a self-contained HTML report to FILE at the end");
+  sub->add_option("--csv", o->outputs.csv_flows_path, "Write the per-flow table as CSV to FILE at the end");
+  sub->add_option("--csv-packets", o->outputs.csv_packets_path, "Write one CSV row per packet to FILE");
+  sub->add_option("--jsonl", o->outputs.jsonl_path, "Write one JSON object per line: each packet, then the report");
   sub->add_flag("--no-status", o->no_status, "No live status line on the terminal");
   sub->add_flag("-D,--list-interfaces", o->list, "List the interfaces and RDMA devices that can be captured on");
   sub->add_option("--roce-port", o->roce_ports, "Extra UDP destination port carrying RoCEv2 (repeatable)");

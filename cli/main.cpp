@@ -12,6 +12,7 @@ namespace rdmadiag::cli {
 void add_analyze_command(CLI::App& app, Commands& out);
 void add_capture_command(CLI::App& app, Commands& out);
 void add_convert_command(CLI::App& app, Commands& out);
+void add_report_command(CLI::App& app, Commands& out);
 }
 
 int main(int argc, char** argv) {
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   add_analyze_command(app, commands);
   add_capture_command(app, commands);
   add_convert_command(app, commands);
+  add_report_command(app, commands);
 #ifdef RDMADIAG_HAVE_PERFTEST
   rdmadiag::perftest::add_perftest_commands(app, commands);
 #endif

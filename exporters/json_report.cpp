@@ -184,7 +184,8 @@ Json inputs_json(const std::vector<InputInfo>& inputs) {
 }
 
 JsonReportWriter::JsonReportWriter(std::ostream& out, bool with_packets) : out_(out), with_packets_(with_packets) {
-  out_ << "{\"schema_version\":\"" << kAnalyzeSchemaVersion << "\",\"tool\":\"rdmadiag analyze\"";
+  const std::string header = report_header_json().dump();
+  out_ << header.substr(0, header.size() - 1);  // the object left open: members follow
   if (with_packets_) out_ << ",\"packets\":[";
 }
 
@@ -203,9 +204,9 @@ void JsonReportWriter::packet(const DecodedPacket& p, const PacketAnalysis& a, s
   first_packet_ = false;
 }
 
-void JsonReportWriter::finish(const AnalyzeReport& report, const Json& extra) {
-  if (with_packets_) out_ << "\n]";
-  out_ << ",\n\"inputs\":" << inputs_json(report.inputs).dump();
+Json report_members_json(const AnalyzeReport& report, const Json& extra) {
+  Json j = Json::object();
+  j["inputs"] = inputs_json(report.inputs);
   if (report.summary) {
     Json summary = summary_json(*report.summary);
     if (report.analyzer) {
@@ -217,14 +218,32 @@ void JsonReportWriter::finish(const AnalyzeReport& report, const Json& extra) {
       summary["flows"] = report.analyzer->transport().flows().size();
       if (report.analyzer->transport().evicted_flows()) summary["flows_evicted"] = report.analyzer->transport().evicted_flows();
     }
-    out_ << ",\n\"summary\":" << summary.dump();
+    j["summary"] = std::move(summary);
   }
   if (report.analyzer) {
-    out_ << ",\n\"flows\":" << flows_json(report.analyzer->transport()).dump();
-    out_ << ",\n\"anomalies\":" << anomalies_json(*report.analyzer).dump();
-    out_ << ",\n\"iwarp\":" << iwarp_report_json(report.analyzer->iwarp()).dump();
+    j["flows"] = flows_json(report.analyzer->transport());
+    j["anomalies"] = anomalies_json(*report.analyzer);
+    j["iwarp"] = iwarp_report_json(report.analyzer->iwarp());
   }
-  for (auto it = extra.begin(); it != extra.end(); ++it) out_ << ",\n" << Json(it.key()).dump() << ":" << it.value().dump();
+  for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
+  return j;
+}
+
+Json report_json(const AnalyzeReport& report, const Json& extra) {
+  Json j = report_header_json();
+  const Json members = report_members_json(report, extra);
+  for (auto it = members.begin(); it != members.end(); ++it) j[it.key()] = it.value();
+  return j;
+}
+
+Json report_header_json() {
+  return {{"schema_version", kAnalyzeSchemaVersion}, {"tool", "rdmadiag analyze"}};
+}
+
+void JsonReportWriter::finish(const AnalyzeReport& report, const Json& extra) {
+  if (with_packets_) out_ << "\n]";
+  const Json members = report_members_json(report, extra);
+  for (auto it = members.begin(); it != members.end(); ++it) out_ << ",\n" << Json(it.key()).dump() << ":" << it.value().dump();
   out_ << "}\n";
   out_.flush();
 }

@@ -15,6 +15,13 @@ Json packet_json(const decode::DecodedPacket& p, std::uint64_t frame, double ts)
 Json summary_json(const decode::CaptureSummary& s);
 Json inputs_json(const std::vector<InputInfo>& inputs);
 
+// {"schema_version", "tool"}: the first members of every analyze report.
+Json report_header_json();
+// The members after `packets`: inputs, summary, flows, anomalies, iwarp, then `extra`.
+Json report_members_json(const AnalyzeReport& report, const Json& extra = Json::object());
+// The whole report without packets, in memory (for the HTML report and --jsonl).
+Json report_json(const AnalyzeReport& report, const Json& extra = Json::object());
+
 // Streams {"schema_version":..., "tool":..., "packets":[...], "inputs":..., "summary":...}.
 class JsonReportWriter {
  public:

@@ -10,7 +10,7 @@
 
 namespace rdmadiag::exporters {
 
-inline constexpr const char* kAnalyzeSchemaVersion = "1.0";
+inline constexpr const char* kAnalyzeSchemaVersion = "1.1";  // 1.1: timeline, latency_histograms
 
 struct InputInfo {
   std::string path;

@@ -1,0 +1,147 @@
+#include "exporters/flow_tally.h"
+
+#include <algorithm>
+
+namespace rdmadiag::exporters {
+
+using namespace rdmadiag::decode;
+
+void LatencyHistogram::add(double us) {
+  std::size_t i = 0;
+  while (i < kLatencyBucketsUs.size() && us > kLatencyBucketsUs[i]) ++i;
+  ++counts[i];
+  ++count;
+  sum_us += us;
+}
+
+std::string_view nak_code_name(std::size_t code) {
+  static constexpr std::string_view kNames[] = {"psn_seq_error", "invalid_request", "remote_access", "remote_op",
+                                                "invalid_rd_request"};
+  return code < std::size(kNames) ? kNames[code] : "reserved";
+}
+
+void FlowCounters::add(const DecodedPacket& p, const PacketAnalysis& a) {
+  ++packets;
+  bytes += p.wirelen;
+  if (a.gap) {
+    ++psn_gaps;
+    psn_missing += a.gap;
+  }
+  duplicates += a.duplicate;
+  out_of_order += a.out_of_order;
+  retransmissions += a.retransmission;
+  ecn_ce += a.ecn_ce;
+  cnp += a.cnp;
+  if (p.icrc == CrcStatus::bad) ++icrc_bad;
+  if (p.has_bth && p.ib.has(kAeth)) {
+    switch (p.ib.aeth.kind()) {
+      case AethKind::ack: ++acks; break;
+      case AethKind::rnr_nak: ++rnr_naks; break;
+      case AethKind::nak:
+        if (p.ib.aeth.value() < naks.size()) ++naks[p.ib.aeth.value()];
+        break;
+      case AethKind::reserved: break;
+    }
+  }
+  if (a.latency_us >= 0 && a.request_frame) latency.add(a.latency_us);
+}
+
+namespace {
+
+void add_event(FlowDetail& d, const TimelineEvent& e) {
+  if (d.events.size() < FlowTally::kMaxEvents) d.events.push_back(e);
+  else ++d.events_dropped;
+}
+
+}  // namespace
+
+void FlowTally::add(const DecodedPacket& p, const PacketAnalysis& a, std::uint64_t frame, double ts) {
+  if (first_ts_ < 0) first_ts_ = ts;
+  totals_.add(p, a);
+  if (a.flow == UINT32_MAX || !p.has_bth) return;
+  if (a.flow >= slot_of_flow_.size()) slot_of_flow_.resize(a.flow + 1, -2);  // -2: not seen yet
+  std::int32_t& slot = slot_of_flow_[a.flow];
+  if (slot == -2) {
+    if (details_.size() >= kMaxFlows) {
+      slot = -1;
+      ++untracked_flows_;
+    } else {
+      slot = static_cast<std::int32_t>(details_.size());
+      FlowDetail d;
+      d.flow = a.flow;
+      d.src = src_address(p);
+      d.dst = dst_address(p);
+      d.dest_qp = p.ib.bth.dest_qp;
+      d.transport = std::string(to_string(p.transport));
+      details_.push_back(std::move(d));
+    }
+  }
+  if (slot < 0) {
+    untracked_.add(p, a);
+    return;
+  }
+  FlowDetail& d = details_[static_cast<std::size_t>(slot)];
+  d.counters.add(p, a);
+  const double t = ts - first_ts_;
+  const std::uint32_t psn = p.ib.bth.psn;
+  if (d.seen++ % d.stride == 0) {
+    if (d.points.size() == kMaxPoints) {
+      // Full: keep every other point and halve the sampling rate from now on.
+      std::size_t w = 0;
+      for (std::size_t r = 0; r < d.points.size(); r += 2) d.points[w++] = d.points[r];
+      d.points.resize(w);
+      d.stride *= 2;
+    }
+    d.points.push_back({t, psn, frame});
+  }
+  if (a.gap) add_event(d, {t, psn, frame, "gap", a.gap});
+  if (a.retransmission) add_event(d, {t, psn, frame, "retransmission", 0});
+  if (a.duplicate) add_event(d, {t, psn, frame, "duplicate", 0});
+  if (a.out_of_order) add_event(d, {t, psn, frame, "out_of_order", 0});
+  if (p.icrc == CrcStatus::bad) add_event(d, {t, psn, frame, "icrc_bad", 0});
+  if (a.cnp) add_event(d, {t, psn, frame, "cnp", 0});
+  if (a.ecn_ce) add_event(d, {t, psn, frame, "ecn_ce", 0});
+  if (p.ib.has(kAeth)) {
+    if (p.ib.aeth.kind() == AethKind::nak) add_event(d, {t, psn, frame, "nak", 0});
+    if (p.ib.aeth.kind() == AethKind::rnr_nak) add_event(d, {t, psn, frame, "rnr_nak", 0});
+  }
+}
+
+Json latency_histogram_json(const LatencyHistogram& h) {
+  Json le = Json::array();
+  for (double b : kLatencyBucketsUs) le.push_back(b);
+  Json counts = Json::array();
+  for (auto c : h.counts) counts.push_back(c);
+  return {{"le_us", le}, {"counts", counts}, {"count", h.count}, {"sum_us", h.sum_us}};
+}
+
+Json FlowTally::timeline_json() const {
+  Json flows = Json::array();
+  for (const FlowDetail& d : details_) {
+    Json pts = Json::array();
+    for (const auto& p : d.points) pts.push_back(Json::array({p.t, p.psn, p.frame}));
+    Json evs = Json::array();
+    for (const auto& e : d.events) {
+      Json j = {{"t", e.t}, {"psn", e.psn}, {"frame", e.frame}, {"kind", e.kind}};
+      if (e.count) j["count"] = e.count;
+      evs.push_back(std::move(j));
+    }
+    Json f = {{"flow", d.flow},     {"src", d.src},         {"dst", d.dst},           {"dest_qp", d.dest_qp},
+              {"packets", d.seen},  {"stride", d.stride},   {"points", std::move(pts)}, {"events", std::move(evs)}};
+    if (d.events_dropped) f["events_dropped"] = d.events_dropped;
+    flows.push_back(std::move(f));
+  }
+  Json j = {{"point_fields", Json::array({"t", "psn", "frame"})}, {"flows", std::move(flows)}};
+  if (untracked_flows_) j["flows_not_detailed"] = untracked_flows_;
+  return j;
+}
+
+Json FlowTally::latency_histograms_json() const {
+  Json flows = Json::array();
+  for (const FlowDetail& d : details_)
+    if (d.counters.latency.count)
+      flows.push_back({{"flow", d.flow}, {"dest_qp", d.dest_qp}, {"histogram", latency_histogram_json(d.counters.latency)}});
+  return {{"all", latency_histogram_json(totals_.latency)}, {"flows", std::move(flows)}};
+}
+
+}  // namespace rdmadiag::exporters

@@ -1,0 +1,388 @@
+#include "exporters/metrics.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "decode/anomaly.h"
+
+namespace rdmadiag::exporters {
+
+using namespace rdmadiag::decode;
+
+namespace {
+
+// Label values escape backslash, double quote and newline (exposition format).
+std::string escape_label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+class Exposition {
+ public:
+  void family(const char* name, const char* type, const char* help) {
+    out_ << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
+  }
+  void sample(const std::string& name, const std::string& labels, double v) {
+    out_ << name;
+    if (!labels.empty()) out_ << '{' << labels << '}';
+    out_ << ' ' << number(v) << '\n';
+  }
+  std::string str() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+};
+
+struct Series {
+  std::string labels;
+  FlowCounters counters;
+};
+
+std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : b.empty() ? a : a + "," + b; }
+
+void add_into(FlowCounters& sum, const FlowCounters& c) {
+  sum.packets += c.packets;
+  sum.bytes += c.bytes;
+  sum.psn_gaps += c.psn_gaps;
+  sum.psn_missing += c.psn_missing;
+  sum.duplicates += c.duplicates;
+  sum.out_of_order += c.out_of_order;
+  sum.retransmissions += c.retransmissions;
+  sum.icrc_bad += c.icrc_bad;
+  sum.ecn_ce += c.ecn_ce;
+  sum.cnp += c.cnp;
+  sum.acks += c.acks;
+  sum.rnr_naks += c.rnr_naks;
+  for (std::size_t i = 0; i < sum.naks.size(); ++i) sum.naks[i] += c.naks[i];
+  for (std::size_t i = 0; i < sum.latency.counts.size(); ++i) sum.latency.counts[i] += c.latency.counts[i];
+  sum.latency.count += c.latency.count;
+  sum.latency.sum_us += c.latency.sum_us;
+}
+
+}  // namespace
+
+std::string render_metrics(const MetricsInput& in) {
+  Exposition x;
+  if (in.analyzer) {
+    const CaptureSummary& s = in.analyzer->summary();
+    x.family("rdmadiag_packets_total", "counter", "Frames read, of every kind.");
+    x.sample("rdmadiag_packets_total", "", static_cast<double>(s.packets));
+    x.family("rdmadiag_bytes_total", "counter", "Wire bytes of every frame read.");
+    x.sample("rdmadiag_bytes_total", "", static_cast<double>(s.bytes));
+    x.family("rdmadiag_transport_packets_total", "counter", "Frames by transport.");
+    for (std::size_t i = 0; i < s.by_transport.size(); ++i)
+      x.sample("rdmadiag_transport_packets_total", "transport=\"" + std::string(to_string(static_cast<Transport>(i))) + "\"",
+               static_cast<double>(s.by_transport[i].packets));
+    x.family("rdmadiag_icrc_checks_total", "counter", "ICRC verdicts (bad: corrupted in flight).");
+    x.sample("rdmadiag_icrc_checks_total", "result=\"ok\"", static_cast<double>(s.icrc.ok));
+    x.sample("rdmadiag_icrc_checks_total", "result=\"bad\"", static_cast<double>(s.icrc.bad));
+    x.sample("rdmadiag_icrc_checks_total", "result=\"unverifiable\"", static_cast<double>(s.icrc.unverifiable));
+    x.family("rdmadiag_queue_pairs", "gauge", "Distinct queue pairs seen.");
+    x.sample("rdmadiag_queue_pairs", "", static_cast<double>(s.queue_pairs()));
+    x.family("rdmadiag_anomalies_total", "counter", "Anomalies found by the analysis, by kind.");
+    const AnomalyLog& log = in.analyzer->anomalies();
+    for (std::size_t k = 0; k < static_cast<std::size_t>(AnomalyKind::count_); ++k)
+      x.sample("rdmadiag_anomalies_total", "kind=\"" + std::string(to_string(static_cast<AnomalyKind>(k))) + "\"",
+               static_cast<double>(log.count(static_cast<AnomalyKind>(k))));
+  }
+
+  if (in.tally) {
+    // Per-flow series: the first max_flow_series flows by appearance keep
+    // their own (stable across scrapes); the others are summed into one.
+    std::vector<Series> series;
+    Series other;
+    other.labels = "flow=\"other\",qp=\"\",src=\"\",dst=\"\",transport=\"\"";
+    std::size_t aggregated = 0;
+    for (const FlowDetail& d : in.tally->flows()) {
+      if (series.size() < in.max_flow_series) {
+        char qp[16];
+        std::snprintf(qp, sizeof qp, "0x%06x", d.dest_qp);
+        series.push_back({"flow=\"" + std::to_string(d.flow) + "\",qp=\"" + qp + "\",src=\"" + escape_label(d.src) +
+                              "\",dst=\"" + escape_label(d.dst) + "\",transport=\"" + escape_label(d.transport) + "\"",
+                          d.counters});
+      } else {
+        add_into(other.counters, d.counters);
+        ++aggregated;
+      }
+    }
+    aggregated += in.tally->flows_not_detailed();
+    add_into(other.counters, in.tally->not_detailed());
+    if (aggregated) series.push_back(other);
+
+    x.family("rdmadiag_metrics_flow_series_limit", "gauge", "Most flows exported with their own labels (--metrics-max-flows).");
+    x.sample("rdmadiag_metrics_flow_series_limit", "", static_cast<double>(in.max_flow_series));
+    x.family("rdmadiag_metrics_flows_aggregated", "gauge", "Flows over the limit, summed into flow=\"other\".");
+    x.sample("rdmadiag_metrics_flows_aggregated", "", static_cast<double>(aggregated));
+
+    struct Counter {
+      const char* name;
+      const char* help;
+      std::uint64_t FlowCounters::*field;
+    };
+    static const Counter kCounters[] = {
+        {"rdmadiag_flow_packets_total", "RDMA transport packets of the flow (one direction to one QP).", &FlowCounters::packets},
+        {"rdmadiag_flow_bytes_total", "Wire bytes of the flow.", &FlowCounters::bytes},
+        {"rdmadiag_psn_gaps_total", "PSN gaps (packets lost before the capture point).", &FlowCounters::psn_gaps},
+        {"rdmadiag_psn_missing_total", "PSNs missing in the gaps.", &FlowCounters::psn_missing},
+        {"rdmadiag_psn_duplicates_total", "Duplicate PSNs.", &FlowCounters::duplicates},
+        {"rdmadiag_psn_out_of_order_total", "Packets that arrived after a later PSN.", &FlowCounters::out_of_order},
+        {"rdmadiag_retransmissions_total", "Packets resent (go-back-N).", &FlowCounters::retransmissions},
+        {"rdmadiag_icrc_bad_total", "Packets with a bad ICRC.", &FlowCounters::icrc_bad},
+        {"rdmadiag_ecn_ce_total", "Packets marked ECN Congestion Experienced.", &FlowCounters::ecn_ce},
+        {"rdmadiag_cnp_total", "RoCEv2 Congestion Notification Packets.", &FlowCounters::cnp},
+        {"rdmadiag_acks_total", "ACKs.", &FlowCounters::acks},
+        {"rdmadiag_rnr_naks_total", "RNR NAKs (receiver not ready).", &FlowCounters::rnr_naks},
+    };
+    for (const Counter& c : kCounters) {
+      x.family(c.name, "counter", c.help);
+      for (const Series& s : series) x.sample(c.name, s.labels, static_cast<double>(s.counters.*(c.field)));
+    }
+    x.family("rdmadiag_naks_total", "counter", "NAKs by NAK code.");
+    for (const Series& s : series)
+      for (std::size_t k = 0; k < s.counters.naks.size(); ++k)
+        x.sample("rdmadiag_naks_total", join(s.labels, "code=\"" + std::string(nak_code_name(k)) + "\""),
+                 static_cast<double>(s.counters.naks[k]));
+    x.family("rdmadiag_wire_latency_seconds", "histogram",
+             "Request to response at the capture point, on the flow carrying the response.");
+    for (const Series& s : series) {
+      const LatencyHistogram& h = s.counters.latency;
+      std::uint64_t cumulative = 0;
+      for (std::size_t i = 0; i < h.counts.size(); ++i) {
+        cumulative += h.counts[i];
+        const std::string le = i < kLatencyBucketsUs.size() ? number(kLatencyBucketsUs[i] * 1e-6) : "+Inf";
+        x.sample("rdmadiag_wire_latency_seconds_bucket", join(s.labels, "le=\"" + le + "\""), static_cast<double>(cumulative));
+      }
+      x.sample("rdmadiag_wire_latency_seconds_sum", s.labels, h.sum_us * 1e-6);
+      x.sample("rdmadiag_wire_latency_seconds_count", s.labels, static_cast<double>(h.count));
+    }
+  }
+
+  if (!in.sources.empty()) {
+    x.family("rdmadiag_capture_received_total", "counter", "Packets the capture source received (libpcap ps_recv).");
+    for (const auto& s : in.sources)
+      if (s.known) x.sample("rdmadiag_capture_received_total", "source=\"" + escape_label(s.source) + "\"", static_cast<double>(s.received));
+    x.family("rdmadiag_kernel_drops_total", "counter", "Packets the kernel dropped (buffer full: rdmadiag too slow).");
+    for (const auto& s : in.sources)
+      if (s.known) x.sample("rdmadiag_kernel_drops_total", "source=\"" + escape_label(s.source) + "\"", static_cast<double>(s.dropped));
+    x.family("rdmadiag_interface_drops_total", "counter", "Packets the interface or driver dropped.");
+    for (const auto& s : in.sources)
+      if (s.known) x.sample("rdmadiag_interface_drops_total", "source=\"" + escape_label(s.source) + "\"", static_cast<double>(s.if_dropped));
+    x.family("rdmadiag_capture_running", "gauge", "1 while the capture runs, 0 once it has stopped.");
+    x.sample("rdmadiag_capture_running", "", in.running ? 1 : 0);
+  }
+  return x.str();
+}
+
+bool write_metrics_file(const std::string& path, const std::string& text, std::string& error) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << text;
+    f.flush();
+    if (!f) {
+      error = "cannot write " + tmp;
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    error = "cannot rename " + tmp + " to " + path + ": " + std::strerror(errno);
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+MetricsServer::~MetricsServer() { stop(); }
+
+bool MetricsServer::start(const std::string& listen, std::string& error) {
+  const auto colon = listen.rfind(':');
+  if (colon == std::string::npos || colon + 1 == listen.size()) {
+    error = "--metrics-listen " + listen + ": expected HOST:PORT (e.g. 127.0.0.1:9464)";
+    return false;
+  }
+  std::string host = listen.substr(0, colon);
+  const std::string port_text = listen.substr(colon + 1);
+  unsigned long port = 0;
+  try {
+    std::size_t used = 0;
+    port = std::stoul(port_text, &used);
+    if (used != port_text.size() || port > 65535) throw std::out_of_range("port");
+  } catch (...) {
+    error = "--metrics-listen " + listen + ": bad port " + port_text;
+    return false;
+  }
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) host = "127.0.0.1";
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  int family = AF_INET;
+  if (auto* v4 = reinterpret_cast<sockaddr_in*>(&addr); inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<std::uint16_t>(port));
+    addr_len = sizeof(sockaddr_in);
+  } else if (auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr); inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<std::uint16_t>(port));
+    addr_len = sizeof(sockaddr_in6);
+    family = AF_INET6;
+  } else {
+    error = "--metrics-listen " + listen + ": " + host + " is not an IP address";
+    return false;
+  }
+  fd_ = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) {
+    error = std::string("metrics socket: ") + std::strerror(errno);
+    return false;
+  }
+  int one = 1;
+  ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), addr_len) != 0 || ::listen(fd_, 16) != 0) {
+    error = "--metrics-listen " + listen + ": " + std::strerror(errno);
+    ::close(fd_);
+    fd_ = -1;
+    return false;
+  }
+  sockaddr_storage bound{};
+  socklen_t bound_len = sizeof bound;
+  ::getsockname(fd_, reinterpret_cast<sockaddr*>(&bound), &bound_len);
+  port_ = ntohs(family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
+  thread_ = std::thread([this] { serve(); });
+  return true;
+}
+
+void MetricsServer::set_body(std::string body) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  body_ = std::move(body);
+}
+
+void MetricsServer::stop() {
+  if (fd_ < 0) return;
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+  ::close(fd_);
+  fd_ = -1;
+}
+
+namespace {
+void send_all(int fd, const std::string& data) {
+  std::size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return;
+    off += static_cast<std::size_t>(n);
+  }
+}
+}  // namespace
+
+void MetricsServer::serve() {
+  while (!stopping_) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) continue;
+    timeval tv{2, 0};
+    ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    // Read the request head (up to the blank line); only its first line matters.
+    std::string req;
+    char buf[1024];
+    while (req.find("\r\n\r\n") == std::string::npos && req.find("\n\n") == std::string::npos && req.size() < 8192) {
+      const ssize_t n = ::recv(c, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      req.append(buf, static_cast<std::size_t>(n));
+    }
+    const std::string line = req.substr(0, req.find_first_of("\r\n"));
+    std::string status = "200 OK", type = "text/plain; version=0.0.4; charset=utf-8", body;
+    const bool head = line.rfind("HEAD ", 0) == 0;
+    if (line.rfind("GET ", 0) != 0 && !head) {
+      status = "405 Method Not Allowed";
+      type = "text/plain";
+      body = "only GET /metrics\n";
+    } else {
+      const std::string target = line.substr(line.find(' ') + 1, line.find(' ', line.find(' ') + 1) - line.find(' ') - 1);
+      if (target == "/metrics" || target.rfind("/metrics?", 0) == 0) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        body = body_;
+        ++scrapes_;
+      } else if (target == "/") {
+        type = "text/html";
+        body = "<html><body><a href=\"/metrics\">/metrics</a></body></html>\n";
+      } else {
+        status = "404 Not Found";
+        type = "text/plain";
+        body = "not found: try /metrics\n";
+      }
+    }
+    send_all(c, "HTTP/1.0 " + status + "\r\nContent-Type: " + type + "\r\nContent-Length: " + std::to_string(body.size()) +
+                    "\r\nConnection: close\r\n\r\n" + (head ? std::string() : body));
+    ::shutdown(c, SHUT_WR);
+    ::close(c);
+  }
+}
+
+}  // namespace rdmadiag::exporters
+
+namespace rdmadiag::exporters {
+
+std::string render_perftest_metrics(const Json& report) {
+  Exposition x;
+  const std::string test = report.contains("test_info") ? report["test_info"].value("test", "") : "";
+  const std::string role = report.contains("test_info") ? report["test_info"].value("role", "") : "";
+  const std::string device = report.contains("test_info") && report["test_info"].value("device", Json()).is_string()
+                                 ? report["test_info"]["device"].get<std::string>()
+                                 : "";
+  const std::string base = "test=\"" + escape_label(test) + "\",role=\"" + escape_label(role) + "\",device=\"" + escape_label(device) + "\"";
+  const Json results = report.value("results", Json::array());
+  x.family("rdmadiag_perftest_ok", "gauge", "1 when the perftest run had no errors.");
+  x.sample("rdmadiag_perftest_ok", base, report.value("ok", false) ? 1 : 0);
+  x.family("rdmadiag_perftest_iterations", "gauge", "Iterations measured per message size.");
+  for (const Json& r : results)
+    x.sample("rdmadiag_perftest_iterations", base + ",size=\"" + std::to_string(r.value("size", 0)) + "\"", r.value("iterations", 0.0));
+  x.family("rdmadiag_perftest_latency_seconds", "gauge", "Latency statistics per message size (perftest's t_min, t_typical, ...).");
+  for (const Json& r : results) {
+    if (!r.contains("statistics")) continue;
+    const Json& s = r["statistics"];
+    const std::string labels = base + ",size=\"" + std::to_string(r.value("size", 0)) + "\"";
+    for (const auto& [stat, key] : {std::pair{"min", "t_min"}, {"median", "t_typical"}, {"mean", "t_avg"}, {"max", "t_max"}, {"stdev", "t_stdev"}})
+      if (s.contains(key) && s[key].is_number()) x.sample("rdmadiag_perftest_latency_seconds", labels + ",stat=\"" + stat + "\"", s[key].get<double>() * 1e-6);
+    if (s.contains("percentiles"))
+      for (const auto& [k, v] : s["percentiles"].items())
+        if (v.is_number()) x.sample("rdmadiag_perftest_latency_seconds", labels + ",stat=\"" + escape_label(k) + "\"", v.get<double>() * 1e-6);
+  }
+  x.family("rdmadiag_perftest_bandwidth_bytes_per_second", "gauge", "Bandwidth per message size.");
+  for (const Json& r : results) {
+    if (!r.contains("bandwidth")) continue;
+    const std::string labels = base + ",size=\"" + std::to_string(r.value("size", 0)) + "\"";
+    x.sample("rdmadiag_perftest_bandwidth_bytes_per_second", labels + ",stat=\"peak\"", r["bandwidth"].value("bw_peak", 0.0) * 1048576.0);
+    x.sample("rdmadiag_perftest_bandwidth_bytes_per_second", labels + ",stat=\"average\"", r["bandwidth"].value("bw_avg", 0.0) * 1048576.0);
+  }
+  x.family("rdmadiag_perftest_message_rate_per_second", "gauge", "Messages per second per message size.");
+  for (const Json& r : results)
+    if (r.contains("bandwidth"))
+      x.sample("rdmadiag_perftest_message_rate_per_second", base + ",size=\"" + std::to_string(r.value("size", 0)) + "\"",
+               r["bandwidth"].value("msg_rate_mpps", 0.0) * 1e6);
+  return x.str();
+}
+
+}  // namespace rdmadiag::exporters
