@@ -4,7 +4,11 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
+#include "exporters/csv.h"
+#include "exporters/html_report.h"
+#include "exporters/metrics.h"
 #include "perftest/devices.h"
 #include "perftest/engine.h"
 #include "perftest/errors.h"
@@ -43,6 +47,7 @@ struct LeafState {
   bool out_json = false;
   std::string out_json_file;
   std::string json_file;
+  std::string html_file, csv_file, metrics_file;  // exporters/ renders these from the JSON report
   CLI::Option* size_option = nullptr;
   CLI::Option* iters_option = nullptr;
   CLI::Option* gid_option = nullptr;
@@ -62,6 +67,44 @@ bool write_json_file(const std::string& path, const nlohmann::json& j) {
   }
   f << j.dump(2) << "\n";
   return static_cast<bool>(f);
+}
+
+// --html, --csv, --metrics-file: rendered by exporters/ from the same JSON report.
+bool write_exported(const LeafState& st, const nlohmann::json& report) {
+  const auto j = nlohmann::ordered_json::parse(report.dump());
+  bool ok = true;
+  const auto save = [&](const std::string& path, const std::string& text) {
+    std::ofstream f(path);
+    f << text;
+    f.flush();
+    if (!f) {
+      std::fprintf(stderr, "rdmadiag: cannot write %s\n", path.c_str());
+      ok = false;
+    }
+  };
+  if (!st.html_file.empty()) {
+    std::string error;
+    const std::string html = exporters::render_html(j, error);
+    if (html.empty()) {
+      std::fprintf(stderr, "rdmadiag: HTML report: %s\n", error.c_str());
+      ok = false;
+    } else {
+      save(st.html_file, html);
+    }
+  }
+  if (!st.csv_file.empty()) {
+    std::ostringstream csv;
+    exporters::write_perftest_csv(csv, j);
+    save(st.csv_file, csv.str());
+  }
+  if (!st.metrics_file.empty()) {
+    std::string error;
+    if (!exporters::write_metrics_file(st.metrics_file, exporters::render_perftest_metrics(j), error)) {
+      std::fprintf(stderr, "rdmadiag: %s\n", error.c_str());
+      ok = false;
+    }
+  }
+  return ok;
 }
 
 int run_leaf(LeafState& st) {
@@ -112,6 +155,8 @@ int run_leaf(LeafState& st) {
   for (const auto& e : result.errors) std::fprintf(stderr, "rdmadiag perftest %s: %s\n", o.test_name.c_str(), e.c_str());
   bool written = true;
   if (!st.json_file.empty()) written = write_json_file(st.json_file, to_json(result, o)) && written;
+  if (!st.html_file.empty() || !st.csv_file.empty() || !st.metrics_file.empty())
+    written = write_exported(st, to_json(result, o)) && written;
   if (st.out_json || !st.out_json_file.empty())
     written = write_json_file(st.out_json_file.empty() ? "perftest_out.json" : st.out_json_file,
                               to_perftest_style_json(result, o)) && written;
@@ -164,6 +209,9 @@ void add_leaf(CLI::App& parent, const LeafSpec& spec, rdmadiag::cli::Commands& o
                   "perftest version to announce (default 6.06; >= 6.28 enables upstream's parameter negotiation)");
   sub->add_flag("--out_json", st->out_json, "write a JSON report with perftest's result names (perftest_out.json)");
   sub->add_option("--out_json_file", st->out_json_file, "file for --out_json");
+  sub->add_option("--html", st->html_file, "write a self-contained HTML report (histograms, CDF, latency vs size) to FILE");
+  sub->add_option("--csv", st->csv_file, "write one CSV row per message size to FILE");
+  sub->add_option("--metrics-file", st->metrics_file, "write Prometheus gauges to FILE (node exporter textfile format)");
   sub->add_option("--json", st->json_file, "write the full JSON report to FILE ('-' for stdout instead of the table)");
   out.push_back({sub, [st] { return run_leaf(*st); }});
 }
