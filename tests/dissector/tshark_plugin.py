@@ -34,6 +34,10 @@ class Tshark:
                     self.env["LD_PRELOAD"] = line.split("=>")[1].split()[0]
                     self.env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1:allocator_may_return_null=1"
                     self.asan = True
+                    # The preload reaches the extcap helpers tshark starts, and some hang under it: start none.
+                    no_extcap = tempfile.mkdtemp(prefix="rdmadiag-ws-noextcap-")
+                    os.chmod(no_extcap, 0o755)
+                    self.env["WIRESHARK_EXTCAP_DIR"] = no_extcap
 
     def run(self, args, timeout=600):
         return subprocess.run(self.prefix + [self.tshark] + list(args), capture_output=True, text=True,
