@@ -63,7 +63,8 @@ def tshark_or_skip(plugin_root):
         return None
     try:
         if not ts.plugin_loaded():
-            print("SKIP: tshark does not load the plugin (tshark -G plugins)")
+            why = "" if ts.readable(ts.plugin) else f" ({ts.plugin} is not readable by uid 65534, which tshark runs as under root)"
+            print(f"SKIP: tshark does not load the plugin (tshark -G plugins){why}")
             return None
     except FileNotFoundError:
         print("SKIP: tshark or setpriv not installed")
