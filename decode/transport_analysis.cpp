@@ -209,6 +209,25 @@ struct TransportAnalyzer::Flow {
 };
 
 TransportAnalyzer::TransportAnalyzer(AnomalyLog& log) : log_(log) {}
+
+void TransportAnalyzer::record_gap(Flow& f, std::uint64_t frame, double ts, std::uint32_t psn, std::uint32_t first,
+                                   std::uint32_t count, PacketAnalysis& out, bool track) {
+  ++f.s.gaps;
+  f.s.missing += count;
+  out.gap += count;
+  Anomaly a{AnomalyKind::psn_gap};
+  a.frame = frame;
+  a.psn = psn;
+  a.expected_psn = first;
+  a.count = count;
+  const std::size_t idx = log_.items().size();
+  add_anomaly(a, &f, &out);
+  if (!track) return;
+  // Kept open until resends (or late originals) fill it, to link NAKs and measure recovery.
+  if (f.gaps.size() == kMaxOpenGaps) f.gaps.erase(f.gaps.begin());
+  f.gaps.push_back(OpenGap{first, (first + count - 1) & kPsnMask, first, frame, ts,
+                           idx < log_.items().size() ? idx : SIZE_MAX});
+}
 TransportAnalyzer::~TransportAnalyzer() = default;
 
 void TransportAnalyzer::add_anomaly(Anomaly a, Flow* f, PacketAnalysis* out) {
@@ -474,21 +493,7 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, std::uint64_t
       }
     }
   };
-  auto open_gap = [&](std::uint32_t first, std::uint32_t count) {
-    ++s.gaps;
-    s.missing += count;
-    out.gap += count;
-    Anomaly a{AnomalyKind::psn_gap};
-    a.frame = frame;
-    a.psn = psn;
-    a.expected_psn = first;
-    a.count = count;
-    const std::size_t idx = log_.items().size();
-    add_anomaly(a, &f, &out);
-    if (f.gaps.size() == kMaxOpenGaps) f.gaps.erase(f.gaps.begin());
-    f.gaps.push_back(OpenGap{first, (first + count - 1) & kPsnMask, first, frame, ts,
-                             idx < log_.items().size() ? idx : SIZE_MAX});
-  };
+  auto open_gap = [&](std::uint32_t first, std::uint32_t count) { record_gap(f, frame, ts, psn, first, count, out, true); };
 
   switch (cls) {
     case Class::restart:
@@ -801,15 +806,7 @@ void TransportAnalyzer::responder(Flow& f, const DecodedPacket& p, std::uint64_t
       if (!starts && f.in_read_response) {
         const std::int32_t d = psn_diff(psn, f.resp_expected);
         if (d > 0) {
-          ++s.gaps;
-          s.missing += static_cast<std::uint64_t>(d);
-          out.gap = static_cast<std::uint32_t>(d);
-          Anomaly a{AnomalyKind::psn_gap};
-          a.frame = frame;
-          a.psn = psn;
-          a.expected_psn = f.resp_expected;
-          a.count = static_cast<std::uint32_t>(d);
-          add_anomaly(a, &f, &out);
+          record_gap(f, frame, ts, psn, f.resp_expected, static_cast<std::uint32_t>(d), out, false);
         } else if (d < 0) {
           const bool resent_request = q && q->resending;
           Anomaly a{resent_request ? AnomalyKind::retransmission : AnomalyKind::psn_duplicate};
@@ -871,7 +868,7 @@ void TransportAnalyzer::responder(Flow& f, const DecodedPacket& p, std::uint64_t
 
 // UD and UC (IBA 9.8): no acknowledgements and no retransmission, so only gaps,
 // duplicates and late arrivals. UC also has the message structure.
-void TransportAnalyzer::unreliable(Flow& f, const DecodedPacket& p, std::uint64_t frame, double, PacketAnalysis& out) {
+void TransportAnalyzer::unreliable(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out) {
   FlowSummary& s = f.s;
   const std::uint32_t psn = p.ib.bth.psn;
   const OpcodeInfo& info = opcode_info(p.ib.bth.opcode);
@@ -881,17 +878,7 @@ void TransportAnalyzer::unreliable(Flow& f, const DecodedPacket& p, std::uint64_
     f.started = true;
     f.gaps.clear();
   } else if (d > 0) {
-    ++s.gaps;
-    s.missing += static_cast<std::uint64_t>(d);
-    out.gap = static_cast<std::uint32_t>(d);
-    Anomaly a{AnomalyKind::psn_gap};
-    a.frame = frame;
-    a.psn = psn;
-    a.expected_psn = f.expected;
-    a.count = static_cast<std::uint32_t>(d);
-    add_anomaly(a, &f, &out);
-    if (f.gaps.size() == kMaxOpenGaps) f.gaps.erase(f.gaps.begin());
-    f.gaps.push_back(OpenGap{f.expected, (psn - 1) & kPsnMask, f.expected, frame, 0, SIZE_MAX});
+    record_gap(f, frame, ts, psn, f.expected, static_cast<std::uint32_t>(d), out, true);
   } else if (d < 0) {
     bool late = false;
     for (auto it = f.gaps.begin(); it != f.gaps.end(); ++it)

@@ -141,6 +141,8 @@ class TransportAnalyzer {
   void unreliable(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
   void cm_message(const DecodedPacket& p, std::uint64_t frame);
   void spurious_verdict(Flow& f, bool conclusive = true);
+  void record_gap(Flow& f, std::uint64_t frame, double ts, std::uint32_t psn, std::uint32_t first, std::uint32_t count,
+                  PacketAnalysis& out, bool track);
   Flow* peer_requester(Flow& resp, std::uint32_t psn);
   void pair(Flow& a, Flow& b, Pairing how);
   std::uint32_t pmtu_for(const Flow& f) const;
