@@ -11,6 +11,7 @@ packages=(
   tcpreplay
   clang-14 libclang-rt-14-dev
   python3-jsonschema python3-prometheus-client
+  prometheus chromium
 )
 missing=()
 for p in "${packages[@]}"; do
