@@ -1,5 +1,7 @@
 #include "perftest/cli.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -139,6 +141,13 @@ int run_leaf(LeafState& st) {
       o.before_accept = [] {
         std::printf("\n************************************\n* Waiting for client to connect... *\n************************************\n");
         std::fflush(stdout);
+      };
+    }
+    if (o.all_sizes && isatty(STDERR_FILENO)) {
+      // A sweep takes long (8 MiB messages): say which size is running, on the terminal only.
+      o.on_size = [](std::uint64_t size, std::size_t index, std::size_t count) {
+        std::fprintf(stderr, "\rrdmadiag perftest: size %llu B (%zu/%zu)   ", static_cast<unsigned long long>(size), index, count);
+        if (index == count) std::fputc('\n', stderr);
       };
     }
     result = run_test(o);

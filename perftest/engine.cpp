@@ -589,6 +589,10 @@ TestResult run_test(const TestOptions& opt) {
   // A long wait on the server for a client that runs the whole test meanwhile.
   const int whole_test_ms = timeout_ms * static_cast<int>(std::min<std::size_t>(sizes.size(), 30));
 
+  std::size_t sizes_started = 0;
+  auto announce = [&](std::uint64_t size) {
+    if (opt.on_size) opt.on_size(size, ++sizes_started, sizes.size());
+  };
   try {
     if (latency && opt.verb == Verb::Write) {
       s.barrier("address exchange");
@@ -596,7 +600,10 @@ TestResult run_test(const TestOptions& opt) {
       connect();
       s.barrier("address echo");
       s.barrier("barrier after RTR");
-      for (auto size : sizes) result.sizes.push_back(run_write_lat(s, size, clock));
+      for (auto size : sizes) {
+        announce(size);
+        result.sizes.push_back(run_write_lat(s, size, clock));
+      }
     } else if (latency && (opt.verb == Verb::Read || opt.verb == Verb::Atomic)) {
       s.barrier("address exchange");
       s.barrier("address exchange (per QP)");
@@ -609,7 +616,10 @@ TestResult run_test(const TestOptions& opt) {
         oob.send({oob::kDoneMessage, sizeof oob::kDoneMessage}, "done message");
         (void)oob.drain(500);
       } else {
-        for (auto size : sizes) result.sizes.push_back(run_read_or_atomic_lat(s, size, clock, opt.verb == Verb::Atomic));
+        for (auto size : sizes) {
+          announce(size);
+          result.sizes.push_back(run_read_or_atomic_lat(s, size, clock, opt.verb == Verb::Atomic));
+        }
         s.finish_with_done();
       }
     } else if (latency && opt.verb == Verb::Send) {
@@ -618,6 +628,7 @@ TestResult run_test(const TestOptions& opt) {
       s.barrier("barrier after RTR");
       s.barrier("address echo");
       for (auto size : sizes) {
+        announce(size);
         post_receives(res, size, receive_depth);
         s.barrier("receives posted (size " + std::to_string(size) + ")");
         result.sizes.push_back(run_send_lat(s, size, receive_depth, clock));
@@ -629,6 +640,7 @@ TestResult run_test(const TestOptions& opt) {
       s.barrier("barrier after RTR");
       s.barrier("address echo");
       for (auto size : sizes) {
+        announce(size);
         if (s.is_server()) post_receives(res, size, receive_depth);
         s.barrier("receives posted (size " + std::to_string(size) + ")");
         result.sizes.push_back(s.is_server() ? run_send_bw_server(s, size, receive_depth, clock) : run_bw_client(s, size, clock));
@@ -640,7 +652,10 @@ TestResult run_test(const TestOptions& opt) {
       s.barrier("address echo");
       s.barrier("barrier after RTR");
       if (!s.is_server())
-        for (auto size : sizes) result.sizes.push_back(run_bw_client(s, size, clock));
+        for (auto size : sizes) {
+          announce(size);
+          result.sizes.push_back(run_bw_client(s, size, clock));
+        }
       s.barrier(s.is_server() ? "end of test (waiting for the client)" : "end of test", whole_test_ms);
       oob::BwReport mine{};
       if (!result.sizes.empty()) {

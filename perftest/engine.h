@@ -17,6 +17,9 @@ enum class Verb { Write, Read, Send, Atomic };
 enum class Measure { Latency, Bandwidth };
 
 struct TestOptions {
+  // Called as each message size starts (a sweep with -a runs many): the engine
+  // prints nothing itself; the front end shows progress.
+  std::function<void(std::uint64_t size, std::size_t index, std::size_t count)> on_size;
   Verb verb = Verb::Write;
   Measure measure = Measure::Latency;
   std::string device;                 // -d
