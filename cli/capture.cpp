@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -18,8 +19,11 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "capture/live_source.h"
+#include "capture/packet_queue.h"
 #include "capture/pcap_writer.h"
 #include "capture/rdma_sniffer.h"
 #include "cli/analysis_session.h"
@@ -133,10 +137,21 @@ struct SourceState {
   capture::SourceStats last_stats;
 };
 
-// Receives every packet of every source: write first (never lose it), then analyse.
+// What the capture thread counts, read by the analysis thread for the status line.
+struct CaptureCounters {
+  std::atomic<std::uint64_t> packets{0};
+  std::atomic<std::uint64_t> bytes{0};
+  std::atomic<std::uint64_t> not_analysed{0};  // live packets the full analysis queue could not take
+};
+
+// Runs on the capture thread and receives every packet of every source: write
+// it first (never lose it), then hand a copy to the analysis thread. A live
+// source is never held up by the analysis: when the queue is full the packet is
+// counted as not analysed (it is in the file). A file source just waits.
 class CaptureSink final : public capture::PacketSink {
  public:
-  CaptureSink(AnalysisSession& session, capture::CaptureWriter* writer) : session_(session), writer_(writer) {}
+  CaptureSink(capture::PacketQueue& queue, CaptureCounters& counters, capture::CaptureWriter* writer)
+      : queue_(queue), counters_(counters), writer_(writer) {}
   void set_source(SourceState* s) { source_ = s; }
   void packet(const capture::Record& rec) override {
     if (writer_ && !write_stopped_ && !writer_->write(rec, source_->index, static_cast<std::time_t>(rec.ts_sec)))
@@ -145,17 +160,28 @@ class CaptureSink final : public capture::PacketSink {
       // Not written: not counted as captured either, so the report matches the file.
       return;
     }
-    session_.frame(rec, source_->source->linktype());
+    const auto source = static_cast<std::uint32_t>(source_->index);
+    if (!queue_.push(rec, source)) {
+      if (source_->source->is_live()) {
+        counters_.not_analysed.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        queue_.notify();
+        while (!queue_.push(rec, source)) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    }
     ++source_->captured;
     ++packets_;
     bytes_ += rec.wirelen;
+    counters_.packets.store(packets_, std::memory_order_relaxed);
+    counters_.bytes.store(bytes_, std::memory_order_relaxed);
   }
   bool write_stopped() const { return write_stopped_; }
   std::uint64_t packets() const { return packets_; }
   std::uint64_t bytes() const { return bytes_; }
 
  private:
-  AnalysisSession& session_;
+  capture::PacketQueue& queue_;
+  CaptureCounters& counters_;
   capture::CaptureWriter* writer_;
   SourceState* source_ = nullptr;
   bool write_stopped_ = false;
@@ -180,22 +206,26 @@ int list_interfaces() {
   return n > 0 ? kExitOk : kExitCannotStart;
 }
 
-void print_status(const std::vector<SourceState>& sources, const CaptureSink& sink, AnalysisSession& session,
+void print_status(const std::vector<capture::SourceStats>& stats, const CaptureCounters& counters, AnalysisSession& session,
                   double elapsed, std::uint64_t last_packets, std::uint64_t last_bytes, double interval) {
   std::uint64_t drops = 0, if_drops = 0;
-  for (const auto& s : sources) {
-    drops += s.last_stats.dropped;
-    if_drops += s.last_stats.if_dropped;
+  for (const auto& s : stats) {
+    drops += s.dropped;
+    if_drops += s.if_dropped;
   }
-  const double pps = interval > 0 ? static_cast<double>(sink.packets() - last_packets) / interval : 0;
-  const double bps = interval > 0 ? static_cast<double>(sink.bytes() - last_bytes) * 8 / interval : 0;
+  const std::uint64_t packets = counters.packets.load(std::memory_order_relaxed);
+  const std::uint64_t bytes = counters.bytes.load(std::memory_order_relaxed);
+  const std::uint64_t not_analysed = counters.not_analysed.load(std::memory_order_relaxed);
+  const double pps = interval > 0 ? static_cast<double>(packets - last_packets) / interval : 0;
+  const double bps = interval > 0 ? static_cast<double>(bytes - last_bytes) * 8 / interval : 0;
   std::string rate = human_bytes(bps);
   rate.back() = 'b';  // "12.3 Mb": bits, like link speeds
-  std::fprintf(stderr, "\r%4.0fs %llu pkts %s | %.0f pkt/s %s/s | %zu QPs | %llu anomalies | kernel drops %llu, interface drops %llu\033[K",
-               elapsed, static_cast<unsigned long long>(sink.packets()), human_bytes(static_cast<double>(sink.bytes())).c_str(), pps,
+  const std::string lost = not_analysed ? " | " + std::to_string(not_analysed) + " not analysed (analysis queue full)" : "";
+  std::fprintf(stderr, "\r%4.0fs %llu pkts %s | %.0f pkt/s %s/s | %zu QPs | %llu anomalies | kernel drops %llu, interface drops %llu%s\033[K",
+               elapsed, static_cast<unsigned long long>(packets), human_bytes(static_cast<double>(bytes)).c_str(), pps,
                rate.c_str(), session.analyzer().summary().queue_pairs(),
                static_cast<unsigned long long>(session.analyzer().anomalies().total()), static_cast<unsigned long long>(drops),
-               static_cast<unsigned long long>(if_drops));
+               static_cast<unsigned long long>(if_drops), lost.c_str());
   std::fflush(stderr);
 }
 
@@ -335,8 +365,8 @@ int run_capture(CaptureOptions o) {
     return kExitCannotStart;
   }
 
-  // The metrics endpoint serves a snapshot rendered here, in the capture
-  // thread, once a second: the server thread never touches the analysis.
+  // The metrics endpoint serves a snapshot rendered by the analysis thread
+  // once a second: the server thread never touches the analysis.
   exporters::MetricsServer metrics;
   if (!o.metrics_listen.empty()) {
     std::string err;
@@ -346,18 +376,23 @@ int run_capture(CaptureOptions o) {
     }
     if (!o.quiet) std::fprintf(stderr, "rdmadiag capture: metrics on http://%s/metrics\n", o.metrics_listen.c_str());
   }
-  const auto publish_metrics = [&](const std::vector<SourceState>& srcs, bool running) {
+  const auto publish_metrics = [&](const std::vector<capture::SourceStats>& stats, bool running) {
     if (o.metrics_listen.empty()) return;
     exporters::MetricsInput in;
     in.tally = session.outputs().tally();
     in.analyzer = &session.analyzer();
     in.max_flow_series = o.outputs.max_flow_series;
     in.running = running;
-    for (const auto& s : srcs)
-      in.sources.push_back({s.source->name(), s.last_stats.available, s.last_stats.received, s.last_stats.dropped, s.last_stats.if_dropped});
+    for (std::size_t i = 0; i < sources.size(); ++i)
+      in.sources.push_back({sources[i].source->name(), stats[i].available, stats[i].received, stats[i].dropped, stats[i].if_dropped});
     metrics.set_body(exporters::render_metrics(in));
   };
-  publish_metrics(sources, true);
+  const auto current_stats = [&] {
+    std::vector<capture::SourceStats> v;
+    for (const auto& s : sources) v.push_back(s.last_stats);
+    return v;
+  };
+  publish_metrics(current_stats(), true);
 
   install_signal_handlers();
   const bool any_live = std::any_of(sources.begin(), sources.end(), [](const SourceState& s) { return s.source->is_live(); });
@@ -369,11 +404,89 @@ int run_capture(CaptureOptions o) {
                  o.write_path.empty() ? "" : (", writing " + (o.write_path == "-" ? std::string("to standard output") : o.write_path)).c_str());
   }
 
-  CaptureSink sink(session, writer.get());
+  // Two threads: this one only takes packets from the sources, writes them and
+  // queues a copy (as fast as tcpdump, so the kernel drops no more than it);
+  // the analysis thread decodes and analyses from the queue, and drives the
+  // status line and the metrics. 64 MiB of queue absorbs bursts the analysis
+  // cannot keep up with for a while (docs/performance.md).
+  capture::PacketQueue queue(65536, std::size_t{64} << 20);
+  CaptureCounters live_counters;
+  CaptureSink sink(queue, live_counters, writer.get());
+  std::vector<std::uint32_t> linktypes;
+  for (const auto& s : sources) linktypes.push_back(s.source->linktype());
+  // Source counters as last read by the capture thread (pcap_stats is not for
+  // another thread to call), for the analysis thread's status line and metrics.
+  std::mutex stats_mutex;
+  std::vector<capture::SourceStats> shared_stats = current_stats();
+  std::atomic<bool> capture_done{false};
+
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
+
+  const auto analyse = [&] {
+    std::uint64_t tick_packets = 0, tick_bytes = 0, reported_drops = 0, reported_not_analysed = 0;
+    auto last_tick = start;
+    const auto tick = [&](bool force) {
+      const auto now = Clock::now();
+      const double since_tick = std::chrono::duration<double>(now - last_tick).count();
+      if (!force && since_tick < 1.0) return;
+      std::vector<capture::SourceStats> stats;
+      {
+        std::lock_guard lock(stats_mutex);
+        stats = shared_stats;
+      }
+      std::uint64_t drops = 0;
+      for (const auto& st : stats) drops += st.dropped + st.if_dropped;
+      const std::uint64_t not_analysed = live_counters.not_analysed.load(std::memory_order_relaxed);
+      if (status_line) {
+        print_status(stats, live_counters, session, std::chrono::duration<double>(now - start).count(), tick_packets, tick_bytes, since_tick);
+      } else {
+        if (drops > reported_drops)
+          std::fprintf(stderr, "rdmadiag capture: warning: %llu packets dropped so far (kernel or interface)\n",
+                       static_cast<unsigned long long>(drops));
+        if (not_analysed > reported_not_analysed)
+          std::fprintf(stderr, "rdmadiag capture: warning: %llu packets not analysed so far (analysis queue full; they are in the file)\n",
+                       static_cast<unsigned long long>(not_analysed));
+      }
+      reported_drops = drops;
+      reported_not_analysed = not_analysed;
+      publish_metrics(stats, true);
+      tick_packets = live_counters.packets.load(std::memory_order_relaxed);
+      tick_bytes = live_counters.bytes.load(std::memory_order_relaxed);
+      last_tick = now;
+    };
+    capture::Record rec;
+    std::uint32_t source = 0;
+    for (;;) {
+      // Read "done" before looking at the queue: once done, an empty queue stays empty.
+      const bool done = capture_done.load(std::memory_order_acquire);
+      std::uint32_t batch = 0;
+      while (queue.front(rec, source)) {
+        session.frame(rec, linktypes[source]);
+        queue.pop();
+        if (++batch == 1024) break;  // look at the clock now and then during a burst
+      }
+      if (batch == 0) {
+        if (done) break;
+        queue.wait(std::chrono::milliseconds(100));
+      }
+      if (!done) tick(false);
+    }
+  };
+  // The analysis thread leaves the stop signals to this thread, whose poll() they interrupt.
+  std::thread analysis_thread;
+  {
+    sigset_t stop_signals, previous;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
+    analysis_thread = std::thread(analyse);
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  }
+
   auto last_tick = start;
-  std::uint64_t tick_packets = 0, tick_bytes = 0, reported_drops = 0;
   std::string stopped_by = "end of input";
   std::string source_error;
   std::vector<pollfd> fds;
@@ -381,6 +494,8 @@ int run_capture(CaptureOptions o) {
   const auto refresh_stats = [&] {
     for (auto& s : sources)
       if (s.source->is_live()) s.last_stats = s.source->stats();
+    std::lock_guard lock(stats_mutex);
+    shared_stats = current_stats();
   };
   const auto dispatch_all = [&](bool draining) {
     int total = 0;
@@ -403,6 +518,7 @@ int run_capture(CaptureOptions o) {
         total += n;
       }
     }
+    queue.notify();
     return total;
   };
 
@@ -442,22 +558,9 @@ int run_capture(CaptureOptions o) {
     if (writer && (o.packet_buffered || o.write_path == "-") && !writer->flush()) continue;  // the loop head reports it
 
     const auto after = Clock::now();
-    const double since_tick = std::chrono::duration<double>(after - last_tick).count();
-    if (since_tick >= 1.0) {
+    if (std::chrono::duration<double>(after - last_tick).count() >= 1.0) {
       refresh_stats();
       if (writer && !sink.write_stopped() && !writer->flush()) continue;  // the loop head reports it
-      std::uint64_t drops = 0;
-      for (const auto& s : sources) drops += s.last_stats.dropped + s.last_stats.if_dropped;
-      if (status_line) {
-        print_status(sources, sink, session, std::chrono::duration<double>(after - start).count(), tick_packets, tick_bytes, since_tick);
-      } else if (drops > reported_drops) {
-        std::fprintf(stderr, "rdmadiag capture: warning: %llu packets dropped so far (kernel or interface)\n",
-                     static_cast<unsigned long long>(drops));
-      }
-      reported_drops = drops;
-      publish_metrics(sources, true);
-      tick_packets = sink.packets();
-      tick_bytes = sink.bytes();
       last_tick = after;
     }
   }
@@ -468,7 +571,12 @@ int run_capture(CaptureOptions o) {
     for (int round = 0; round < 64 && dispatch_all(true) > 0; ++round) {
     }
   refresh_stats();
+  // The report covers every queued packet: let the analysis finish them.
+  capture_done.store(true, std::memory_order_release);
+  queue.notify();
+  analysis_thread.join();
   if (status_line) std::fprintf(stderr, "\r\033[K");
+  const std::uint64_t not_analysed = live_counters.not_analysed.load();
 
   std::string write_error;
   std::vector<capture::InterfaceCounters> counters;
@@ -505,7 +613,7 @@ int run_capture(CaptureOptions o) {
     sources_json.push_back(j);
   }
   exporters::Json cap = {{"sources", sources_json}, {"packets_captured", sink.packets()}, {"bytes_captured", sink.bytes()},
-                         {"stopped_by", stopped_by}, {"filter", live.filter}};
+                         {"stopped_by", stopped_by}, {"filter", live.filter}, {"packets_not_analysed", not_analysed}};
   if (writer) {
     cap["packets_written"] = writer->packets_written();
     cap["files"] = writer->files();
@@ -517,7 +625,7 @@ int run_capture(CaptureOptions o) {
     std::fprintf(stderr, "rdmadiag capture: %s\n", session.error().c_str());
     status = std::max(status, kExitWriteFailed);
   }
-  publish_metrics(sources, false);
+  publish_metrics(current_stats(), false);
 
   // tcpdump-style closing lines on stderr.
   std::fprintf(stderr, "rdmadiag capture: %llu packets captured%s; stopped: %s\n", static_cast<unsigned long long>(sink.packets()),
@@ -526,6 +634,11 @@ int run_capture(CaptureOptions o) {
                             .c_str()
                       : "",
                stopped_by.c_str());
+  if (not_analysed)
+    std::fprintf(stderr,
+                 "rdmadiag capture: %llu packets not analysed (analysis queue full): they are in the file but not in this report; "
+                 "rdmadiag analyze on the file gives the full report\n",
+                 static_cast<unsigned long long>(not_analysed));
   for (const auto& s : sources)
     if (s.last_stats.available)
       std::fprintf(stderr, "rdmadiag capture: %s: %llu received, %llu dropped by kernel, %llu dropped by interface\n", s.source->name().c_str(),
