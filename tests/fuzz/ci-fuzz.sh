@@ -14,7 +14,8 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(decode_frame analyzer iwarp file_reader oob)
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 
-cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DRDMADIAG_FUZZ=ON -DRDMADIAG_WERROR=ON >/dev/null
+# Warnings are enforced by the gcc build; clang -Werror would also trip on libibverbs macros.
+cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DRDMADIAG_FUZZ=ON -DRDMADIAG_WERROR=OFF >/dev/null
 cmake --build "$build" -j2 --target "${targets[@]/#/fuzz_}"
 work="$build/tests/fuzz"
 python3 tests/fuzz/make_seeds.py tests/pcaps "$work/seeds"

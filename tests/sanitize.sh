@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The whole test suite (except the lab tests, which boot VMs) in an
+# AddressSanitizer + UndefinedBehaviorSanitizer build. Any sanitizer report
+# fails the test that triggered it. The fuzz targets are in it too, as their
+# plain "replay the seeds and regression inputs" executables.
+# usage: tests/sanitize.sh   (env: SANITIZE_BUILD_DIR, default build-asan; CXX/CC pick the compiler)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${SANITIZE_BUILD_DIR:-build-asan}
+cmake -S . -B "$build" -DRDMADIAG_SANITIZE=ON -DRDMADIAG_WERROR=ON
+cmake --build "$build" -j2
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:check_initialization_order=1:strict_string_checks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+ctest --test-dir "$build" --output-on-failure -LE lab -j2
