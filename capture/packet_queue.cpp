@@ -8,7 +8,7 @@ namespace rdmadiag::capture {
 PacketQueue::PacketQueue(std::size_t slots, std::size_t arena_bytes)
     : slots_(std::bit_ceil(std::max<std::size_t>(slots, 2))),
       mask_(slots_.size() - 1),
-      arena_(new std::uint8_t[arena_bytes]),
+      arena_(std::make_unique<std::uint8_t[]>(arena_bytes)),  // zeroed now: no page faults mid-capture
       arena_size_(arena_bytes) {}
 
 bool PacketQueue::push(const Record& rec, std::uint32_t source) {

@@ -50,7 +50,7 @@ class PacketQueue {
   };
   std::vector<Slot> slots_;
   std::size_t mask_ = 0;
-  std::unique_ptr<std::uint8_t[]> arena_;  // uninitialised: pages are touched only when used
+  std::unique_ptr<std::uint8_t[]> arena_;
   std::size_t arena_size_ = 0;
   std::size_t write_pos_ = 0;  // producer only: where the next packet's bytes go
   alignas(64) std::atomic<std::uint64_t> head_{0};  // packets pushed

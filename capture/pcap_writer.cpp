@@ -12,7 +12,7 @@ namespace rdmadiag::capture {
 
 namespace {
 
-constexpr std::size_t kBufferLimit = 1 << 20;  // write out once this much is buffered
+constexpr std::size_t kBufferLimit = 1 << 15;  // write out once this much is buffered
 constexpr std::uint32_t kPcapMagicNano = 0xa1b23c4d;
 constexpr std::uint32_t kPcapngShb = 0x0A0D0D0A;
 constexpr std::uint32_t kPcapngIdb = 1;
