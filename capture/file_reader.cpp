@@ -1,14 +1,36 @@
 #include "capture/file_reader.h"
 
 #include <pcap/pcap.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace rdmadiag::capture {
 
+namespace {
+
+constexpr std::size_t kPcapFileHeaderLen = 24;
+constexpr std::size_t kPcapRecordHeaderLen = 16;
+constexpr std::uint32_t kMagicUsec = 0xa1b2c3d4;
+constexpr std::uint32_t kMagicNsec = 0xa1b23c4d;
+// libpcap refuses larger records for most link types (pcap-int.h MAXIMUM_SNAPLEN).
+constexpr std::uint32_t kMaxRecordLen = 262144;
+
+std::uint32_t load32(const std::uint8_t* p, bool swapped) {
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);  // the file's bytes, not a packet's: a plain load in the file's byte order
+  return swapped ? __builtin_bswap32(v) : v;
+}
+
+}  // namespace
+
 FileReader::~FileReader() {
+  unmap();
   if (handle_) pcap_close(handle_);
 }
 
@@ -42,10 +64,93 @@ bool FileReader::open(const std::string& path) {
   }
   linktype_ = static_cast<std::uint32_t>(pcap_datalink(handle_));
   snaplen_ = static_cast<std::uint32_t>(pcap_snapshot(handle_));
+  if (path != "-") {
+    // Classic pcap in a regular file: read records in place from a mapping.
+    FILE* f = pcap_file(handle_);
+    struct stat st {};
+    std::uint8_t head[4] = {};
+    if (f && ::fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+        static_cast<std::size_t>(st.st_size) >= kPcapFileHeaderLen && ::pread(fileno(f), head, 4, 0) == 4) {
+      const std::uint32_t magic = load32(head, false);
+      const bool usec = magic == kMagicUsec || magic == __builtin_bswap32(kMagicUsec);
+      const bool nsec = magic == kMagicNsec || magic == __builtin_bswap32(kMagicNsec);
+      if (usec || nsec) {
+        map_fd_ = fileno(f);
+        file_size_ = static_cast<std::size_t>(st.st_size);
+        map_swapped_ = magic != kMagicUsec && magic != kMagicNsec;
+        map_usec_ = usec;
+        map_max_caplen_ = std::min<std::uint32_t>(snaplen_, kMaxRecordLen);
+        mapped_ = map_window(kPcapFileHeaderLen);
+      }
+    }
+  }
   return true;
 }
 
+namespace {
+constexpr std::size_t kWindow = 8u << 20;
+}  // namespace
+
+void FileReader::unmap() {
+  if (map_) ::munmap(const_cast<std::uint8_t*>(map_), map_len_);
+  map_ = nullptr;
+}
+
+// Maps the window that starts at (the page holding) file offset `pos`.
+bool FileReader::map_window(std::size_t pos) {
+  unmap();
+  static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  map_base_ = pos / page * page;
+  map_len_ = std::min(kWindow, file_size_ - map_base_);
+  map_pos_ = pos;
+  if (map_len_ == 0) return true;
+  void* m = ::mmap(nullptr, map_len_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, map_fd_, static_cast<off_t>(map_base_));
+  if (m == MAP_FAILED) return false;
+  map_ = static_cast<const std::uint8_t*>(m);
+  return true;
+}
+
+// The next record from the mapping, if it is plainly well-formed; otherwise
+// libpcap continues from this record (its FILE is moved there) and decides.
+bool FileReader::next_mapped(Record& rec) {
+  const std::size_t left = file_size_ - map_pos_;
+  if (left >= kPcapRecordHeaderLen) {
+    if (map_pos_ + kPcapRecordHeaderLen > map_base_ + map_len_ && !map_window(map_pos_)) return fall_back(rec);
+    const std::uint8_t* h = map_ + (map_pos_ - map_base_);
+    const std::uint32_t caplen = load32(h + 8, map_swapped_);
+    if (caplen <= map_max_caplen_ && left - kPcapRecordHeaderLen >= caplen) {
+      if (map_pos_ + kPcapRecordHeaderLen + caplen > map_base_ + map_len_) {
+        if (!map_window(map_pos_)) return fall_back(rec);
+        h = map_ + (map_pos_ - map_base_);
+      }
+      ++records_;
+      rec.ts_sec = static_cast<std::int32_t>(load32(h, map_swapped_));  // signed, as libpcap reads it
+      const std::uint32_t frac = load32(h + 4, map_swapped_);
+      rec.ts_nsec = map_usec_ ? frac * 1000 : frac;
+      rec.caplen = caplen;
+      rec.wirelen = load32(h + 12, map_swapped_);
+      rec.data = std::span<const std::uint8_t>(h + kPcapRecordHeaderLen, caplen);
+      map_pos_ += kPcapRecordHeaderLen + caplen;
+      return true;
+    }
+  }
+  if (left == 0) return false;  // the end, exactly at a record boundary
+  return fall_back(rec);
+}
+
+// Something unusual (a cut record, an oversized length): libpcap's rules and messages from here on.
+bool FileReader::fall_back(Record& rec) {
+  unmap();
+  mapped_ = false;
+  if (std::fseek(pcap_file(handle_), static_cast<long>(map_pos_), SEEK_SET) != 0) {
+    stop_reason_ = "stopped after record " + std::to_string(records_) + ": " + std::strerror(errno);
+    return false;
+  }
+  return next(rec);
+}
+
 bool FileReader::next(Record& rec) {
+  if (mapped_) return next_mapped(rec);
   if (!handle_) return false;
   pcap_pkthdr* hdr = nullptr;
   const u_char* data = nullptr;
@@ -66,6 +171,7 @@ bool FileReader::next(Record& rec) {
 }
 
 std::int64_t FileReader::file_offset() const {
+  if (mapped_) return static_cast<std::int64_t>(map_pos_);
   if (!handle_) return 0;
   FILE* f = pcap_file(handle_);
   return f ? static_cast<std::int64_t>(std::ftell(f)) : 0;

@@ -1,6 +1,14 @@
 // Reads pcap and pcapng capture files (or standard input, "-") through libpcap,
 // one record at a time, with nanosecond timestamps. A file damaged part-way is
 // read up to the damage; `stop_reason()` then says where and why it stopped.
+//
+// Fast path: a regular classic-pcap file is memory-mapped (a window at a time)
+// and its records are handed out in place (no copy per record; libpcap copies
+// each one twice, from the page cache into stdio's buffer and then into its
+// own). A record's data is valid until the next call to next(), as with libpcap. libpcap still
+// opens the file (link type, snap length, every header check) and takes over
+// at the first record that is not plainly well-formed, so damaged files get
+// libpcap's own verdict. pcapng, standard input and live capture use libpcap.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -42,7 +50,26 @@ class FileReader {
   std::int64_t file_offset() const;
 
  private:
+  bool next_mapped(Record& rec);
+  bool map_window(std::size_t pos);
+  bool fall_back(Record& rec);
+  void unmap();
+
   pcap* handle_ = nullptr;
+  // Classic pcap in a regular file is mapped a window at a time (mapped_:
+  // true; otherwise libpcap reads every record). The window is populated when
+  // mapped (one call instead of a page fault every few pages) and unmapped
+  // when passed, so resident memory does not grow with the file.
+  bool mapped_ = false;
+  int map_fd_ = -1;
+  std::size_t file_size_ = 0;
+  const std::uint8_t* map_ = nullptr;  // the window
+  std::size_t map_base_ = 0;     // its offset in the file
+  std::size_t map_len_ = 0;
+  std::size_t map_pos_ = 0;      // file offset of the next record header
+  bool map_swapped_ = false;     // the file's byte order is not ours
+  bool map_usec_ = false;        // microsecond timestamps
+  std::uint32_t map_max_caplen_ = 0;
   std::uint32_t linktype_ = 0;
   std::uint32_t snaplen_ = 0;
   std::uint64_t records_ = 0;

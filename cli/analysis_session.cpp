@@ -60,7 +60,7 @@ void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype) 
   const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;
   if (first_ts_ < 0) first_ts_ = ts;
   decode::decode_frame(linktype, rec.data, rec.wirelen, opts_.decode, pkt_);
-  decode::PacketAnalysis pa;
+  decode::PacketAnalysis& pa = pa_;
   analyzer_->add(pkt_, frame_, ts, pa);
   if (!forward_.empty()) {
     auto it = forward_.find(frame_);

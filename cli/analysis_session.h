@@ -69,6 +69,7 @@ class AnalysisSession {
   std::uint64_t frame_ = 0;
   double first_ts_ = -1;
   decode::DecodedPacket pkt_;
+  decode::PacketAnalysis pa_;  // reused: ~12 KB, not rebuilt per frame
   std::unordered_map<std::uint64_t, decode::TransportAnalyzer::ForwardLink> forward_;
 };
 

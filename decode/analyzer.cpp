@@ -9,7 +9,7 @@ Analyzer::Analyzer()
 Analyzer::~Analyzer() = default;
 
 void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out) {
-  out = PacketAnalysis{};
+  out.reset();
   summary_.add(p, frame, ts);
   if (p.is_rdma() && p.has_bth) transport_->add(p, frame, ts, out);
   if (p.tcp) {

@@ -14,8 +14,10 @@
 namespace rdmadiag::decode {
 
 // What the analysis concluded about one frame (for --packets and the plugin).
-// Filled by the transport analyses; fixed size, no heap.
-struct PacketAnalysis {
+// Filled by the transport analyses; fixed size, no heap. The scalar verdicts are
+// a base so that reset() can clear them without touching the ~12 KB of iWARP
+// slots, of which a frame uses at most a few.
+struct PacketVerdict {
   bool analysed = false;           // an RDMA transport frame the PSN analysis looked at
   std::uint32_t flow = UINT32_MAX; // index of the flow (direction) it belongs to
   std::int64_t expected_psn = -1;
@@ -31,7 +33,15 @@ struct PacketAnalysis {
   bool ecn_ce = false;
   bool cnp = false;
   std::uint8_t anomaly_count = 0;    // anomalies raised at this frame
+};
+
+struct PacketAnalysis : PacketVerdict {
   IwarpFrame iwarp;                  // iWARP: the MPA units (FPDUs, Request/Reply) that ended in this frame
+  // Back to the default state: what a new PacketAnalysis holds, as far as anyone can read.
+  void reset() {
+    static_cast<PacketVerdict&>(*this) = PacketVerdict{};
+    iwarp.clear();
+  }
 };
 
 class TransportAnalyzer;  // IB / RoCE (transport_analysis.h)

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "decode/crc32c.h"
+#include "decode/flow_ring.h"
 
 namespace rdmadiag::decode {
 
@@ -101,14 +102,14 @@ struct IwarpAnalyzer::Connection {
     bool have_seq = false;
     std::uint32_t seq = 0;     // of buf[off]
     std::vector<std::pair<std::uint32_t, std::uint32_t>> uncaptured;  // [begin, end)
-    std::deque<std::pair<std::uint32_t, std::uint64_t>> segment_ends;  // (end seq, frame) of buffered segments
+    FlowRing<std::pair<std::uint32_t, std::uint64_t>> segment_ends;  // (end seq, frame) of buffered segments
     std::size_t hunt_from = 0;
     std::uint64_t hunted = 0;
     std::uint64_t frame = 0;   // the segment being processed
     double ts = 0;
     std::array<QueueState, 4> queues{};
-    std::deque<PendingRead> reads;      // Read Requests from the peer, answered in this direction
-    std::deque<PendingAtomic> atomics;  // Atomic Requests from the peer
+    FlowRing<PendingRead> reads;      // Read Requests from the peer, answered in this direction
+    FlowRing<PendingAtomic> atomics;  // Atomic Requests from the peer
     bool write_open = false;
     std::uint32_t write_stag = 0;
     std::uint64_t write_next_to = 0;
@@ -240,7 +241,7 @@ void Dir::stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, s
   ts = t;
   buf.insert(buf.end(), captured.begin(), captured.end());
   if (segment_ends.size() >= 4096) segment_ends.pop_front();
-  segment_ends.emplace_back(s + wire_len, f);
+  segment_ends.push_back({s + wire_len, f});
   if (captured.size() < wire_len) {  // cut by the snap length: keep the place, mark the bytes unknown
     const std::uint32_t missing = wire_len - static_cast<std::uint32_t>(captured.size());
     buf.insert(buf.end(), missing, 0);

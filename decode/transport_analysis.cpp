@@ -18,6 +18,8 @@ void LatencyStats::add(double us) {
   sum_ += us;
   sorted_ = false;
   if (samples_.size() < kReservoir) {
+    // A first block of 256 (1 KB), then doubling: rare events (recovery times) never grow past it.
+    if (samples_.capacity() == 0) samples_.reserve(256);
     samples_.push_back(static_cast<float>(us));
     return;
   }
@@ -135,11 +137,16 @@ constexpr double kTimeoutSilenceSeconds = 0.001;
 
 }  // namespace
 
+// Word-at-a-time (the key's own bytes, zero past addr_len): this runs once per packet.
 std::size_t FlowKeyHash::operator()(const FlowKey& k) const {
-  std::uint64_t h = host_pair_hash(k.transport, k.src, k.dst, k.addr_len);
-  h = (h ^ k.dest_qp) * 0x100000001b3ULL;
-  h = (h ^ k.src_qp) * 0x100000001b3ULL;
-  return static_cast<std::size_t>(h ^ (h >> 29));
+  std::uint64_t w[4];
+  std::memcpy(w, k.src.data(), 16);
+  std::memcpy(w + 2, k.dst.data(), 16);
+  std::uint64_t h = (static_cast<std::uint64_t>(k.transport) << 56) ^ (static_cast<std::uint64_t>(k.src_qp) << 24) ^ k.dest_qp;
+  for (std::uint64_t x : w) h = (h ^ x) * 0x9E3779B97F4A7C15ULL + (h >> 31);
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ULL;
+  return static_cast<std::size_t>(h ^ (h >> 32));
 }
 
 // ---------------------------------------------------------------- flow state
@@ -187,7 +194,7 @@ struct TransportAnalyzer::Flow {
   std::uint64_t nak_frame = 0;  // a NAK (or RNR NAK) not yet followed by its resend
   double nak_ts = 0;
   std::uint32_t nak_psn = 0;
-  std::deque<PendingRequest> pending;
+  FlowRing<PendingRequest> pending;
   std::vector<OpenGap> gaps;
   struct RecentCopy {
     std::uint32_t psn;
@@ -248,9 +255,9 @@ TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std
   k.dest_qp = p.ib.bth.dest_qp;
   const OpcodeInfo& info = opcode_info(p.ib.bth.opcode);
   if (info.service == TransportService::ud && p.ib.has(kDeth)) k.src_qp = p.ib.deth.src_qp;
-  auto it = by_key_.find(k);
-  created = it == by_key_.end();
-  if (!created) return *slots_[it->second];
+  const std::uint32_t slot = by_key_.find(k);
+  created = slot == FlowIndex::kNone;
+  if (!created) return *slots_[slot];
   return create_flow(k, info.service, frame, ts);
 }
 
@@ -274,7 +281,7 @@ TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, Transp
     slots_.push_back(std::move(f));
   }
   slots_[slot]->slot = slot;
-  by_key_.emplace(k, slot);
+  by_key_.insert(k, slot);
   return *slots_[slot];
 }
 
@@ -918,8 +925,8 @@ void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame) 
     if (!a_to_b) std::swap(k.src, k.dst);
     k.dest_qp = a_to_b ? cm.local_qpn : req.qpn;
     k.src_qp = 0;
-    auto found = by_key_.find(k);
-    return found != by_key_.end() ? *slots_[found->second] : create_flow(k, TransportService::rc, frame, 0);
+    const std::uint32_t found = by_key_.find(k);
+    return found != FlowIndex::kNone ? *slots_[found] : create_flow(k, TransportService::rc, frame, 0);
   };
   Flow& ab = make(true);
   Flow& ba = make(false);

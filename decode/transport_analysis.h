@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "decode/analyzer.h"
+#include "decode/flow_ring.h"
+#include "decode/flow_table.h"
 
 namespace rdmadiag::decode {
 
@@ -155,7 +157,8 @@ class TransportAnalyzer {
   AnomalyLog& log_;
   std::vector<std::unique_ptr<Flow>> slots_;  // live flows (nullptr: free slot)
   std::vector<std::uint32_t> free_slots_;
-  std::unordered_map<FlowKey, std::uint32_t, FlowKeyHash> by_key_;
+  using FlowIndex = FlowTable<FlowKey, FlowKeyHash>;
+  FlowIndex by_key_;
   std::vector<FlowSummary> summaries_;        // retired (and, after finish, all)
   std::uint64_t evicted_ = 0;
   std::uint32_t next_index_ = 0;
