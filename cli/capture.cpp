@@ -71,6 +71,7 @@ struct CaptureOptions {
   std::vector<std::string> filter_words;
   std::string metrics_listen;
   double linger = 0;
+  std::uint32_t queue_packets = 65536;
   exporters::OutputOptions outputs;
 };
 
@@ -408,9 +409,12 @@ int run_capture(CaptureOptions o) {
   // Two threads: this one only takes packets from the sources, writes them and
   // queues a copy (as fast as tcpdump, so the kernel drops no more than it);
   // the analysis thread decodes and analyses from the queue, and drives the
-  // status line and the metrics. 64 MiB of queue absorbs bursts the analysis
+  // status line and the metrics. 64K packets / 64 MiB of queue absorb bursts the analysis
   // cannot keep up with for a while (docs/performance.md).
-  capture::PacketQueue queue(65536, std::size_t{64} << 20);
+  // A smaller queue (--queue-packets) gets a proportionally smaller arena, but
+  // always room for the largest packets.
+  const std::size_t arena_bytes = std::clamp<std::size_t>(std::size_t{o.queue_packets} * 1024, std::size_t{2} * live.snaplen, std::size_t{64} << 20);
+  capture::PacketQueue queue(o.queue_packets, arena_bytes);
   CaptureCounters live_counters;
   CaptureSink sink(queue, live_counters, writer.get());
   std::vector<std::uint32_t> linktypes;
@@ -702,6 +706,10 @@ void add_capture_command(CLI::App& app, Commands& out) {
   sub->add_option("--csv", o->outputs.csv_flows_path, "Write the per-flow table as CSV to FILE at the end");
   sub->add_option("--csv-packets", o->outputs.csv_packets_path, "Write one CSV row per packet to FILE");
   sub->add_option("--jsonl", o->outputs.jsonl_path, "Write one JSON object per line: each packet, then the report");
+  sub->add_option("--queue-packets", o->queue_packets,
+                  "Packets the queue between capture and analysis holds (default 65536, at most 64 MiB); when it is full, "
+                  "packets are written but not analysed (and counted)")
+      ->check(CLI::Range(1u, 1u << 24));
   sub->add_flag("--no-status", o->no_status, "No live status line on the terminal");
   sub->add_flag("-D,--list-interfaces", o->list, "List the interfaces and RDMA devices that can be captured on");
   sub->add_option("--roce-port", o->roce_ports, "Extra UDP destination port carrying RoCEv2 (repeatable)");

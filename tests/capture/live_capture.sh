@@ -4,7 +4,7 @@
 # tests/pcaps replayed onto one end with Debian's tcpreplay, captured on the other.
 #
 #   live_capture.sh RDMADIAG PCAPDIR CASE
-#   CASE: replay | pipe | sigint | rotation | diskfull | privileges | rdma
+#   CASE: replay | pipe | sigint | rotation | diskfull | privileges | queuefull | rdma
 #
 # Needs root (namespaces, veth, tmpfs); exits 77 (skipped) when not root.
 set -uo pipefail
@@ -250,6 +250,34 @@ privileges)
   "$rdmadiag" capture -r "$pcaps/rxe_write_lat.pcap" -w "$work/exists.pcap" -q --force >/dev/null 2>&1 || fail "--force failed"
   $tool same "$work/exists.pcap" "$pcaps/rxe_write_lat.pcap" >/dev/null || fail "--force output differs"
   echo "ok: permission message, -Z, --force"
+  ;;
+queuefull)
+  # An analysis queue of 2 packets during a burst: the packets it cannot take are
+  # still written, and counted and reported as not analysed (never silently).
+  need_root
+  make_veth
+  start_capture -i vb -w "$work/q.pcap" --queue-packets 2 --json "$work/q.json"
+  inns tcpreplay -q -i va --topspeed --loop 20 "$pcaps/rxe_write_bw_loss.pcap" >/dev/null 2>&1
+  sleep 1
+  kill -INT $cap_pid
+  wait $cap_pid
+  rc=$?
+  [ $rc -eq 0 ] || { cat "$work/cap.err"; fail "exit $rc"; }
+  got=$($tool count "$work/q.pcap") || fail "file damaged: $got"
+  python3 - "$work/q.json" "$got" <<'EOF2' || fail "queue-full accounting (above)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+c, got = r["capture"], int(sys.argv[2])
+lost = c["packets_not_analysed"]
+print(f"file {got}, captured {c['packets_captured']}, written {c['packets_written']}, analysed {r['summary']['packets']}, not analysed {lost}")
+assert c["packets_written"] == got == c["packets_captured"]
+assert lost > 0, "a 2-packet queue kept up with a top-speed burst?"
+assert r["summary"]["packets"] + lost == got
+EOF2
+  n=$(sed -n 's/^rdmadiag capture: \([0-9]*\) packets not analysed (analysis queue full).*/\1/p' "$work/cap.err")
+  want=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['capture']['packets_not_analysed'])" "$work/q.json")
+  [ "$n" = "$want" ] || { cat "$work/cap.err"; fail "closing line says '$n' not analysed, JSON $want"; }
+  echo "ok: $want of $got packets not analysed, all written, reported"
   ;;
 rdma)
   # No RDMA NIC here: a named RDMA device that does not exist gets a clear error.
