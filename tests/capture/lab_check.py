@@ -3,7 +3,8 @@
 ran (tests/capture/lab.cmake): the capture stopped cleanly with no drops and
 every packet analysed; tshark (independent) reads the same number of packets
 and sees the same RDMA opcodes with the same counts as rdmadiag; the opcodes
-are the ones the test issues; no anomalies; for Soft-RoCE every ICRC is good;
+are the ones the test issues; no anomalies (rxe timer retransmissions only as
+far as the kernel's own retry counter confirms them); for Soft-RoCE every ICRC is good;
 and the report equals `rdmadiag analyze` of the written file.
 
   lab_check.py RDMADIAG DIR NAME rxe|siw write|read|send
@@ -44,6 +45,20 @@ def tshark_opcodes(pcap, field, display_filter):
     return counts
 
 
+def kernel_retries(rundir):
+    """rxe's completer_retry_err (requester retransmission timer fired), both VMs, whole boot."""
+    n = 0
+    for role in ("server", "client"):
+        seen = set()
+        with open(f"{rundir}/{role}/counters.tsv") as f:
+            for line in f:
+                key, _, value = line.rstrip("\n").partition("\t")
+                if key.endswith("/hw_counters/completer_retry_err") and key not in seen:
+                    seen.add(key)  # the dump may list a file twice
+                    n += int(value)
+    return n
+
+
 def main():
     rdmadiag, rundir, name, mode, test = sys.argv[1:6]
     base = f"{rundir}/server/{name}"
@@ -68,8 +83,17 @@ def main():
         fail(f"tshark reads {len(frames)} packets, rdmadiag reported {cap['packets_captured']}")
 
     summary = report["summary"]
-    if report["anomalies"]:
-        fail(f"anomalies: {json.dumps(report['anomalies'])[:2000]}")
+    # No PSN anomaly of any kind. The one exception is rxe's retransmission
+    # timer, which fires even without loss on these emulated (slow) VMs
+    # (docs/lab.md, "Limits"): a timeout retransmission is accepted only when
+    # the kernel itself counted at least as many requester retries.
+    retries = kernel_retries(rundir) if mode == "rxe" else 0
+    timeouts = [a for a in report["anomalies"] if a["kind"] == "retransmission" and a.get("cause") in ("ack_lost", "timeout")]
+    others = [a for a in report["anomalies"] if a not in timeouts]
+    if others:
+        fail(f"anomalies: {json.dumps(others)[:2000]}")
+    if timeouts and len(timeouts) > retries:
+        fail(f"{len(timeouts)} timeout retransmissions, but the kernel counted {retries} retries: {json.dumps(timeouts)[:1000]}")
     if mode == "rxe":
         ours = collections.Counter({v["opcode"]: v["packets"] for v in summary["by_opcode"].values()})
         theirs = tshark_opcodes(pcap, "infiniband.bth.opcode", "infiniband")
@@ -95,7 +119,8 @@ def main():
     if again["summary"] != summary or again["anomalies"] != report["anomalies"]:
         fail("the capture's report differs from analyze of the written file")
     print(f"ok: {name}: {cap['packets_captured']} packets, opcodes {dict(sorted(ours.items()))}"
-          + (f", ICRC ok {summary['icrc']['ok']}" if mode == "rxe" else "") + ", no anomalies, no drops")
+          + (f", ICRC ok {summary['icrc']['ok']}" if mode == "rxe" else "") + (f", {len(timeouts)} timeout retransmissions (kernel retries: {retries})" if timeouts else ", no anomalies")
+          + ", no drops")
 
 
 if __name__ == "__main__":
