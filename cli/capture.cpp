@@ -369,6 +369,7 @@ int run_capture(CaptureOptions o) {
 
   // The metrics endpoint serves a snapshot rendered by the analysis thread
   // once a second: the server thread never touches the analysis.
+  CaptureCounters live_counters;  // written by the capture thread
   exporters::MetricsServer metrics;
   if (!o.metrics_listen.empty()) {
     std::string err;
@@ -385,6 +386,7 @@ int run_capture(CaptureOptions o) {
     in.analyzer = &session.analyzer();
     in.max_flow_series = o.outputs.max_flow_series;
     in.running = running;
+    in.not_analysed = live_counters.not_analysed.load(std::memory_order_relaxed);
     for (std::size_t i = 0; i < sources.size(); ++i)
       in.sources.push_back({sources[i].source->name(), stats[i].available, stats[i].received, stats[i].dropped, stats[i].if_dropped});
     metrics.set_body(exporters::render_metrics(in));
@@ -415,7 +417,6 @@ int run_capture(CaptureOptions o) {
   // always room for the largest packets.
   const std::size_t arena_bytes = std::clamp<std::size_t>(std::size_t{o.queue_packets} * 1024, std::size_t{2} * live.snaplen, std::size_t{64} << 20);
   capture::PacketQueue queue(o.queue_packets, arena_bytes);
-  CaptureCounters live_counters;
   CaptureSink sink(queue, live_counters, writer.get());
   std::vector<std::uint32_t> linktypes;
   for (const auto& s : sources) linktypes.push_back(s.source->linktype());

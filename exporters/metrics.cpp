@@ -188,6 +188,9 @@ std::string render_metrics(const MetricsInput& in) {
     x.family("rdmadiag_interface_drops_total", "counter", "Packets the interface or driver dropped.");
     for (const auto& s : in.sources)
       if (s.known) x.sample("rdmadiag_interface_drops_total", "source=\"" + escape_label(s.source) + "\"", static_cast<double>(s.if_dropped));
+    x.family("rdmadiag_packets_not_analysed_total", "counter",
+             "Packets captured and written but not analysed: the analysis fell behind and its queue was full.");
+    x.sample("rdmadiag_packets_not_analysed_total", "", static_cast<double>(in.not_analysed));
     x.family("rdmadiag_capture_running", "gauge", "1 while the capture runs, 0 once it has stopped.");
     x.sample("rdmadiag_capture_running", "", in.running ? 1 : 0);
   }

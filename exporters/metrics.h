@@ -27,6 +27,7 @@ struct MetricsInput {
   const FlowTally* tally = nullptr;
   const decode::Analyzer* analyzer = nullptr;  // summary and anomaly counts
   std::vector<SourceDrops> sources;            // capture only
+  std::uint64_t not_analysed = 0;              // capture only: written, but the full analysis queue could not take them
   std::size_t max_flow_series = 100;
   bool running = false;                        // capture in progress (rdmadiag_up-style gauge)
 };

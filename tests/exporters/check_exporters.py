@@ -245,6 +245,8 @@ def mode_metrics():
     check(ctype.startswith("text/plain; version=0.0.4"), f"exposition content type ({ctype})")
     s = parse_exposition(text, "/metrics")
     check(total(s, "rdmadiag_packets_total") == rep["summary"]["packets"], "packets_total equals the report")
+    check(any(n == "rdmadiag_packets_not_analysed_total" for n, _ in s) and total(s, "rdmadiag_packets_not_analysed_total") == 0,
+          "a file capture leaves nothing unanalysed")
     check(total(s, "rdmadiag_psn_gaps_total") == gaps, f"psn_gaps_total {total(s, 'rdmadiag_psn_gaps_total')} == {gaps}")
     check(total(s, "rdmadiag_naks_total", code="psn_seq_error") == naks, "NAK counts equal the flow table")
     check(total(s, "rdmadiag_anomalies_total", kind="psn_gap") == rep["summary"]["anomalies"]["by_kind"].get("psn_gap", 0),
