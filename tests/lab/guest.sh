@@ -43,22 +43,33 @@ note "peer reachable"
 
 # True once the server command has something listening: a new TCP listener
 # (perftest's out-of-band port, siw's rdma_cm socket) or an rdma_cm LISTEN id.
+# Only new ones count: a listener of the previous step that goes away (siw's
+# rdma_cm socket lingers briefly after its server exits) must not make a server
+# that starts slowly (e.g. after a capture) look ready before it listens.
 listeners() { awk '$4 == "0A" {print $2}' /proc/net/tcp /proc/net/tcp6 2>/dev/null | sort; }
-is_listening() {
-  [ "$(listeners)" != "$1" ] && return 0
-  rdma resource show cm_id 2>/dev/null | grep -q LISTEN
+cm_listeners() { rdma resource show cm_id 2>/dev/null | grep LISTEN | sort; }
+has_new_line() {  # has_new_line BEFORE NOW: NOW has a line BEFORE lacks (no /dev/fd in the VM)
+  local line
+  while IFS= read -r line; do
+    [ -n "$line" ] && ! grep -qxF -- "$line" <<<"$1" && return 0
+  done <<<"$2"
+  return 1
+}
+is_listening() {  # is_listening TCP-LISTENERS-BEFORE CM-LISTENERS-BEFORE
+  has_new_line "$1" "$(listeners)" || has_new_line "$2" "$(cm_listeners)"
 }
 
 for i in $(seq 1 "$LAB_STEPS"); do
   cmd=$(cat "cmd.$i")
   if [ "$LAB_ROLE" = server ]; then
     before=$(listeners)
+    cm_before=$(cm_listeners)
     note "step $i: $cmd"
     timeout -k 5 "$LAB_STEP_TIMEOUT" bash -c "$cmd" >"step$i.stdout" 2>"step$i.stderr" &
     pid=$!
     # Perftest needs a moment (emulated) to open its device; give up waiting after 30 s.
     for _ in $(seq 1 150); do
-      is_listening "$before" && break
+      is_listening "$before" "$cm_before" && break
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.2
     done
