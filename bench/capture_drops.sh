@@ -39,8 +39,10 @@ run_one() {  # run_one NAME CMD...
     recv=$(sed -n 's/.*: vb: \([0-9]*\) received, \([0-9]*\) dropped by kernel.*/\1/p' "$work/err")
     drop=$(sed -n 's/.*: vb: \([0-9]*\) received, \([0-9]*\) dropped by kernel.*/\2/p' "$work/err")
   fi
-  printf '%-9s sent %s  received %s  kernel drops %s (%s%%)\n' "$name" "$rate" "$recv" "$drop" \
-    "$(awk -v d="$drop" -v r="$recv" 'BEGIN { printf "%.1f", r ? 100 * d / r : 0 }')"
+  local unanalysed=""
+  [ "$name" = rdmadiag ] && unanalysed="  not analysed $(sed -n 's/^rdmadiag capture: \([0-9]*\) packets not analysed (.*/\1/p' "$work/err" | grep . || echo 0)"
+  printf '%-9s sent %s  received %s  kernel drops %s (%s%%)%s\n' "$name" "$rate" "$recv" "$drop" \
+    "$(awk -v d="$drop" -v r="$recv" 'BEGIN { printf "%.1f", r ? 100 * d / r : 0 }')" "$unanalysed"
 }
 
 echo "burst: $(basename "$pcap") x $loops loops ($(( loops * 984 )) packets), extra options: ${extra[*]:-none}"
