@@ -26,6 +26,7 @@ struct AnalyzeOptions {
   std::string json_path;
   std::vector<std::uint16_t> roce_ports;
   bool no_heuristic = false;
+  std::uint32_t pmtu = 0;
   bool quiet = false;
   exporters::OutputOptions outputs;
 };
@@ -54,6 +55,7 @@ int run_analyze(const AnalyzeOptions& o) {
   if (two_pass) {
     decode::Analyzer first;
     first.transport().enable_forward_links(true);
+    first.transport().set_pmtu_override(o.pmtu);
     decode::DecodedPacket pkt;
     decode::PacketAnalysis pa;
     std::uint64_t frame = 0;
@@ -71,6 +73,7 @@ int run_analyze(const AnalyzeOptions& o) {
   }
   AnalysisSession session(std::move(so));
   session.set_forward_links(std::move(links));
+  session.analyzer().transport().set_pmtu_override(o.pmtu);
   if (!session.open()) {
     std::fprintf(stderr, "rdmadiag analyze: %s\n", session.error().c_str());
     return kExitUnreadable;
@@ -131,6 +134,8 @@ void add_analyze_command(CLI::App& app, Commands& out) {
                   "Flows with their own metric labels; the rest are summed into flow=\"other\" (default 100)");
   sub->add_option("--roce-port", opts->roce_ports, "Extra UDP destination port carrying RoCEv2 (repeatable)");
   sub->add_flag("--no-roce-heuristic", opts->no_heuristic, "Do not look for RoCEv2 on other UDP ports");
+  sub->add_option("--pmtu", opts->pmtu, "Path MTU of the fabric (default: from CM REQs and segment sizes)")
+      ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
   sub->add_flag("-q,--quiet", opts->quiet, "No text report on standard output");
   sub->footer(
       "Exit status: 0 all input read; 1 an input could not be opened or is not a capture file;\n"

@@ -296,6 +296,7 @@ void TransportAnalyzer::pair(Flow& a, Flow& b, Pairing how) {
 }
 
 std::uint32_t TransportAnalyzer::pmtu_for(const Flow& f) const {
+  if (pmtu_override_) return pmtu_override_;
   if (f.s.pmtu) return f.s.pmtu;
   if (f.peer_slot >= 0 && slots_[f.peer_slot] && slots_[f.peer_slot]->s.pmtu) return slots_[f.peer_slot]->s.pmtu;
   return global_pmtu_;

@@ -123,6 +123,9 @@ class TransportAnalyzer {
   const std::vector<FlowSummary>& flows() const { return summaries_; }
   std::uint64_t evicted_flows() const { return evicted_; }
   std::uint32_t global_pmtu() const { return global_pmtu_; }
+  // A path MTU the user knows (256..4096): used for every flow instead of the
+  // inferred one (READ PSN reservations, FIRST/MIDDLE payload checks). 0: infer.
+  void set_pmtu_override(std::uint32_t pmtu) { pmtu_override_ = pmtu; }
 
   // Forward links found so far: request frame -> (response frame, latency µs).
   // Filled only when enabled (the two-pass --packets output uses it).
@@ -163,6 +166,7 @@ class TransportAnalyzer {
   std::uint64_t evicted_ = 0;
   std::uint32_t next_index_ = 0;
   std::uint32_t global_pmtu_ = 0;
+  std::uint32_t pmtu_override_ = 0;
   std::uint64_t packets_since_sweep_ = 0;
   // Pending CM pairing: REQ (local comm id) -> requester side (address, QPN, PSN, MTU).
   struct CmSide {

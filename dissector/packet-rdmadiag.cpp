@@ -89,6 +89,7 @@ std::array<expert_field, static_cast<std::size_t>(AnomalyKind::count_)> ei_anoma
 range_t* pref_roce_ports = nullptr;
 gboolean pref_analysis = TRUE;
 gboolean pref_roce_heuristic = TRUE;
+guint pref_pmtu = 0;  // 0: inferred from the trace
 
 // The file being dissected: the analysis state of the first pass and the per-frame results.
 struct FileState {
@@ -127,6 +128,7 @@ void init_file_state() {
   file_state = new FileState;
   file_state->options = options_from_prefs();
   file_state->analyzer.transport().enable_forward_links(true);
+  file_state->analyzer.transport().set_pmtu_override(pref_pmtu >= 256 && pref_pmtu <= 4096 ? pref_pmtu : 0);
 }
 
 void cleanup_file_state() {
@@ -709,6 +711,10 @@ void register_protocol() {
                                   65535);
   prefs_register_bool_preference(prefs, "roce_heuristic", "Find RoCEv2 on any UDP port",
                                  "Try RoCEv2 on every UDP packet; a valid ICRC confirms it", &pref_roce_heuristic);
+  prefs_register_uint_preference(prefs, "pmtu", "Path MTU (0: infer)",
+                                 "Path MTU in bytes (256, 512, 1024, 2048 or 4096) for RDMA READ PSN reservations and "
+                                 "FIRST/MIDDLE payload checks; 0 infers it from the trace (CM REQ, segment sizes)",
+                                 10, &pref_pmtu);
 
   frame_records = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), g_direct_hash, g_direct_equal);
   register_init_routine(init_file_state);
