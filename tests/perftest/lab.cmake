@@ -68,6 +68,14 @@ list(APPEND steps "ib_write_bw ${PT_DEV} -F ${PT_BW}|${PT_RD} perftest write-bw 
 list(APPEND steps "${PT_RD} perftest write-bw ${PT_DEV} ${PT_BW}|ib_write_bw ${PT_DEV} -F ${PT_BW} $LAB_SERVER_IP")
 perftest_lab(interop STEPS ${steps})
 
+# The timing comparison is a measurement, not a pass/fail test: emulated VMs on a
+# shared machine are too noisy for a 10 % bound to hold on every CI run. It is
+# built only on request: cmake -DRDMADIAG_LAB_ACCEPTANCE=ON, then
+#   ctest -R lab_perftest_acceptance   (docs/perftest.md has the numbers).
+option(RDMADIAG_LAB_ACCEPTANCE "Add the perftest timing comparison to the lab tests (slow, a measurement)" OFF)
+if(NOT RDMADIAG_LAB_ACCEPTANCE)
+  return()
+endif()
 # Acceptance: ib_*_lat -s 2 vs rdmadiag -s 2, same iterations, alternated 5 times on one
 # VM pair; tests/perftest/lab_compare.py prints the medians of t_typical (see docs/perftest.md).
 set(steps)
