@@ -84,6 +84,22 @@ std::uint16_t ipv4_checksum(const std::uint8_t* h) {
   return static_cast<std::uint16_t>(~sum);
 }
 
+// UDP over IPv6: the one's complement sum over the pseudo-header (addresses,
+// length, next header) and the UDP header and payload (RFC 8200 section 8.1).
+std::uint16_t udp6_checksum(const std::uint8_t* ip6, const std::uint8_t* udp, std::size_t len) {
+  std::uint32_t sum = 0;
+  auto add = [&sum](const std::uint8_t* p, std::size_t n) {
+    for (std::size_t i = 0; i + 1 < n; i += 2) sum += static_cast<std::uint32_t>(p[i] << 8 | p[i + 1]);
+    if (n & 1) sum += static_cast<std::uint32_t>(p[n - 1] << 8);
+  };
+  add(ip6 + 8, 32);
+  sum += static_cast<std::uint32_t>(len) + 17;
+  add(udp, len);
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  const auto c = static_cast<std::uint16_t>(~sum);
+  return c ? c : 0xFFFF;
+}
+
 constexpr std::uint8_t kSendFirst = 0x00, kSendMiddle = 0x01, kSendLast = 0x02, kSendOnly = 0x04;
 constexpr std::uint8_t kWriteFirst = 0x06, kWriteMiddle = 0x07, kWriteLast = 0x08, kWriteOnly = 0x0A;
 constexpr std::uint8_t kReadRequest = 0x0C, kReadRespFirst = 0x0D, kReadRespMiddle = 0x0E, kReadRespLast = 0x0F,
@@ -212,6 +228,11 @@ class Generator {
     if (e == Encap::ib) f.set16(lrh_start + 4, static_cast<std::uint16_t>((8 + ib_len) / 4));
     if (e == Encap::ib) in.net = f.span(lrh_start, lrh_start + 8);
     f.le32(rdmadiag::decode::compute_icrc(in));
+    // IPv6 forbids a zero UDP checksum (RFC 8200 section 8.1); the ICRC masks it, so it goes in last.
+    if (e == Encap::roce_v2_ipv6) {
+      const std::uint16_t c = udp6_checksum(f.b.data() + net_start, f.b.data() + udp_start, f.n - udp_start);
+      f.set16(udp_start + 6, c);
+    }
     if (e == Encap::ib) {
       const std::uint16_t v = rdmadiag::decode::vcrc16(f.span(lrh_start, f.n));
       f.u8(static_cast<std::uint8_t>(v));

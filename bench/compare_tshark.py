@@ -5,22 +5,35 @@
 output) against tshark reading the same file and extracting one field
 (`-T fields -e infiniband.bth.psn`), run alternately so that both see the same
 machine state (the file is read once beforehand, so both find it in the page
-cache). Prints every run, then the best of each and the ratio of packet rates.
+cache). Prints every run, then the best of each and the ratio of packet rates,
+by wall-clock time and by CPU time (user + system, of the process and its
+children): on a shared machine the CPU time is the steadier measure.
 
 usage: bench/compare_tshark.py RDMADIAG FILE [--rounds N] [--no-tshark] [-- analyze options, e.g. -j 2]
 """
 import argparse
 import json
+import resource
 import shutil
 import subprocess
 import sys
 import time
 
 
+def cpu_children():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def timed(cmd):
-    t0 = time.perf_counter()
+    """(wall seconds, CPU seconds) of one run."""
+    t0, c0 = time.perf_counter(), cpu_children()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, cpu_children() - c0
+
+
+def rate(packets, seconds):
+    return f"{packets / seconds:,.0f} packets/s"
 
 
 def main():
@@ -39,20 +52,28 @@ def main():
     with open(a.file, "rb") as f:  # into the page cache
         while f.read(1 << 24):
             pass
-    best_r = best_t = None
+    best = {"rdmadiag": None, "tshark": None}  # (wall, cpu), each the minimum over the rounds
+
+    def keep(name, wall_cpu):
+        b = best[name]
+        best[name] = wall_cpu if b is None else (min(b[0], wall_cpu[0]), min(b[1], wall_cpu[1]))
+
     for i in range(1, a.rounds + 1):
         r = timed([a.rdmadiag, "analyze", "-q", *a.extra, a.file])
-        best_r = r if best_r is None else min(best_r, r)
-        line = f"round {i}: rdmadiag {r:.3f} s ({packets / r:,.0f} packets/s)"
+        keep("rdmadiag", r)
+        line = f"round {i}: rdmadiag {r[0]:.2f} s wall, {r[1]:.2f} s CPU ({rate(packets, r[1])} CPU)"
         if not a.no_tshark:
             t = timed(["tshark", "-r", a.file, "-T", "fields", "-e", "infiniband.bth.psn"])
-            best_t = t if best_t is None else min(best_t, t)
-            line += f"   tshark {t:.3f} s ({packets / t:,.0f} packets/s)"
+            keep("tshark", t)
+            line += f"   tshark {t[0]:.2f} s wall, {t[1]:.2f} s CPU ({rate(packets, t[1])} CPU)"
         print(line, flush=True)
-    summary = f"{a.file}: {packets:,} packets; rdmadiag best {best_r:.3f} s ({packets / best_r / 1e6:.2f} Mpackets/s)"
-    if best_t is not None:
-        summary += f"; tshark best {best_t:.3f} s ({packets / best_t:,.0f} packets/s); ratio {best_t / best_r:.1f}x"
-    print(summary)
+    r = best["rdmadiag"]
+    print(f"{a.file}: {packets:,} packets")
+    print(f"  rdmadiag best: {r[0]:.2f} s wall ({rate(packets, r[0])}), {r[1]:.2f} s CPU ({rate(packets, r[1])})")
+    t = best["tshark"]
+    if t is not None:
+        print(f"  tshark best:   {t[0]:.2f} s wall ({rate(packets, t[0])}), {t[1]:.2f} s CPU ({rate(packets, t[1])})")
+        print(f"  ratio: {t[0] / r[0]:.1f}x by wall-clock time, {t[1] / r[1]:.1f}x by CPU time")
     return 0
 
 
