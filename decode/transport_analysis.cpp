@@ -282,6 +282,7 @@ TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, Transp
   }
   slots_[slot]->slot = slot;
   by_key_.insert(k, slot);
+  by_host_pair_[slots_[slot]->host_pair].push_back(slot);
   return *slots_[slot];
 }
 
@@ -700,8 +701,10 @@ TransportAnalyzer::Flow* TransportAnalyzer::peer_requester(Flow& resp, std::uint
   Flow* by_psn = nullptr;
   Flow* only = nullptr;
   int candidates = 0;
-  for (auto& slot : slots_) {
-    Flow* q = slot.get();
+  const auto hp = by_host_pair_.find(reverse);
+  if (hp == by_host_pair_.end()) return nullptr;
+  for (const std::uint32_t slot : hp->second) {
+    Flow* q = slots_[slot].get();
     if (!q || q == &resp || q->host_pair != reverse || !q->started || q->peer_slot >= 0) continue;
     if (q->s.service == TransportService::ud || q->s.service == TransportService::uc) continue;
     ++candidates;
@@ -958,6 +961,10 @@ void TransportAnalyzer::retire(std::uint32_t slot) {
   if (summaries_.size() < kMaxRetiredFlows) summaries_.push_back(f.s);
   else ++evicted_;
   by_key_.erase(f.s.key);
+  if (auto hp = by_host_pair_.find(f.host_pair); hp != by_host_pair_.end()) {
+    std::erase(hp->second, slot);
+    if (hp->second.empty()) by_host_pair_.erase(hp);
+  }
   slots_[slot].reset();
   free_slots_.push_back(slot);
 }
@@ -1006,6 +1013,7 @@ void TransportAnalyzer::finish() {
     }
   slots_.clear();
   free_slots_.clear();
+  by_host_pair_.clear();
   by_key_.clear();
   std::sort(summaries_.begin(), summaries_.end(), [](const FlowSummary& a, const FlowSummary& b) { return a.index < b.index; });
 }

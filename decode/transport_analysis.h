@@ -162,6 +162,9 @@ class TransportAnalyzer {
   std::vector<std::uint32_t> free_slots_;
   using FlowIndex = FlowTable<FlowKey, FlowKeyHash>;
   FlowIndex by_key_;
+  // Live reliable-service candidates per (transport, source, destination), so that
+  // pairing a response with its requester looks only at flows between those two ends.
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> by_host_pair_;
   std::vector<FlowSummary> summaries_;        // retired (and, after finish, all)
   std::uint64_t evicted_ = 0;
   std::uint32_t next_index_ = 0;
