@@ -139,6 +139,7 @@ class FrameDecoder {
     if (st != ParseStatus::ok) return header_failed(st, off, DiagCode::bad_ip_header_length);
     p_.ipv4 = h;
     const std::size_t end = declared_end(off, h.total_length, off + 2);
+    if (end > frame_.size()) p_.truncated = true;  // whatever the protocol inside, the capture cut it
     if (h.is_fragment()) {
       p_.diags.add(DiagCode::ip_fragment, Severity::note, off + 6);
       return;
@@ -152,6 +153,7 @@ class FrameDecoder {
     if (st != ParseStatus::ok) return header_failed(st, off, DiagCode::ipv6_ext_header_limit);
     p_.ipv6 = h;
     const std::size_t end = declared_end(off + 40, h.payload_length, off + 4);
+    if (end > frame_.size()) p_.truncated = true;
     if (h.fragment) {
       p_.diags.add(DiagCode::ip_fragment, Severity::note, off + 40);
       return;
@@ -230,6 +232,7 @@ class FrameDecoder {
         if (p_.vcrc == CrcStatus::bad) p_.diags.add(DiagCode::vcrc_bad, Severity::error, end);
       } else {
         p_.vcrc = CrcStatus::unverifiable;
+        p_.truncated = true;
       }
     }
     switch (l.lnh) {
