@@ -21,12 +21,12 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
-#include <unordered_map>
 
 #include "decode/analyzer.h"
 #include "decode/packet.h"
 #include "decode/transport_analysis.h"
 #include "dissector/frame_records.h"
+#include "dissector/plugin_session.h"
 #include "exporters/analysis_report.h"
 #include "exporters/iwarp_json.h"
 
@@ -91,15 +91,8 @@ gboolean pref_analysis = TRUE;
 gboolean pref_roce_heuristic = TRUE;
 guint pref_pmtu = 0;  // 0: inferred from the trace
 
-// The file being dissected: the analysis state of the first pass and the per-frame results.
-struct FileState {
-  decode::Analyzer analyzer;
-  decode::DecodeOptions options;
-  bool finished = false;    // the first pass is over (postseq cleanup ran)
-  std::uint64_t last_frame = 0;
-  std::unordered_map<std::uint32_t, std::uint32_t> peer_qp;  // flow index -> QP at its source (after finish)
-};
-FileState* file_state = nullptr;
+// The file being dissected: the analysis state of the first pass (plugin_session.h).
+wireshark::PluginSession* file_state = nullptr;
 wmem_map_t* frame_records = nullptr;  // frame number -> FrameRecord* (file scope)
 
 // Wireshark's checksum status numbers (PROTO_CHECKSUM_E_*), our words for them.
@@ -125,10 +118,7 @@ decode::DecodeOptions options_from_prefs() {
 
 void init_file_state() {
   delete file_state;
-  file_state = new FileState;
-  file_state->options = options_from_prefs();
-  file_state->analyzer.transport().enable_forward_links(true);
-  file_state->analyzer.transport().set_pmtu_override(pref_pmtu >= 256 && pref_pmtu <= 4096 ? pref_pmtu : 0);
+  file_state = new wireshark::PluginSession(options_from_prefs(), pref_pmtu);
 }
 
 void cleanup_file_state() {
@@ -138,11 +128,7 @@ void cleanup_file_state() {
 
 // After the first sequential pass: close the analysis, so flows are paired and summarised.
 void first_pass_done() {
-  if (!file_state || file_state->finished) return;
-  file_state->analyzer.finish();
-  file_state->finished = true;
-  for (const decode::FlowSummary& f : file_state->analyzer.transport().flows())
-    if (f.peer >= 0) file_state->peer_qp[f.index] = f.peer_qp;
+  if (file_state) file_state->finish();
 }
 
 // pcap link type of the frame (the decoder speaks pcap LINKTYPE_*); 0 when not one it decodes.
@@ -170,26 +156,16 @@ double seconds(const nstime_t& t) { return static_cast<double>(t.secs) + t.nsecs
 
 // Runs the analysis on a frame of the first pass and keeps what it concluded.
 const FrameRecord* analyse(const decode::DecodedPacket& p, std::uint32_t frame, double ts) {
-  FileState& st = *file_state;
-  if (st.finished || frame <= st.last_frame) return nullptr;  // frames come once each, in order
-  st.last_frame = frame;
-  static decode::PacketAnalysis a;  // large (iWARP units): not on the stack
-  const std::size_t anomalies_before = st.analyzer.anomalies().items().size();
-  st.analyzer.add(p, frame, ts, a);
   FrameRecord r;
-  wireshark::fill_record(a, r);
-  if (!r.worth_keeping()) return nullptr;
+  if (!file_state->analyse(p, frame, ts, r)) return nullptr;
   auto* rec = wmem_new(wmem_file_scope(), FrameRecord);
   *rec = r;
-  rec->first_anomaly = static_cast<std::uint32_t>(anomalies_before);
-  rec->anomalies_logged = static_cast<std::uint8_t>(
-      std::min<std::size_t>(st.analyzer.anomalies().items().size() - anomalies_before, 255));
-  if (a.iwarp.size) {
-    rec->iwarp_count = a.iwarp.size;
-    rec->iwarp = wmem_alloc_array(wmem_file_scope(), IwarpUnitRecord, a.iwarp.size);
-    for (std::size_t i = 0; i < a.iwarp.size; ++i) {
+  const decode::IwarpFrame& units = file_state->last_units();
+  if (units.size) {
+    rec->iwarp = wmem_alloc_array(wmem_file_scope(), IwarpUnitRecord, units.size);
+    for (std::size_t i = 0; i < units.size; ++i) {
       rec->iwarp[i] = IwarpUnitRecord{};
-      wireshark::fill_iwarp_unit(a.iwarp.items[i], rec->iwarp[i]);
+      wireshark::fill_iwarp_unit(units.items[i], rec->iwarp[i]);
     }
   }
   wmem_map_insert(frame_records, GUINT_TO_POINTER(frame), rec);
@@ -212,9 +188,7 @@ proto_item* add_generated_uint(proto_tree* tree, int hf, tvbuff_t* tvb, guint32 
 
 // Bounds of a header the decoder placed at `off`, clipped to the captured bytes.
 gint clip(tvbuff_t* tvb, std::uint32_t off, std::uint32_t len) {
-  const guint have = tvb_captured_length(tvb);
-  if (off >= have) return 0;
-  return static_cast<gint>(std::min<guint>(len, have - off));
+  return static_cast<gint>(wireshark::clip_to_captured(tvb_captured_length(tvb), off, len));
 }
 
 void add_crcs(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const decode::DecodedPacket& p) {
@@ -320,14 +294,8 @@ void add_transport_headers(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, 
 
 // The text of an anomaly, as `rdmadiag analyze` words it, copied out of the std::string at once.
 void anomaly_text(const decode::Anomaly& a, char* buf, std::size_t n) {
-  const bool iwarp = a.kind >= AnomalyKind::tcp_hole;
-  const std::string s = iwarp ? exporters::explain_iwarp(a, file_state->analyzer.iwarp())
-                              : exporters::explain(a, file_state->analyzer.transport());
+  const std::string s = file_state->anomaly_text(a);
   std::snprintf(buf, n, "%s", s.c_str());
-}
-
-bool is_crc_anomaly(AnomalyKind k) {
-  return k == AnomalyKind::icrc_bad || k == AnomalyKind::vcrc_bad || k == AnomalyKind::mpa_crc_bad;
 }
 
 // A response's link back to its request, and the time between them.
@@ -349,19 +317,16 @@ void add_analysis(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const Fra
   proto_item* root = proto_tree_add_uint_format(tree, hf_flow, tvb, 0, 0, r.flow, "PSN analysis (flow %u)", r.flow);
   proto_item_set_generated(root);
   proto_tree* t = proto_item_add_subtree(root, ett_analysis);
-  if (file_state && file_state->finished) {
-    auto it = file_state->peer_qp.find(r.flow);
-    if (it != file_state->peer_qp.end()) add_generated_uint(t, hf_peer_qp, tvb, it->second);
+  if (file_state) {
+    if (const auto qp = file_state->peer_qp(r.flow)) add_generated_uint(t, hf_peer_qp, tvb, *qp);
   }
   if (r.expected_psn >= 0) add_generated_uint(t, hf_psn_expected, tvb, static_cast<guint32>(r.expected_psn));
 
   bool covered[static_cast<std::size_t>(AnomalyKind::count_)] = {};
   char text[512];
   if (file_state) {
-    const auto& log = file_state->analyzer.anomalies().items();
-    for (std::size_t i = r.first_anomaly; i < r.first_anomaly + r.anomalies_logged && i < log.size(); ++i) {
-      const decode::Anomaly& a = log[i];
-      if (is_crc_anomaly(a.kind)) continue;  // the checksum items report these
+    for (const decode::Anomaly& a : file_state->anomalies_of(r)) {
+      if (wireshark::is_crc_anomaly(a.kind)) continue;  // the checksum items report these
       covered[static_cast<std::size_t>(a.kind)] = true;
       anomaly_text(a, text, sizeof text);
       expert_add_info_format(pinfo, root, &ei_anomaly[static_cast<std::size_t>(a.kind)], "%s", text);
@@ -405,13 +370,12 @@ void add_analysis(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const Fra
 // links (known once the response was seen: on a later pass, or tshark -2).
 void add_response_link(proto_tree* tree, tvbuff_t* tvb, std::uint32_t frame, const FrameRecord* r) {
   if (!file_state) return;
-  const auto& links = file_state->analyzer.transport().forward_links();
-  auto it = links.find(frame);
-  if (it == links.end()) return;
+  const auto* link = file_state->response_of(frame);
+  if (!link) return;
   proto_item* item = proto_tree_add_uint(tree, hf_response_frame, tvb, 0, 0,
-                                         static_cast<guint32>(it->second.response_frame));
+                                         static_cast<guint32>(link->response_frame));
   proto_item_set_generated(item);
-  if (!r || r->latency_us < 0) add_request_link(tree, tvb, 0, it->second.latency_us);
+  if (!r || r->latency_us < 0) add_request_link(tree, tvb, 0, link->latency_us);
 }
 
 guint32 mpa_status(MpaCrcStatus s) {
@@ -491,7 +455,7 @@ int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
   const guint caplen = tvb_captured_length(tvb);
   const guint8* bytes = caplen ? tvb_get_ptr(tvb, 0, static_cast<gint>(caplen)) : nullptr;
   static decode::DecodedPacket p;
-  decode::decode_frame(lt, decode::Bytes(bytes, caplen), pinfo->fd->pkt_len, file_state->options, p);
+  decode::decode_frame(lt, decode::Bytes(bytes, caplen), pinfo->fd->pkt_len, file_state->options(), p);
 
   const FrameRecord* r = nullptr;
   if (!pinfo->fd->visited && pref_analysis)
@@ -523,7 +487,7 @@ int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
 
 void apply_prefs() {
   // Ports and heuristics change what the decoder sees: a new first pass follows (Wireshark redissects).
-  if (file_state) file_state->options = options_from_prefs();
+  if (file_state) file_state->set_options(options_from_prefs());
 }
 
 #define HF(id, name, abbrev, type, display, strings, blurb) \

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(decode_frame analyzer iwarp file_reader oob)
+[ ${#targets[@]} -gt 0 ] || targets=(decode_frame analyzer iwarp file_reader oob dissector_glue)
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 
 # Warnings are enforced by the gcc build; clang -Werror would also trip on libibverbs macros.

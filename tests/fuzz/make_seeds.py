@@ -65,6 +65,10 @@ def sequence_seeds(w, linktype, records):
             data = data[:0x7fff]
             out += struct.pack('>HB', len(data) | (0x8000 if wirelen > caplen else 0), 10) + data
         w.write('analyzer', bytes(out))
+        # The plugin glue target: the same frames after two preference bytes
+        # (heuristic on; PMTU from the trace, and 1024).
+        w.write('dissector_glue', bytes([sel, 1, 0]) + bytes(out[1:]))
+        w.write('dissector_glue', bytes([sel, 1, 3]) + bytes(out[1:]))
 
 
 def tcp_segments(linktype, records):

@@ -1,0 +1,65 @@
+#include "dissector/plugin_session.h"
+
+#include <algorithm>
+
+#include "exporters/analysis_report.h"
+
+namespace rdmadiag::wireshark {
+
+PluginSession::PluginSession(const decode::DecodeOptions& options, unsigned pmtu) : options_(options) {
+  analyzer_.transport().enable_forward_links(true);
+  analyzer_.transport().set_pmtu_override(pmtu >= 256 && pmtu <= 4096 ? pmtu : 0);
+}
+
+bool PluginSession::analyse(const decode::DecodedPacket& p, std::uint64_t frame, double ts, FrameRecord& r) {
+  if (finished_ || frame <= last_frame_) return false;
+  last_frame_ = frame;
+  const std::size_t before = analyzer_.anomalies().items().size();
+  analyzer_.add(p, frame, ts, analysis_);
+  r = FrameRecord{};
+  fill_record(analysis_, r);
+  if (!r.worth_keeping()) return false;
+  const std::size_t after = analyzer_.anomalies().items().size();
+  r.first_anomaly = static_cast<std::uint32_t>(before);
+  r.anomalies_logged = static_cast<std::uint8_t>(std::min<std::size_t>(after - before, 255));
+  return true;
+}
+
+void PluginSession::finish() {
+  if (finished_) return;
+  analyzer_.finish();
+  finished_ = true;
+  for (const decode::FlowSummary& f : analyzer_.transport().flows())
+    if (f.peer >= 0) peer_qp_[f.index] = f.peer_qp;
+}
+
+std::optional<std::uint32_t> PluginSession::peer_qp(std::uint32_t flow) const {
+  if (!finished_) return std::nullopt;
+  auto it = peer_qp_.find(flow);
+  if (it == peer_qp_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::span<const decode::Anomaly> PluginSession::anomalies_of(const FrameRecord& r) const {
+  const auto& log = analyzer_.anomalies().items();
+  const std::size_t first = std::min<std::size_t>(r.first_anomaly, log.size());
+  const std::size_t n = std::min<std::size_t>(r.anomalies_logged, log.size() - first);
+  return std::span<const decode::Anomaly>(log.data() + first, n);
+}
+
+std::string PluginSession::anomaly_text(const decode::Anomaly& a) const {
+  return exporters::explain(a, analyzer_);
+}
+
+const decode::TransportAnalyzer::ForwardLink* PluginSession::response_of(std::uint64_t frame) const {
+  const auto& links = analyzer_.transport().forward_links();
+  auto it = links.find(frame);
+  return it == links.end() ? nullptr : &it->second;
+}
+
+bool is_crc_anomaly(decode::AnomalyKind k) {
+  return k == decode::AnomalyKind::icrc_bad || k == decode::AnomalyKind::vcrc_bad ||
+         k == decode::AnomalyKind::mpa_crc_bad;
+}
+
+}  // namespace rdmadiag::wireshark

@@ -1,0 +1,66 @@
+// The Wireshark plugin's state for one open file, without any Wireshark type:
+// the analysis of the first, in-order pass, the per-frame records it leaves,
+// and what the display passes read back (anomalies, peer QPs, response links).
+// Kept free of epan so the fuzz target fuzz_dissector_glue runs exactly this
+// code (docs/robustness.md); packet-rdmadiag.cpp only turns it into tree items.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+#include "decode/analyzer.h"
+#include "decode/packet.h"
+#include "decode/transport_analysis.h"
+#include "dissector/frame_records.h"
+
+namespace rdmadiag::wireshark {
+
+class PluginSession {
+ public:
+  // pmtu: the preference (256..4096), anything else means "inferred from the trace".
+  PluginSession(const decode::DecodeOptions& options, unsigned pmtu);
+
+  const decode::DecodeOptions& options() const { return options_; }
+  void set_options(const decode::DecodeOptions& o) { options_ = o; }
+
+  // First pass: frames come once each, in increasing order. Fills `r` (not its
+  // iWARP array: see last_units) and returns true when the frame is worth keeping;
+  // false for frames seen before, after finish(), or with nothing to say.
+  bool analyse(const decode::DecodedPacket& p, std::uint64_t frame, double ts, FrameRecord& r);
+  // The MPA units of the frame analyse() last looked at (copy them with fill_iwarp_unit).
+  const decode::IwarpFrame& last_units() const { return analysis_.iwarp; }
+
+  // End of the first pass: flows are paired and summarised.
+  void finish();
+  bool finished() const { return finished_; }
+
+  // Display passes.
+  std::optional<std::uint32_t> peer_qp(std::uint32_t flow) const;
+  // The anomalies raised at the record's frame that the (capped) log kept.
+  std::span<const decode::Anomaly> anomalies_of(const FrameRecord& r) const;
+  // An anomaly worded as `rdmadiag analyze` words it.
+  std::string anomaly_text(const decode::Anomaly& a) const;
+  // The response of a request frame (known once the response was seen).
+  const decode::TransportAnalyzer::ForwardLink* response_of(std::uint64_t frame) const;
+
+ private:
+  decode::Analyzer analyzer_;
+  decode::DecodeOptions options_;
+  decode::PacketAnalysis analysis_;  // ~12 KB: a member, not a stack local per frame
+  bool finished_ = false;
+  std::uint64_t last_frame_ = 0;
+  std::unordered_map<std::uint32_t, std::uint32_t> peer_qp_;  // flow index -> QP at its source
+};
+
+// Checksums are shown by their own items, not as anomalies.
+bool is_crc_anomaly(decode::AnomalyKind k);
+
+// Length of a header the decoder placed at `off`, clipped to the captured bytes.
+inline std::uint32_t clip_to_captured(std::uint32_t captured, std::uint32_t off, std::uint32_t len) {
+  if (off >= captured) return 0;
+  return len < captured - off ? len : captured - off;
+}
+
+}  // namespace rdmadiag::wireshark
