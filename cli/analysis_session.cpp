@@ -74,6 +74,11 @@ void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype) 
   if (opts_.packets && text_out_) std::cout << exporters::packet_line(pkt_, pa, frame_, ts - first_ts_) << '\n';
 }
 
+void AnalysisSession::adopt(std::unique_ptr<decode::Analyzer> merged, std::unique_ptr<exporters::FlowTally> tally) {
+  analyzer_ = std::move(merged);
+  if (tally && outputs_.tally()) *outputs_.tally() = std::move(*tally);
+}
+
 void AnalysisSession::add_report_member(const std::string& key, exporters::Json value) { extra_[key] = std::move(value); }
 
 void AnalysisSession::end_input(std::uint64_t records, const std::string& stop_reason) {

@@ -47,6 +47,9 @@ class AnalysisSession {
   const exporters::ReportOutputs& outputs() const { return outputs_; }
 
   decode::Analyzer& analyzer() { return *analyzer_; }
+  // analyze -j: the merged results of a sharded run (cli/parallel_analysis.h)
+  // take the place of this session's analysis, which then saw no frame.
+  void adopt(std::unique_ptr<decode::Analyzer> merged, std::unique_ptr<exporters::FlowTally> tally);
   // Links from request frames to their responses, found by an earlier pass over
   // the same input, so that --packets can show a request's response_frame.
   void set_forward_links(std::unordered_map<std::uint64_t, decode::TransportAnalyzer::ForwardLink> links) {

@@ -7,9 +7,13 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "capture/file_reader.h"
 #include "cli/analysis_session.h"
+#include "cli/parallel_analysis.h"
 #include "cli/command.h"
 #include "decode/transport_analysis.h"
 #include "exporters/progress.h"
@@ -28,6 +32,7 @@ struct AnalyzeOptions {
   bool no_heuristic = false;
   std::uint32_t pmtu = 0;
   bool quiet = false;
+  unsigned jobs = 1;  // 0: one per online CPU
   exporters::OutputOptions outputs;
 };
 
@@ -35,49 +40,8 @@ constexpr int kExitOk = 0;
 constexpr int kExitUnreadable = 1;
 constexpr int kExitDamaged = 3;
 
-int run_analyze(const AnalyzeOptions& o) {
-  SessionOptions so;
-  so.packets = o.packets;
-  so.json_path = o.json_path;
-  so.quiet = o.quiet;
-  so.outputs = o.outputs;
-  so.decode.roce_heuristic = !o.no_heuristic;
-  for (auto port : o.roce_ports)
-    if (!so.decode.add_roce_port(port)) {
-      std::fprintf(stderr, "rdmadiag analyze: at most %zu extra RoCE ports\n", so.decode.extra_roce_ports.size());
-      return 2;
-    }
-  // --packets shows each request's response frame; that is known only after the
-  // response, so a first pass over the files finds the links (not possible for
-  // standard input, which cannot be read twice).
-  std::unordered_map<std::uint64_t, decode::TransportAnalyzer::ForwardLink> links;
-  const bool two_pass = o.packets && std::none_of(o.files.begin(), o.files.end(), [](const std::string& f) { return f == "-"; });
-  if (two_pass) {
-    decode::Analyzer first;
-    first.transport().enable_forward_links(true);
-    first.transport().set_pmtu_override(o.pmtu);
-    decode::DecodedPacket pkt;
-    decode::PacketAnalysis pa;
-    std::uint64_t frame = 0;
-    for (const std::string& path : o.files) {
-      capture::FileReader reader;
-      if (!reader.open(path)) continue;  // reported by the second pass
-      capture::Record rec;
-      while (reader.next(rec)) {
-        decode::decode_frame(reader.linktype(), rec.data, rec.wirelen, so.decode, pkt);
-        first.add(pkt, ++frame, static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9, pa);
-      }
-    }
-    first.finish();
-    links = first.transport().forward_links();
-  }
-  AnalysisSession session(std::move(so));
-  session.set_forward_links(std::move(links));
-  session.analyzer().transport().set_pmtu_override(o.pmtu);
-  if (!session.open()) {
-    std::fprintf(stderr, "rdmadiag analyze: %s\n", session.error().c_str());
-    return kExitUnreadable;
-  }
+// Every input through the session, one frame after the other (-j 1).
+int analyze_serial(const AnalyzeOptions& o, AnalysisSession& session) {
   int status = kExitOk;
   for (const std::string& path : o.files) {
     capture::FileReader reader;
@@ -108,6 +72,149 @@ int run_analyze(const AnalyzeOptions& o) {
       status = std::max(status, kExitDamaged);
     }
   }
+  return status;
+}
+
+// -j N: the same inputs through N shards (cli/parallel_analysis.h), merged into
+// the session. False, with nothing given to the session or printed but a note,
+// when the shards could not be merged exactly: the caller then runs -j 1.
+bool analyze_parallel(const AnalyzeOptions& o, unsigned jobs, const SessionOptions& so, AnalysisSession& session,
+                      int& status) {
+  const bool tally = so.outputs.tally || !so.json_path.empty() || !so.outputs.html_path.empty() ||
+                     !so.outputs.metrics_path.empty();
+  ParallelAnalysis par(jobs, so.decode, o.pmtu, tally);
+  struct Input {
+    std::string path, error;
+    std::uint32_t linktype = 0, snaplen = 0;
+    std::uint64_t records = 0;
+    std::string stop_reason;
+  };
+  std::vector<Input> inputs;
+  std::string messages;  // printed once the run is known to stand (not before a re-run)
+  auto note = [&messages](const std::string& line) { messages += "rdmadiag analyze: " + line + "\n"; };
+  status = kExitOk;
+  for (const std::string& path : o.files) {
+    capture::FileReader reader;
+    Input in;
+    in.path = path;
+    if (!reader.open(path)) {
+      note(reader.error());
+      in.error = reader.error();
+      inputs.push_back(std::move(in));
+      status = std::max(status, kExitUnreadable);
+      continue;
+    }
+    if (!decode::linktype_supported(reader.linktype()))
+      note(path + ": link type " + std::to_string(reader.linktype()) + " is not one rdmadiag decodes; frames are counted only");
+    in.linktype = reader.linktype();
+    in.snaplen = reader.snaplen();
+    capture::Record rec;
+    struct stat st {};
+    const std::uint64_t file_size = ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+    exporters::ProgressBar progress(!o.quiet);
+    while (reader.next(rec)) {
+      par.frame(rec, in.linktype);
+      if (progress.on() && (reader.records_read() & 4095) == 0)
+        progress.update(path, static_cast<std::uint64_t>(std::max<std::int64_t>(0, reader.file_offset())), file_size,
+                        reader.records_read());
+    }
+    progress.clear();
+    in.records = reader.records_read();
+    in.stop_reason = reader.stop_reason();
+    if (!in.stop_reason.empty()) {
+      note(path + ": damaged capture, " + in.stop_reason);
+      status = std::max(status, kExitDamaged);
+    }
+    inputs.push_back(std::move(in));
+  }
+  ParallelAnalysis::Result r = par.finish();
+  if (!r.exact) {
+    std::fprintf(stderr, "rdmadiag analyze: -j %u: a frame's decoded addresses differ from its shard's; analysing on one thread\n",
+                 jobs);
+    return false;
+  }
+  std::fputs(messages.c_str(), stderr);
+  if (r.bounds_reached)
+    std::fprintf(stderr,
+                 "rdmadiag analyze: -j %u: a shard reached a flow-table bound; the report may differ from -j 1's "
+                 "(docs/analysis.md)\n",
+                 jobs);
+  for (const Input& in : inputs) {
+    if (!in.error.empty()) {
+      session.input_failed(in.path, in.error);
+      continue;
+    }
+    session.begin_input(in.path, in.linktype, in.snaplen);
+    session.end_input(in.records, in.stop_reason);
+  }
+  session.adopt(std::move(r.analyzer), std::move(r.tally));
+  return true;
+}
+
+unsigned resolve_jobs(const AnalyzeOptions& o) {
+  unsigned jobs = o.jobs ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  if (jobs <= 1) return 1;
+  // Per-packet outputs come in frame order from one analysis; standard input cannot be read again.
+  const char* why = o.packets                                 ? "--packets"
+                    : !o.outputs.jsonl_path.empty()            ? "--jsonl"
+                    : !o.outputs.csv_packets_path.empty()      ? "--csv-packets"
+                    : std::any_of(o.files.begin(), o.files.end(), [](const std::string& f) { return f == "-"; })
+                        ? "standard input"
+                        : nullptr;
+  if (why) {
+    std::fprintf(stderr, "rdmadiag analyze: -j %u: %s is analysed on one thread\n", jobs, why);
+    return 1;
+  }
+  return jobs;
+}
+
+int run_analyze(const AnalyzeOptions& o) {
+  SessionOptions so;
+  so.packets = o.packets;
+  so.json_path = o.json_path;
+  so.quiet = o.quiet;
+  so.outputs = o.outputs;
+  so.decode.roce_heuristic = !o.no_heuristic;
+  for (auto port : o.roce_ports)
+    if (!so.decode.add_roce_port(port)) {
+      std::fprintf(stderr, "rdmadiag analyze: at most %zu extra RoCE ports\n", so.decode.extra_roce_ports.size());
+      return 2;
+    }
+  const unsigned jobs = resolve_jobs(o);
+  // --packets shows each request's response frame; that is known only after the
+  // response, so a first pass over the files finds the links (not possible for
+  // standard input, which cannot be read twice).
+  std::unordered_map<std::uint64_t, decode::TransportAnalyzer::ForwardLink> links;
+  const bool two_pass = o.packets && std::none_of(o.files.begin(), o.files.end(), [](const std::string& f) { return f == "-"; });
+  if (two_pass) {
+    decode::Analyzer first;
+    first.transport().enable_forward_links(true);
+    first.transport().set_pmtu_override(o.pmtu);
+    decode::DecodedPacket pkt;
+    decode::PacketAnalysis pa;
+    std::uint64_t frame = 0;
+    for (const std::string& path : o.files) {
+      capture::FileReader reader;
+      if (!reader.open(path)) continue;  // reported by the second pass
+      capture::Record rec;
+      while (reader.next(rec)) {
+        decode::decode_frame(reader.linktype(), rec.data, rec.wirelen, so.decode, pkt);
+        first.add(pkt, ++frame, static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9, pa);
+      }
+    }
+    first.finish();
+    links = first.transport().forward_links();
+  }
+  const SessionOptions parallel_options = so;
+  AnalysisSession session(std::move(so));
+  session.set_forward_links(std::move(links));
+  session.analyzer().transport().set_pmtu_override(o.pmtu);
+  if (!session.open()) {
+    std::fprintf(stderr, "rdmadiag analyze: %s\n", session.error().c_str());
+    return kExitUnreadable;
+  }
+  int status = kExitOk;
+  if (jobs <= 1 || !analyze_parallel(o, jobs, parallel_options, session, status)) status = analyze_serial(o, session);
   if (!session.finish()) {
     std::fprintf(stderr, "rdmadiag analyze: %s\n", session.error().c_str());
     status = std::max(status, kExitUnreadable);
@@ -137,6 +244,10 @@ void add_analyze_command(CLI::App& app, Commands& out) {
   sub->add_option("--pmtu", opts->pmtu, "Path MTU of the fabric (default: from CM REQs and segment sizes)")
       ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
   sub->add_flag("-q,--quiet", opts->quiet, "No text report on standard output");
+  sub->add_option("-j,--jobs", opts->jobs,
+                  "Analyse on N threads, sharded by connection (0: one per CPU); the report is the same for any N. "
+                  "--packets, --jsonl, --csv-packets and standard input run on one thread")
+      ->check(CLI::Range(0u, 256u));
   sub->footer(
       "Exit status: 0 all input read; 1 an input could not be opened or is not a capture file;\n"
       "2 bad command line; 3 an input was damaged or cut short (read up to the damage).");

@@ -10,6 +10,7 @@ Analyzer::~Analyzer() = default;
 
 void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out) {
   out.reset();
+  anomalies_.set_order_key(frame);
   summary_.add(p, frame, ts);
   if (p.is_rdma() && p.has_bth) transport_->add(p, frame, ts, out);
   if (p.tcp) {
@@ -21,7 +22,10 @@ void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, Packe
       summary_.by_transport[static_cast<std::size_t>(Transport::iwarp)].add(p.wirelen);
     }
   }
+  if (frame % kSweepFrames == 0) transport_->sweep(ts);
 }
+
+void Analyzer::sweep(double now) { transport_->sweep(now); }
 
 void Analyzer::finish() {
   transport_->finish();

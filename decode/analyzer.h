@@ -53,10 +53,19 @@ class Analyzer {
   Analyzer(const Analyzer&) = delete;
   Analyzer& operator=(const Analyzer&) = delete;
 
+  // Idle flows are retired after every kSweepFrames-th frame of the input.
+  static constexpr std::uint64_t kSweepFrames = 65536;
+
   // `frame` is 1-based and increasing; `ts` in seconds.
   void add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
   // End of input: flush state (pending gaps, open flows) into the results.
   void finish();
+
+  // A shard of a sharded analysis (analyze -j, analyzer_merge.h) sees only some
+  // frames. The sweep after a frame it did not see: `now` is that frame's time.
+  void sweep(double now);
+  // Keeps what the merge needs to order the results as one analyzer would.
+  void keep_merge_order() { anomalies_.keep_order_keys(true); }
 
   const CaptureSummary& summary() const { return summary_; }
   const AnomalyLog& anomalies() const { return anomalies_; }
@@ -70,6 +79,7 @@ class Analyzer {
   AnomalyLog anomalies_;
   std::unique_ptr<TransportAnalyzer> transport_;
   std::unique_ptr<IwarpAnalyzer> iwarp_;
+  friend class AnalyzerMerge;
 };
 
 }  // namespace rdmadiag::decode

@@ -66,9 +66,21 @@ class AnomalyLog {
   explicit AnomalyLog(std::size_t cap = 1'000'000) : cap_(cap) {}
   void add(const Anomaly& a) {
     ++by_kind_[static_cast<std::size_t>(a.kind)];
-    if (items_.size() < cap_) items_.push_back(a);
-    else ++dropped_;
+    if (items_.size() < cap_) {
+      items_.push_back(a);
+      if (keep_order_keys_) order_keys_.push_back(order_key_);
+    } else {
+      ++dropped_;
+    }
   }
+  // For merging the logs of a sharded analysis (analyzer_merge.h): each entry
+  // remembers when it was added (the frame being analysed, or a later phase),
+  // so that the merged log lists entries in the order one log would have.
+  void keep_order_keys(bool on) { keep_order_keys_ = on; }
+  void set_order_key(std::uint64_t k) { order_key_ = k; }
+  std::uint64_t order_key() const { return order_key_; }
+  const std::vector<std::uint64_t>& order_keys() const { return order_keys_; }
+  std::size_t cap() const { return cap_; }
   const std::vector<Anomaly>& items() const { return items_; }
   std::vector<Anomaly>& items() { return items_; }
   std::uint64_t count(AnomalyKind k) const { return by_kind_[static_cast<std::size_t>(k)]; }
@@ -84,6 +96,10 @@ class AnomalyLog {
   std::vector<Anomaly> items_;
   std::array<std::uint64_t, static_cast<std::size_t>(AnomalyKind::count_)> by_kind_{};
   std::uint64_t dropped_ = 0;
+  bool keep_order_keys_ = false;
+  std::uint64_t order_key_ = 0;
+  std::vector<std::uint64_t> order_keys_;
+  friend class AnalyzerMerge;
 };
 
 }  // namespace rdmadiag::decode

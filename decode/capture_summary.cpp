@@ -22,8 +22,12 @@ std::uint64_t queue_pair_key(const DecodedPacket& p) {
 }
 
 void CaptureSummary::add(const DecodedPacket& p, std::uint64_t frame, double ts) {
-  if (packets == 0) first_ts = ts;
+  if (packets == 0) {
+    first_ts = ts;
+    first_frame = frame;
+  }
   last_ts = ts;
+  last_frame = frame;
   ++packets;
   bytes += p.wirelen;
   if (p.truncated) ++truncated_packets;

@@ -52,6 +52,7 @@ class CaptureSummary {
   std::array<DiagSummary, static_cast<std::size_t>(DiagCode::count_)> diags{};
   std::uint64_t cm_messages = 0;
   std::uint64_t mads = 0;
+  std::uint64_t first_frame = 0, last_frame = 0;  // the frames first_ts and last_ts come from
 
   std::size_t queue_pairs() const { return qps_.size(); }
   bool queue_pairs_capped() const { return qps_capped_; }
@@ -59,6 +60,7 @@ class CaptureSummary {
  private:
   std::unordered_set<std::uint64_t> qps_;
   bool qps_capped_ = false;
+  friend class AnalyzerMerge;
 };
 
 // A stable key for (destination address, destination QP): the QP identity on the wire.

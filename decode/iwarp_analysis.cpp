@@ -154,6 +154,7 @@ struct IwarpAnalyzer::Connection {
   bool have_request = false;
   MpaNegotiation request;
   std::uint32_t flow_base = UINT32_MAX;  // flows_[flow_base + direction]
+  std::uint64_t created_frame = 0;
   IwarpAnalyzer* an = nullptr;
 
   Connection(IwarpAnalyzer* a, const Endpoint& s, const Endpoint& d) : an(a) {
@@ -181,6 +182,7 @@ struct IwarpAnalyzer::Connection {
       fi.ipv6 = ipv6;
       fi.first_frame = frame;
       an->flows_.push_back(fi);
+      an->flow_order_keys_.push_back(an->log_.order_key());
     }
     ++an->stats_.connections;
   }
@@ -703,7 +705,8 @@ void Dir::sequence_checks(IwarpPdu& u) {
       IwarpStats& st = an->stats_;
       if (st.reads_matched == 0 || u.latency_us < st.read_latency_min_us) st.read_latency_min_us = u.latency_us;
       if (st.reads_matched == 0 || u.latency_us > st.read_latency_max_us) st.read_latency_max_us = u.latency_us;
-      st.read_latency_sum_us += u.latency_us;
+      an->read_latency_sum_.add(u.latency_us);
+      st.read_latency_sum_us = an->read_latency_sum_.value();
       ++st.reads_matched;
       reads.pop_front();
     }
@@ -782,6 +785,7 @@ void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, 
     auto c = std::make_unique<Connection>(this, src, dst);
     c->key = key;
     c->ipv6 = p.ipv6.has_value();
+    c->created_frame = frame;
     if (!free_.empty()) {
       idx = free_.back();
       free_.pop_back();
@@ -817,11 +821,18 @@ void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, 
 void IwarpAnalyzer::finish() {
   if (finished_) return;
   finished_ = true;
+  // In creation order (slots are reused as connections close, so slot order
+  // depends on the history); the results then do not depend on how the
+  // connections were spread over the shards of analyze -j.
+  std::vector<std::pair<std::uint64_t, std::size_t>> open;
   for (std::size_t i = 0; i < conns_.size(); ++i)
-    if (conns_[i]) {
-      close(i);
-      --live_;
-    }
+    if (conns_[i]) open.emplace_back(conns_[i]->created_frame, i);
+  std::sort(open.begin(), open.end());
+  for (const auto& [created, i] : open) {
+    log_.set_order_key(kFinishOrderKey + created);
+    close(i);
+    --live_;
+  }
 }
 
 }  // namespace rdmadiag::decode

@@ -18,6 +18,7 @@
 
 #include "decode/anomaly.h"
 #include "decode/ddp_rdmap.h"
+#include "decode/exact_sum.h"
 #include "decode/mpa.h"
 #include "decode/packet.h"
 #include "decode/tcp_reassembly.h"
@@ -123,7 +124,20 @@ class IwarpAnalyzer {
 
   // A frame with a TCP header (p.tcp set). Fills `out` with the MPA units that ended.
   void add(const DecodedPacket& p, std::uint64_t frame, double ts, IwarpFrame& out);
+  // Closes the connections still open, in the order they were created.
   void finish();
+
+  // The last TCP frame added; at finish() the streams still open end there. A
+  // shard of a sharded analysis (analyzer_merge.h) is told the whole input's
+  // last TCP frame before finish() with set_end().
+  std::uint64_t last_frame() const { return last_frame_; }
+  double last_ts() const { return last_ts_; }
+  void set_end(std::uint64_t frame, double ts) {
+    last_frame_ = frame;
+    last_ts_ = ts;
+  }
+  // Order key (AnomalyLog::order_key) of the finish() phase: after every frame.
+  static constexpr std::uint64_t kFinishOrderKey = std::uint64_t{1} << 63;
 
   const std::vector<IwarpFlowInfo>& flows() const { return flows_; }
   const IwarpStats& stats() const { return stats_; }
@@ -142,12 +156,15 @@ class IwarpAnalyzer {
   IwarpFrame* cur_out_ = nullptr;
   bool unit_in_frame_ = false;
   std::vector<IwarpFlowInfo> flows_;
+  std::vector<std::uint64_t> flow_order_keys_;  // per flow: the log's order key when it was identified
   IwarpStats stats_;
+  ExactSum read_latency_sum_;  // stats_.read_latency_sum_us, independent of the order of the additions
   TcpBufferBudget budget_;
   std::vector<std::uint8_t> scratch_;  // an FPDU with its markers removed
   std::uint64_t last_frame_ = 0;
   double last_ts_ = 0;
   bool finished_ = false;
+  friend class AnalyzerMerge;
 };
 
 }  // namespace rdmadiag::decode

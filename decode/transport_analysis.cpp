@@ -79,6 +79,13 @@ std::uint64_t host_pair_hash(Transport t, const std::array<std::uint8_t, 16>& sr
   return fnv(h ^ 0xff, dst.data(), len);
 }
 
+// Both directions between two ends: the path.
+std::uint64_t path_hash(const FlowKey& k) {
+  const bool swap = std::lexicographical_compare(k.dst.begin(), k.dst.begin() + k.addr_len, k.src.begin(),
+                                                 k.src.begin() + k.addr_len);
+  return host_pair_hash(k.transport, swap ? k.dst : k.src, swap ? k.src : k.dst, k.addr_len) ^ 0x5bd1e995ULL;
+}
+
 // Addresses that identify the two ends at the RDMA layer.
 bool endpoint_addresses(const DecodedPacket& p, FlowKey& k) {
   k.transport = p.transport;
@@ -174,6 +181,7 @@ struct TransportAnalyzer::Flow {
   std::uint32_t slot = 0;
   std::int64_t peer_slot = -1;
   std::uint64_t host_pair = 0;
+  std::uint64_t path = 0;
   // Requester side (requests sent on this flow).
   bool started = false;
   std::uint32_t expected = 0;   // next PSN in order
@@ -263,7 +271,10 @@ TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std
 
 TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, TransportService service, std::uint64_t frame,
                                                         double ts) {
-  if (by_key_.size() >= kMaxLiveFlows) retire_idle(std::numeric_limits<double>::infinity());
+  if (by_key_.size() >= kMaxLiveFlows) {
+    live_cap_reached_ = true;
+    retire_idle(std::numeric_limits<double>::infinity());
+  }
   auto f = std::make_unique<Flow>();
   f->s.key = k;
   f->s.service = service;
@@ -271,6 +282,8 @@ TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, Transp
   f->s.first_frame = frame;
   f->s.first_ts = ts;
   f->host_pair = host_pair_hash(k.transport, k.src, k.dst, k.addr_len);
+  f->path = path_hash(k);
+  ++paths_[f->path].flows;
   std::uint32_t slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -300,14 +313,21 @@ std::uint32_t TransportAnalyzer::pmtu_for(const Flow& f) const {
   if (pmtu_override_) return pmtu_override_;
   if (f.s.pmtu) return f.s.pmtu;
   if (f.peer_slot >= 0 && slots_[f.peer_slot] && slots_[f.peer_slot]->s.pmtu) return slots_[f.peer_slot]->s.pmtu;
-  return global_pmtu_;
+  const auto it = paths_.find(f.path);
+  return it != paths_.end() ? it->second.pmtu : 0;
 }
 
 void TransportAnalyzer::learn_pmtu(Flow& f, std::uint32_t payload) {
   if (payload < 256 || f.s.pmtu_from_cm) return;
   const std::uint32_t m = mtu_round_up(payload);
   if (m > f.s.pmtu) f.s.pmtu = m;
+  note_path_pmtu(f, m);
+}
+
+void TransportAnalyzer::note_path_pmtu(const Flow& f, std::uint32_t m) {
   if (m > global_pmtu_) global_pmtu_ = m;
+  PathState& ps = paths_[f.path];
+  if (m > ps.pmtu) ps.pmtu = m;
 }
 
 void TransportAnalyzer::link_forward(std::uint64_t request_frame, std::uint64_t response_frame, double latency_us) {
@@ -383,10 +403,6 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     ++s.responses;
     responder(f, p, frame, ts, out);
   }
-  if (++packets_since_sweep_ >= 65536) {
-    packets_since_sweep_ = 0;
-    retire_idle(ts);
-  }
 }
 
 // Requests on a reliable connection (RC, XRC, RD): IBA 9.7.1 / 9.7.2.
@@ -418,7 +434,7 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, std::uint64_t
       if (psn_diff(psn, f.high_next) > 0) f.high_next = psn;
       if (k > 1 && !s.pmtu_from_cm) {
         s.pmtu = mtu_round_up((f.read_len + static_cast<std::uint32_t>(k) - 1) / static_cast<std::uint32_t>(k));
-        global_pmtu_ = std::max(global_pmtu_, s.pmtu);
+        note_path_pmtu(f, s.pmtu);
       }
     }
   }
@@ -834,6 +850,15 @@ void TransportAnalyzer::responder(Flow& f, const DecodedPacket& p, std::uint64_t
       if (!f.in_read_response && q && q->spur_open && psn_diff(psn, q->spur_psn) >= 0) ++q->spur_acks;
       f.resp_expected = (psn + 1) & kPsnMask;
       if (!q) break;
+      // A READ sent while no PMTU was known holds one PSN so far; its response
+      // packets, following on from it in order, show how many it occupies.
+      if (!starts && q->read_span_unknown && !q->pending.empty()) {
+        PendingRequest& r = q->pending[q->pending.size() - 1];
+        const std::uint32_t most = std::max<std::uint32_t>((r.read_len + 255) / 256, 1);
+        if (r.op == OpClass::read && r.first == q->read_psn && ((r.last + 1) & kPsnMask) == psn &&
+            static_cast<std::uint32_t>(psn_diff(psn, r.first)) < most)
+          r.last = psn;
+      }
       // Which READ is this data for?
       for (auto it = q->pending.begin(); it != q->pending.end(); ++it) {
         if (it->op != OpClass::read || psn_diff(psn, it->first) < 0 || psn_diff(it->last, psn) < 0) continue;
@@ -965,6 +990,7 @@ void TransportAnalyzer::retire(std::uint32_t slot) {
     std::erase(hp->second, slot);
     if (hp->second.empty()) by_host_pair_.erase(hp);
   }
+  if (auto ps = paths_.find(f.path); ps != paths_.end() && --ps->second.flows == 0) paths_.erase(ps);
   slots_[slot].reset();
   free_slots_.push_back(slot);
 }
@@ -1014,6 +1040,7 @@ void TransportAnalyzer::finish() {
   slots_.clear();
   free_slots_.clear();
   by_host_pair_.clear();
+  paths_.clear();
   by_key_.clear();
   std::sort(summaries_.begin(), summaries_.end(), [](const FlowSummary& a, const FlowSummary& b) { return a.index < b.index; });
 }

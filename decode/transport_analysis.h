@@ -117,6 +117,10 @@ class TransportAnalyzer {
   ~TransportAnalyzer();
 
   void add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
+  // Retires the flows idle for kIdleRetireSeconds at time `now` (the Analyzer
+  // calls it every kSweepFrames frames, counted over the whole input, so that a
+  // sharded analysis sweeps at the same points as one thread).
+  void sweep(double now) { retire_idle(now); }
   void finish();
 
   // Every flow seen (live and retired), in creation order, after finish().
@@ -152,6 +156,7 @@ class TransportAnalyzer {
   void pair(Flow& a, Flow& b, Pairing how);
   std::uint32_t pmtu_for(const Flow& f) const;
   void learn_pmtu(Flow& f, std::uint32_t payload);
+  void note_path_pmtu(const Flow& f, std::uint32_t pmtu);
   void add_anomaly(Anomaly a, Flow* f, PacketAnalysis* out);
   void retire_idle(double now);
   void retire(std::uint32_t slot);
@@ -167,10 +172,19 @@ class TransportAnalyzer {
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> by_host_pair_;
   std::vector<FlowSummary> summaries_;        // retired (and, after finish, all)
   std::uint64_t evicted_ = 0;
+  bool live_cap_reached_ = false;  // kMaxLiveFlows made room by retiring active flows
   std::uint32_t next_index_ = 0;
-  std::uint32_t global_pmtu_ = 0;
+  std::uint32_t global_pmtu_ = 0;  // the largest PMTU learned on any flow (reported only)
   std::uint32_t pmtu_override_ = 0;
-  std::uint64_t packets_since_sweep_ = 0;
+  // Per path (the unordered pair of endpoint addresses): the live flows on it and
+  // the largest PMTU learned on any of them, the fallback for a flow that has
+  // learned none. A path MTU is a property of the path; keeping it per path also
+  // keeps every flow's analysis within its own address pair (analyze -j).
+  struct PathState {
+    std::uint32_t flows = 0;
+    std::uint32_t pmtu = 0;
+  };
+  std::unordered_map<std::uint64_t, PathState> paths_;
   // Pending CM pairing: REQ (local comm id) -> requester side (address, QPN, PSN, MTU).
   struct CmSide {
     FlowKey from;  // addresses of the REQ sender (src) and receiver (dst)
@@ -182,6 +196,7 @@ class TransportAnalyzer {
   std::unordered_map<std::uint64_t, double> last_ce_;
   bool forward_links_on_ = false;
   std::unordered_map<std::uint64_t, ForwardLink> forward_;
+  friend class AnalyzerMerge;
 };
 
 }  // namespace rdmadiag::decode

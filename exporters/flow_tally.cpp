@@ -11,7 +11,32 @@ void LatencyHistogram::add(double us) {
   while (i < kLatencyBucketsUs.size() && us > kLatencyBucketsUs[i]) ++i;
   ++counts[i];
   ++count;
-  sum_us += us;
+  exact_sum_us.add(us);
+  sum_us = exact_sum_us.value();
+}
+
+void LatencyHistogram::add(const LatencyHistogram& o) {
+  for (std::size_t i = 0; i < counts.size(); ++i) counts[i] += o.counts[i];
+  count += o.count;
+  exact_sum_us.add(o.exact_sum_us);
+  sum_us = exact_sum_us.value();
+}
+
+void FlowCounters::add(const FlowCounters& o) {
+  packets += o.packets;
+  bytes += o.bytes;
+  psn_gaps += o.psn_gaps;
+  psn_missing += o.psn_missing;
+  duplicates += o.duplicates;
+  out_of_order += o.out_of_order;
+  retransmissions += o.retransmissions;
+  icrc_bad += o.icrc_bad;
+  ecn_ce += o.ecn_ce;
+  cnp += o.cnp;
+  acks += o.acks;
+  rnr_naks += o.rnr_naks;
+  for (std::size_t i = 0; i < naks.size(); ++i) naks[i] += o.naks[i];
+  latency.add(o.latency);
 }
 
 std::string_view nak_code_name(std::size_t code) {
@@ -69,6 +94,7 @@ void FlowTally::add(const DecodedPacket& p, const PacketAnalysis& a, std::uint64
       slot = static_cast<std::int32_t>(details_.size());
       FlowDetail d;
       d.flow = a.flow;
+      d.first_frame = frame;
       d.src = src_address(p);
       d.dst = dst_address(p);
       d.dest_qp = p.ib.bth.dest_qp;
@@ -105,6 +131,44 @@ void FlowTally::add(const DecodedPacket& p, const PacketAnalysis& a, std::uint64
     if (p.ib.aeth.kind() == AethKind::nak) add_event(d, {t, psn, frame, "nak", 0});
     if (p.ib.aeth.kind() == AethKind::rnr_nak) add_event(d, {t, psn, frame, "rnr_nak", 0});
   }
+}
+
+// One tally keeps the first kMaxFlows flows to appear in detail; each of them
+// is among the first kMaxFlows of its own shard, so the shards hold them all.
+FlowTally FlowTally::merge(const std::vector<const FlowTally*>& shards,
+                           const std::vector<std::vector<std::uint32_t>>& flow_index, double origin) {
+  FlowTally m;
+  m.first_ts_ = origin;
+  struct Ref {
+    std::uint64_t first_frame;
+    std::size_t shard, slot;
+  };
+  std::vector<Ref> refs;
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    const FlowTally& t = *shards[s];
+    m.totals_.add(t.totals_);
+    m.untracked_.add(t.untracked_);
+    m.untracked_flows_ += t.untracked_flows_;
+    for (std::size_t i = 0; i < t.details_.size(); ++i) refs.push_back({t.details_[i].first_frame, s, i});
+  }
+  std::sort(refs.begin(), refs.end(), [](const Ref& a, const Ref& b) {
+    return a.first_frame != b.first_frame ? a.first_frame < b.first_frame : a.shard != b.shard ? a.shard < b.shard : a.slot < b.slot;
+  });
+  for (const Ref& r : refs) {
+    const FlowDetail& d = shards[r.shard]->details_[r.slot];
+    if (m.details_.size() >= kMaxFlows) {
+      m.untracked_.add(d.counters);
+      ++m.untracked_flows_;
+      continue;
+    }
+    m.details_.push_back(d);
+    FlowDetail& nd = m.details_.back();
+    const auto& map = flow_index[r.shard];
+    nd.flow = d.flow < map.size() ? map[d.flow] : UINT32_MAX;
+    if (nd.flow >= m.slot_of_flow_.size() && nd.flow != UINT32_MAX) m.slot_of_flow_.resize(nd.flow + 1, -2);
+    if (nd.flow != UINT32_MAX) m.slot_of_flow_[nd.flow] = static_cast<std::int32_t>(m.details_.size() - 1);
+  }
+  return m;
 }
 
 Json latency_histogram_json(const LatencyHistogram& h) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "decode/analyzer.h"
+#include "decode/exact_sum.h"
 #include "exporters/json_report.h"
 
 namespace rdmadiag::exporters {
@@ -23,8 +24,10 @@ inline constexpr std::array<double, 16> kLatencyBucketsUs = {1,    2,    5,     
 struct LatencyHistogram {
   std::array<std::uint64_t, kLatencyBucketsUs.size() + 1> counts{};  // per bucket, not cumulative; last is +Inf
   std::uint64_t count = 0;
-  double sum_us = 0;
+  double sum_us = 0;             // exact_sum_us rounded: the same whatever the order of the samples
+  decode::ExactSum exact_sum_us;
   void add(double us);
+  void add(const LatencyHistogram& o);
 };
 
 // Counters the metrics expose; one set per flow and one for the whole run.
@@ -36,6 +39,7 @@ struct FlowCounters {
   std::array<std::uint64_t, 5> naks{};  // by NAK code: psn_seq_error, invalid_request, remote_access, remote_op, invalid_rd_request
   LatencyHistogram latency;             // request -> response, for responses carried by this flow
   void add(const decode::DecodedPacket& p, const decode::PacketAnalysis& a);
+  void add(const FlowCounters& o);
 };
 
 std::string_view nak_code_name(std::size_t code);
@@ -55,6 +59,7 @@ struct TimelineEvent {
 
 struct FlowDetail {
   std::uint32_t flow = 0;  // the analysis' flow index
+  std::uint64_t first_frame = 0;
   std::string src, dst;
   std::uint32_t dest_qp = 0;
   std::string transport;
@@ -73,6 +78,13 @@ class FlowTally {
   static constexpr std::size_t kMaxEvents = 500;
 
   void add(const decode::DecodedPacket& p, const decode::PacketAnalysis& a, std::uint64_t frame, double ts);
+  // The time the timeline counts from (otherwise the first frame added's).
+  void set_origin(double ts) { first_ts_ = ts; }
+  // The tallies of the shards of a sharded analysis (analyzer_merge.h), each fed
+  // its frames after set_origin(the input's first time), into what one tally fed
+  // every frame holds. flow_index[s]: shard s's flow indices -> merged ones.
+  static FlowTally merge(const std::vector<const FlowTally*>& shards,
+                         const std::vector<std::vector<std::uint32_t>>& flow_index, double origin);
 
   const FlowCounters& totals() const { return totals_; }
   // Flows in order of first appearance (at most kMaxFlows).

@@ -38,6 +38,7 @@ class ReportOutputs {
   // Writes the end-of-run outputs. False and error() when one could not be written.
   bool finish(const AnalyzeReport& report, const Json& extra);
   const FlowTally* tally() const { return tally_.get(); }
+  FlowTally* tally() { return tally_.get(); }  // e.g. to install the merged tally of analyze -j
   std::size_t max_flow_series() const { return o_.max_flow_series; }
 
  private:

@@ -1,0 +1,165 @@
+#include "cli/parallel_analysis.h"
+
+#include <algorithm>
+
+#include "decode/analyzer_merge.h"
+#include "decode/shard_key.h"
+#include "decode/transport_analysis.h"
+
+namespace rdmadiag::cli {
+
+ParallelAnalysis::ParallelAnalysis(unsigned shards, const decode::DecodeOptions& opts, std::uint32_t pmtu_override,
+                                   bool tally)
+    : opts_(opts), tally_(tally) {
+  for (unsigned i = 0; i < shards; ++i) {
+    auto s = std::make_unique<Shard>();
+    s->analyzer = std::make_unique<decode::Analyzer>();
+    s->analyzer->keep_merge_order();
+    s->analyzer->transport().set_pmtu_override(pmtu_override);
+    if (tally) s->tally = std::make_unique<exporters::FlowTally>();
+    for (std::size_t b = 0; b < kPoolBatches; ++b) {
+      auto batch = std::make_unique<Batch>();
+      batch->bytes.reserve(kBatchBytes);
+      batch->frames.reserve(kBatchFrames);
+      s->free.push_back(batch.get());
+      s->pool.push_back(std::move(batch));
+    }
+    shards_.push_back(std::move(s));
+  }
+  for (std::size_t i = 0; i < shards_.size(); ++i) shards_[i]->worker = std::thread([this, i] { run(i); });
+}
+
+ParallelAnalysis::~ParallelAnalysis() {
+  for (auto& s : shards_) {
+    {
+      std::lock_guard lk(s->mu);
+      s->done = true;
+    }
+    s->has_full.notify_one();
+  }
+  for (auto& s : shards_)
+    if (s->worker.joinable()) s->worker.join();
+}
+
+ParallelAnalysis::Batch* ParallelAnalysis::take_free(Shard& s) {
+  Batch* b;
+  {
+    std::unique_lock lk(s.mu);
+    s.has_free.wait(lk, [&] { return !s.free.empty(); });
+    b = s.free.back();
+    s.free.pop_back();
+  }
+  b->bytes.clear();
+  b->frames.clear();
+  return b;
+}
+
+void ParallelAnalysis::flush(Shard& s) {
+  if (!s.filling) return;
+  {
+    std::lock_guard lk(s.mu);
+    s.full.push_back(s.filling);
+  }
+  s.has_full.notify_one();
+  s.filling = nullptr;
+}
+
+void ParallelAnalysis::frame(const capture::Record& rec, std::uint32_t linktype) {
+  ++frame_;
+  const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;  // as AnalysisSession::frame
+  if (frame_ == 1) origin_ = ts;
+  const std::size_t n = shards_.size();
+  const decode::ShardKey key = decode::shard_key(linktype, rec.data);
+  // Frames between no two endpoints relate to nothing: any shard will do, in turn.
+  const std::size_t index = key.has_addresses ? key.hash % n : frame_ % n;
+  Shard& s = *shards_[index];
+  if (s.filling && (s.filling->frames.size() >= kBatchFrames || s.filling->bytes.size() + rec.data.size() > kBatchBytes))
+    flush(s);
+  if (!s.filling) s.filling = take_free(s);
+  Batch& b = *s.filling;
+  b.frames.push_back(FrameRef{frame_, ts, s.sweep_now, static_cast<std::uint32_t>(b.bytes.size()),
+                              static_cast<std::uint32_t>(rec.data.size()), rec.wirelen, linktype, s.sweep_pending});
+  s.sweep_pending = false;
+  b.bytes.insert(b.bytes.end(), rec.data.begin(), rec.data.end());
+  // One analyzer sweeps idle flows after every kSweepFrames-th frame (Analyzer::add):
+  // the shard that has this frame does so itself, the others before their next frame.
+  // Several sweep points passed without a frame are one sweep at the latest time.
+  if (frame_ % decode::Analyzer::kSweepFrames == 0)
+    for (std::size_t j = 0; j < n; ++j) {
+      if (j == index) continue;
+      Shard& o = *shards_[j];
+      o.sweep_now = o.sweep_pending ? std::max(o.sweep_now, ts) : ts;
+      o.sweep_pending = true;
+    }
+}
+
+void ParallelAnalysis::run(std::size_t index) {
+  Shard& s = *shards_[index];
+  const std::size_t n = shards_.size();
+  decode::DecodedPacket pkt;
+  auto pa = std::make_unique<decode::PacketAnalysis>();  // ~12 KB, reused
+  bool origin_set = false;
+  for (;;) {
+    Batch* b;
+    {
+      std::unique_lock lk(s.mu);
+      s.has_full.wait(lk, [&] { return !s.full.empty() || s.done; });
+      if (s.full.empty()) return;
+      b = s.full.front();
+      s.full.pop_front();
+    }
+    if (s.tally && !origin_set) {
+      s.tally->set_origin(origin_);  // written before the first batch was queued
+      origin_set = true;
+    }
+    for (const FrameRef& f : b->frames) {
+      if (f.sweep) s.analyzer->sweep(f.sweep_now);
+      decode::decode_frame(f.linktype, decode::Bytes(b->bytes.data() + f.offset, f.caplen), f.wirelen, opts_, pkt);
+      s.analyzer->add(pkt, f.frame, f.ts, *pa);
+      if (s.tally) s.tally->add(pkt, *pa, f.frame, f.ts);
+      if (decode::analysis_keyed(pkt)) {
+        const decode::ShardKey k = decode::shard_key(pkt);
+        if (!k.has_addresses || k.hash % n != index) ++s.misrouted;
+      }
+    }
+    {
+      std::lock_guard lk(s.mu);
+      s.free.push_back(b);
+    }
+    s.has_free.notify_one();
+  }
+}
+
+ParallelAnalysis::Result ParallelAnalysis::finish() {
+  Result r;
+  if (finished_) return r;
+  finished_ = true;
+  for (auto& s : shards_) {
+    flush(*s);
+    {
+      std::lock_guard lk(s->mu);
+      s->done = true;
+    }
+    s->has_full.notify_one();
+  }
+  for (auto& s : shards_) s->worker.join();
+
+  std::vector<decode::Analyzer*> analyzers;
+  for (auto& s : shards_) {
+    analyzers.push_back(s->analyzer.get());
+    if (s->misrouted) r.exact = false;
+  }
+  decode::AnalyzerMerge::finish_shards(analyzers);
+  r.bounds_reached = decode::AnalyzerMerge::bounds_reached(analyzers);
+  r.analyzer = std::make_unique<decode::Analyzer>();
+  std::vector<std::vector<std::uint32_t>> flow_index;
+  decode::AnalyzerMerge::merge(analyzers, *r.analyzer, flow_index);
+  if (tally_) {
+    std::vector<const exporters::FlowTally*> tallies;
+    for (auto& s : shards_) tallies.push_back(s->tally.get());
+    r.tally = std::make_unique<exporters::FlowTally>(exporters::FlowTally::merge(tallies, flow_index, origin_));
+  }
+  return r;
+}
+
+}  // namespace rdmadiag::cli

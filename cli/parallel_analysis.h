@@ -1,0 +1,92 @@
+// `analyze -j N`: the analysis spread over N worker threads by connection.
+// The reader (the caller's thread) reads records, finds each one's shard with a
+// light header parse (decode/shard_key.h) and copies it into that shard's batch;
+// each worker decodes (ICRC included) and analyses its shard's frames in frame
+// order with their original numbers and times, in its own decode::Analyzer; at
+// the end the shards are merged (decode/analyzer_merge.h) into the results one
+// thread would have produced. Memory: N x kPoolBatches batches of ~kBatchBytes,
+// whatever the length of the input.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "capture/file_reader.h"
+#include "decode/analyzer.h"
+#include "decode/packet.h"
+#include "exporters/flow_tally.h"
+
+namespace rdmadiag::cli {
+
+class ParallelAnalysis {
+ public:
+  static constexpr std::size_t kBatchBytes = 256 * 1024;
+  static constexpr std::size_t kBatchFrames = 2048;
+  static constexpr std::size_t kPoolBatches = 6;  // per shard: being filled, queued, being analysed
+
+  // `tally`: also keep the per-frame tally (timeline, histograms) of the JSON/HTML/metrics reports.
+  ParallelAnalysis(unsigned shards, const decode::DecodeOptions& opts, std::uint32_t pmtu_override, bool tally);
+  ~ParallelAnalysis();
+  ParallelAnalysis(const ParallelAnalysis&) = delete;
+  ParallelAnalysis& operator=(const ParallelAnalysis&) = delete;
+
+  // The next record of the input (frames are numbered from 1 across all inputs).
+  void frame(const capture::Record& rec, std::uint32_t linktype);
+
+  struct Result {
+    std::unique_ptr<decode::Analyzer> analyzer;  // merged, finished
+    std::unique_ptr<exporters::FlowTally> tally;  // merged (when asked for)
+    // False when a frame's decoded endpoint addresses put it in another shard
+    // than the reader's parse did: the merge would not be exact (run one thread).
+    bool exact = true;
+    bool bounds_reached = false;  // a shard reached a flow-table bound (docs/analysis.md)
+  };
+  // End of input: analyses what is queued, stops the workers, merges.
+  Result finish();
+
+ private:
+  struct FrameRef {
+    std::uint64_t frame;
+    double ts;
+    double sweep_now;        // sweep before this frame (a sweep point passed in another shard)
+    std::uint32_t offset, caplen, wirelen, linktype;
+    bool sweep;
+  };
+  struct Batch {
+    std::vector<std::uint8_t> bytes;
+    std::vector<FrameRef> frames;
+  };
+  struct Shard {
+    std::unique_ptr<decode::Analyzer> analyzer;
+    std::unique_ptr<exporters::FlowTally> tally;
+    std::mutex mu;
+    std::condition_variable has_full, has_free;
+    std::deque<Batch*> full;   // for the worker, in order
+    std::vector<Batch*> free;  // back to the reader
+    bool done = false;
+    std::vector<std::unique_ptr<Batch>> pool;
+    Batch* filling = nullptr;
+    bool sweep_pending = false;
+    double sweep_now = 0;
+    std::uint64_t misrouted = 0;
+    std::thread worker;
+  };
+
+  void flush(Shard& s);
+  Batch* take_free(Shard& s);
+  void run(std::size_t index);
+
+  std::vector<std::unique_ptr<Shard>> shards_;
+  decode::DecodeOptions opts_;
+  bool tally_ = false;
+  std::uint64_t frame_ = 0;
+  double origin_ = 0;
+  bool finished_ = false;
+};
+
+}  // namespace rdmadiag::cli

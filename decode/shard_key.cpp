@@ -1,0 +1,137 @@
+#include "decode/shard_key.h"
+
+#include "decode/erf.h"
+#include "decode/ethernet.h"
+#include "decode/ib_link.h"
+#include "decode/ip.h"
+#include "decode/sll.h"
+
+namespace rdmadiag::decode {
+
+// The reader thread runs this for every frame, so it reads only the fields it
+// needs, at the offsets the full parsers read them from (ethernet.cpp, ip.cpp,
+// ib_link.cpp). It accepts at least every header those parsers accept, so a
+// frame the analysis keys by its addresses always gets them here too; a header
+// they would reject only costs a frame that relates to nothing a shard's choice.
+
+namespace {
+
+// One address as a number: the same for the same bytes, whichever side it is on.
+std::uint64_t address_hash(const ByteReader& r, std::size_t off, std::size_t len) {
+  std::uint64_t h;
+  if (len == 2) h = r.be16(off);
+  else if (len == 4) h = r.be32(off);
+  else h = r.be64(off) * 0x9E3779B97F4A7C15ULL ^ r.be64(off + 8);
+  h *= 0xBF58476D1CE4E5B9ULL;
+  return h ^ (h >> 31);
+}
+
+// Symmetric in the two addresses (a sum), then mixed so that `% shards` spreads well.
+ShardKey pair_key(std::uint64_t a, std::uint64_t b, std::size_t len) {
+  std::uint64_t h = (a + b) ^ (len << 56);
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDULL;
+  h ^= h >> 33;
+  h *= 0xC4CEB9FE1A85EC53ULL;
+  h ^= h >> 33;
+  return ShardKey{true, h};
+}
+
+ShardKey from_bytes(const ByteReader& r, std::size_t src, std::size_t dst, std::size_t len) {
+  return pair_key(address_hash(r, src, len), address_hash(r, dst, len), len);
+}
+
+ShardKey ipv4_key(const ByteReader& r, std::size_t off) {
+  if (!r.has(off, 20) || (r.u8(off) >> 4) != 4) return {};
+  return from_bytes(r, off + 12, off + 16, 4);
+}
+
+ShardKey ipv6_key(const ByteReader& r, std::size_t off) {
+  if (!r.has(off, 40) || (r.u8(off) >> 4) != 6) return {};
+  return from_bytes(r, off + 8, off + 24, 16);
+}
+
+ShardKey grh_key(const ByteReader& r, std::size_t off) {
+  if (!r.has(off, 40)) return {};
+  return from_bytes(r, off + 8, off + 24, 16);
+}
+
+ShardKey lrh_key(const ByteReader& r, std::size_t off) {
+  if (!r.has(off, 8)) return {};
+  return from_bytes(r, off + 6, off + 2, 2);
+}
+
+ShardKey ethertype_key(const ByteReader& r, std::uint16_t type, std::size_t off) {
+  switch (type) {
+    case kEthertypeIpv4: return ipv4_key(r, off);
+    case kEthertypeIpv6: return ipv6_key(r, off);
+    case kEthertypeRoceV1: return grh_key(r, off);
+    default: return {};
+  }
+}
+
+ShardKey ethernet_key(const ByteReader& r, std::size_t off) {
+  if (!r.has(off, 14)) return {};
+  std::size_t at = off + 12;
+  std::uint16_t type = r.be16(at);
+  for (int tags = 0; tags < 2 && (type == kEthertypeVlan || type == kEthertypeQinQ || type == kEthertypeQinQOld); ++tags) {
+    at += 4;
+    type = r.be16(at);
+  }
+  return ethertype_key(r, type, at + 2);
+}
+
+}  // namespace
+
+ShardKey shard_key(std::uint32_t lt, Bytes frame) {
+  const ByteReader r(frame);
+  switch (lt) {
+    case linktype::kEthernet: return ethernet_key(r, 0);
+    case linktype::kRawDlt12: case linktype::kRawDlt14: case linktype::kRaw:
+      if (!r.has(0, 1)) return {};
+      return (r.u8(0) >> 4) == 4 ? ipv4_key(r, 0) : ipv6_key(r, 0);
+    case linktype::kIpv4: return ipv4_key(r, 0);
+    case linktype::kIpv6: return ipv6_key(r, 0);
+    case linktype::kLinuxSll: case linktype::kLinuxSll2: {
+      SllHeader h;
+      const auto st = lt == linktype::kLinuxSll ? parse_sll(frame, h) : parse_sll2(frame, h);
+      if (st != ParseStatus::ok) return {};
+      return ethertype_key(r, h.protocol, h.header_len);
+    }
+    case linktype::kInfiniband: return lrh_key(r, 0);
+    case linktype::kErf: {
+      ErfHeader h;
+      if (parse_erf(frame, h) != ParseStatus::ok) return {};
+      switch (h.type) {
+        case kErfTypeInfiniband: return lrh_key(r, h.header_len);
+        case kErfTypeEth: return ethernet_key(r, h.header_len);
+        case kErfTypeIpv4: return ipv4_key(r, h.header_len);
+        case kErfTypeIpv6: return ipv6_key(r, h.header_len);
+        default: return {};
+      }
+    }
+    default: return {};
+  }
+}
+
+namespace {
+std::uint64_t address_hash(const std::uint8_t* a, std::size_t len) {
+  const ByteReader r(Bytes(a, len));
+  return address_hash(r, 0, len);
+}
+}  // namespace
+
+// The same priority as the analyses' endpoint addresses: IP, then LIDs, then GIDs.
+ShardKey shard_key(const DecodedPacket& p) {
+  if (p.ipv4) return pair_key(address_hash(p.ipv4->src.data(), 4), address_hash(p.ipv4->dst.data(), 4), 4);
+  if (p.ipv6) return pair_key(address_hash(p.ipv6->src.data(), 16), address_hash(p.ipv6->dst.data(), 16), 16);
+  if (p.lrh) {
+    const std::uint8_t s[2] = {static_cast<std::uint8_t>(p.lrh->slid >> 8), static_cast<std::uint8_t>(p.lrh->slid)};
+    const std::uint8_t d[2] = {static_cast<std::uint8_t>(p.lrh->dlid >> 8), static_cast<std::uint8_t>(p.lrh->dlid)};
+    return pair_key(address_hash(s, 2), address_hash(d, 2), 2);
+  }
+  if (p.grh) return pair_key(address_hash(p.grh->sgid.data(), 16), address_hash(p.grh->dgid.data(), 16), 16);
+  return {};
+}
+
+}  // namespace rdmadiag::decode
