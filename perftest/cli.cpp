@@ -193,9 +193,10 @@ void add_leaf(CLI::App& parent, const LeafSpec& spec, rdmadiag::cli::Commands& o
                          ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
   st->inline_option = sub->add_option("-I,--inline_size", st->inline_size, "max inline size (default as perftest: 0 on rxe/siw)")
                           ->check(CLI::Range(0, 4096));
-  sub->add_option("-p,--port", o.tcp_port, "TCP port of the out-of-band exchange (default 18515)")->check(CLI::Range(1, 65535));
-  sub->add_flag("-R,--rdma_cm", o.rdma_cm, "connect with rdma_cm (not supported yet)");
-  sub->add_option("-c,--connection", st->connection, "transport: RC (default), UC (write/send) or UD (not supported yet)")
+  sub->add_option("-p,--port", o.tcp_port, "port of the out-of-band exchange: TCP, or the rdma_cm port with -R (default 18515)")->check(CLI::Range(1, 65535));
+  sub->add_flag("-R,--rdma_cm", o.rdma_cm,
+                "connect through rdma_cm, as perftest -R (the exchange too); needed on iWARP (siw); the peer needs -R");
+  sub->add_option("-c,--connection", st->connection, "transport: RC (default), UC (write/send, not with -R) or UD (send-lat, send-bw)")
       ->check(CLI::IsMember({"RC", "UC", "UD"}));
   st->mtu_option = sub->add_option("-m,--mtu", st->mtu, "path MTU: 256..4096 (default: the port's active MTU)");
   sub->add_option("-T,--tos", o.tos, "traffic class / DSCP+ECN byte for RoCE")->check(CLI::Range(0, 255));
@@ -204,7 +205,9 @@ void add_leaf(CLI::App& parent, const LeafSpec& spec, rdmadiag::cli::Commands& o
   sub->add_flag("-e,--events", o.use_events, "wait for completions with events instead of polling");
   sub->add_flag("-F,--CPU-freq", o.cpu_freq_warning_ok,
                 "accepted for compatibility: rdmadiag measures the counter frequency, so there is no warning to silence");
-  sub->add_option("-D,--duration", o.duration_s, "run for seconds instead of iterations (not supported yet)");
+  sub->add_option("-D,--duration", o.duration_s,
+                  "run for SECONDS instead of -n iterations (perftest's phases: a quarter warm-up, the middle measured)")
+      ->check(CLI::Range(1, 86400));
   sub->add_flag("-H,--report-histogram", o.print_every_sample, "print every sample (latency tests)");
   if (spec.measure == Measure::Bandwidth) {
     sub->add_flag("--report-both", o.report_both, "also print the peer's report (when the peer is rdmadiag)");

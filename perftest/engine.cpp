@@ -8,11 +8,15 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <limits>
 #include <functional>
+#include <memory>
+#include <optional>
 
 #include "perftest/clock.h"
 #include "perftest/errors.h"
 #include "perftest/oob_channel.h"
+#include "perftest/rdma_cm_connection.h"
 
 namespace rdmadiag::perftest {
 
@@ -35,15 +39,42 @@ std::string transport_name(Transport t) { return t == Transport::RC ? "RC" : t =
 
 // Waits for progress with a no-progress limit: every blocking loop in a test calls
 // check() while it spins, so a dead peer ends the test with an explanation instead of a hang.
+// Thrown by the watchdog when -D's time is over: ends the loop of a run_* function.
+struct TimeUp {};
+
+// -D SECONDS, perftest's phases: the first quarter (whole seconds, perftest's default margin)
+// warms up, the middle is measured, the last quarter lets the peer finish; then the run ends.
+struct DurationWindow {
+  bool active = false;
+  std::uint64_t sample_from = 0, sample_to = 0, end = 0;  // cycle counter values
+
+  static DurationWindow start(int duration_s, const CycleClock& clock) {
+    DurationWindow w;
+    if (duration_s <= 0) return w;
+    const int margin_s = duration_s / 4;
+    const double cycles_per_s = clock.cycles_per_usec * 1e6;
+    const std::uint64_t now = read_cycles();
+    w.active = true;
+    w.sample_from = now + static_cast<std::uint64_t>(margin_s * cycles_per_s);
+    w.sample_to = now + static_cast<std::uint64_t>((duration_s - margin_s) * cycles_per_s);
+    w.end = now + static_cast<std::uint64_t>(duration_s * cycles_per_s);
+    return w;
+  }
+  bool sampling(std::uint64_t now) const { return !active || (now >= sample_from && now < sample_to); }
+  bool over(std::uint64_t now) const { return active && now >= end; }
+};
+
 class ProgressWatchdog {
  public:
   ProgressWatchdog(int limit_s, std::string what) : limit_ns_(static_cast<std::uint64_t>(limit_s) * 1000000000ull), what_(std::move(what)) {
     progressed();
   }
   void progressed() { deadline_ = monotonic_ns() + limit_ns_; }
+  void end_with(const DurationWindow* window) { window_ = window; }
   // Cheap enough to call on every spin: reads the clock only every 1024 calls.
   void check(const std::string& waiting_for) {
     if (++spins_ & 1023) return;
+    if (window_ && window_->over(read_cycles())) throw TimeUp{};
     if (monotonic_ns() > deadline_)
       throw RunError(what_ + ": no progress for " + std::to_string(limit_ns_ / 1000000000ull) + " s while waiting for " +
                      waiting_for +
@@ -55,6 +86,7 @@ class ProgressWatchdog {
   std::uint64_t deadline_ = 0;
   std::uint64_t spins_ = 0;
   std::string what_;
+  const DurationWindow* window_ = nullptr;
 };
 
 // One completion from cq, by busy polling or (use_events) through the completion channel.
@@ -93,8 +125,10 @@ void post_send(ibv_qp* qp, ibv_send_wr& wr) {
     throw RunError(std::string("ibv_post_send failed: ") + std::strerror(rc));
 }
 
+// UD receives start with the 40-byte GRH (present or not), so each has room for it.
 void post_receives(VerbsResources& res, std::uint64_t size, std::uint64_t count) {
-  ibv_sge sge{reinterpret_cast<std::uintptr_t>(res.recv_region()), static_cast<std::uint32_t>(size), res.mr()->lkey};
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(res.recv_region()),
+              static_cast<std::uint32_t>(size + res.receive_overhead()), res.mr()->lkey};
   ibv_recv_wr wr{};
   wr.sg_list = &sge;
   wr.num_sge = 1;
@@ -105,26 +139,46 @@ void post_receives(VerbsResources& res, std::uint64_t size, std::uint64_t count)
   }
 }
 
+// One key message each way (perftest's ctx_hand_shake): text on TCP, binary on rdma_cm.
+// A server's reply is the last message of an exchange step; when the client has it and closes
+// at once, our SEND can complete in error on rdma_cm (siw flushes it): that is only a warning.
+oob::KeyMessage exchange_key(OobTransport& oob, const oob::KeyMessage& mine, bool with_gid, bool cm_tail_markers,
+                             const std::string& step, int timeout_ms, std::vector<std::string>* warnings = nullptr) {
+  if (oob.message_based()) {
+    const auto encoded = oob::encode_cm_key_message(mine, cm_tail_markers);
+    if (oob.is_client() || !warnings) return oob::parse_cm_key_message(oob.exchange_message(encoded, step, timeout_ms));
+    const auto got = oob::parse_cm_key_message(oob.receive_message(step, timeout_ms));
+    try {
+      oob.send(encoded, step);
+    } catch (const RunError& e) {
+      warnings->push_back(std::string("the peer closed the connection right after our last message: ") + e.what());
+    }
+    return got;
+  }
+  const std::size_t expected = with_gid ? oob::kKeyMessageSizeWithGid : oob::kKeyMessageSizeWithoutGid;
+  return oob::parse_key_message(oob.exchange(oob::encode_key_message(mine), expected, step, timeout_ms), with_gid);
+}
+
 struct Session {
   const TestOptions& opt;
   VerbsResources& res;
-  OobChannel& oob;
+  OobTransport& oob;
   TestResult& result;
   int timeout_ms;
   oob::KeyMessage my_key;
   oob::KeyMessage remote_key;
   bool have_remote_key = false;
   int barrier_count = 0;
+  bool cm_tail_markers = false;  // -R: send upstream 6.29's 64-byte key struct
 
   bool is_server() const { return opt.peer.empty(); }
 
   // perftest's ctx_hand_shake: exchange key messages; used for the addresses and as a barrier.
+  // With -R the keys travel in binary (perftest's struct) on the rdma_cm exchange QP.
   void barrier(const std::string& step, int wait_ms = 0) {
-    const auto mine = oob::encode_key_message(my_key);
-    const std::size_t expected = res.uses_gid() ? oob::kKeyMessageSizeWithGid : oob::kKeyMessageSizeWithoutGid;
-    const auto got = oob.exchange(mine, expected, step, wait_ms ? wait_ms : timeout_ms);
     try {
-      const auto key = oob::parse_key_message(got, res.uses_gid());
+      const auto key = exchange_key(oob, my_key, res.uses_gid(), cm_tail_markers, step, wait_ms ? wait_ms : timeout_ms,
+                                    &result.warnings);
       if (!have_remote_key) {
         remote_key = key;
         have_remote_key = true;
@@ -137,6 +191,7 @@ struct Session {
 
   void finish_with_done() {
     barrier("final barrier", timeout_ms);
+    if (oob.message_based()) return;  // perftest sends "done" only on its TCP exchange
     oob.send({oob::kDoneMessage, sizeof oob::kDoneMessage}, "done message");
     (void)oob.drain(500);  // the peer's own "done", if it sends one; nothing depends on it
   }
@@ -163,84 +218,136 @@ void fill_latency(SizeResult& out, const std::vector<std::uint64_t>& posted, con
   if (opt.keep_samples || opt.print_every_sample) out.samples_usec = std::move(usec);
 }
 
+constexpr std::size_t kMaxDurationSamples = std::size_t{1} << 21;  // -D keeps at most 2 Mi samples (16 MiB)
+
+// What every run_* function starts from: the result for this size, one work request over the
+// send region aimed at the peer (RDMA address or UD address handle), the watchdog, the -D
+// window, and the post times that become the latency samples.
+class SizeRun {
+ public:
+  SizeRun(Session& s, std::uint64_t size, const CycleClock& clock, ibv_wr_opcode opcode, const std::string& what)
+      : session(s), clock_(clock), watchdog(s.opt.timeout_s, what), window(DurationWindow::start(s.opt.duration_s, clock)) {
+    out.size = size;
+    out.iterations = s.opt.iterations;
+    iters = window.active ? std::numeric_limits<std::uint64_t>::max() : s.opt.iterations;
+    posted.reserve(window.active ? 4096 : iters);
+    watchdog.end_with(&window);
+    sge = {reinterpret_cast<std::uintptr_t>(s.res.send_region()), static_cast<std::uint32_t>(size), s.res.mr()->lkey};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = opcode;
+    if (s.res.address_handle()) {
+      wr.wr.ud.ah = s.res.address_handle();
+      wr.wr.ud.remote_qpn = s.remote_key.qpn;
+      wr.wr.ud.remote_qkey = kUdQkey;
+    } else {
+      wr.wr.rdma.remote_addr = s.remote_key.vaddr;
+      wr.wr.rdma.rkey = s.remote_key.rkey;
+    }
+    inline_ok = static_cast<int>(size) <= s.res.inline_size();
+    t0 = monotonic_ns();
+  }
+  SizeRun(const SizeRun&) = delete;
+  SizeRun& operator=(const SizeRun&) = delete;
+
+  // A post time: every one in iteration mode; with -D only those inside the measured window.
+  void record(std::uint64_t cycles) {
+    if (window.sampling(cycles) && posted.size() < kMaxDurationSamples) posted.push_back(cycles);
+  }
+  bool time_up() const { return window.over(read_cycles()); }
+
+  // Latency figures over the recorded post times (factor 2: one-way figure of a ping-pong).
+  SizeResult finish_latency(int factor) {
+    out.elapsed_usec = static_cast<double>(monotonic_ns() - t0) / 1000.0;
+    if (window.active) {
+      out.iterations = posted.size();
+      DurationFigures d;
+      d.seconds = static_cast<double>(window.sample_to - window.sample_from) / (clock_.cycles_per_usec * 1e6);
+      if (!posted.empty()) {
+        d.t_avg_usec = d.seconds * 1e6 / factor / static_cast<double>(posted.size());
+        d.tps = static_cast<double>(posted.size()) / d.seconds;
+      }
+      out.duration = d;
+      if (posted.size() < 2) {
+        session.result.errors.push_back("-D " + std::to_string(session.opt.duration_s) +
+                                        ": fewer than 2 iterations in the measured window (use a longer duration)");
+        return out;
+      }
+    }
+    fill_latency(out, posted, clock_, factor, session.opt, session.result);
+    return out;
+  }
+
+  Session& session;
+  SizeResult out;
+  ibv_sge sge{};
+  ibv_send_wr wr{};
+  bool inline_ok = false;
+  std::uint64_t iters = 0;  // -D: unbounded, the window ends the run
+  std::vector<std::uint64_t> posted;
+  std::uint64_t t0 = 0;
+
+ private:
+  const CycleClock& clock_;
+
+ public:
+  ProgressWatchdog watchdog;
+  DurationWindow window;
+};
+
 // WRITE latency ping-pong: each side writes `size` bytes into the peer's buffer; the last
 // byte carries the iteration number, and the receiver spins on its own copy of that byte.
 // The server posts first, as in perftest, so the two ends interoperate.
 SizeResult run_write_lat(Session& s, std::uint64_t size, const CycleClock& clock) {
   auto& res = s.res;
-  SizeResult out;
-  out.size = size;
-  out.iterations = s.opt.iterations;
-  const std::uint64_t iters = s.opt.iterations;
-  std::vector<std::uint64_t> posted(iters);
+  SizeRun run(s, size, clock, IBV_WR_RDMA_WRITE, "write-lat size " + std::to_string(size));
+  run.wr.send_flags = IBV_SEND_SIGNALED | (run.inline_ok ? IBV_SEND_INLINE : 0);
   volatile char* poll_byte = res.recv_region() + size - 1;
   char* post_byte = res.send_region() + size - 1;
-  ibv_sge sge{reinterpret_cast<std::uintptr_t>(res.send_region()), static_cast<std::uint32_t>(size), res.mr()->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  if (static_cast<int>(size) <= res.inline_size()) wr.send_flags |= IBV_SEND_INLINE;
-  wr.wr.rdma.remote_addr = s.remote_key.vaddr;
-  wr.wr.rdma.rkey = s.remote_key.rkey;
-  ProgressWatchdog watchdog(s.opt.timeout_s, "write-lat size " + std::to_string(size));
+  const std::uint64_t iters = run.iters;
   std::uint64_t sent = 0, received = 0;
-  const std::uint64_t t0 = monotonic_ns();
-  while (sent < iters || received < iters) {
-    if (received < iters && !(sent == 0 && s.is_server())) {
-      ++received;
-      const char expected = static_cast<char>(received);
-      while (*poll_byte != expected) watchdog.check("the peer's RDMA WRITE #" + std::to_string(received));
-      watchdog.progressed();
+  try {
+    while ((sent < iters || received < iters) && !run.time_up()) {
+      if (received < iters && !(sent == 0 && s.is_server())) {
+        ++received;
+        const char expected = static_cast<char>(received);
+        while (*poll_byte != expected) run.watchdog.check("the peer's RDMA WRITE #" + std::to_string(received));
+        run.watchdog.progressed();
+      }
+      if (sent < iters) {
+        run.record(read_cycles());
+        *post_byte = static_cast<char>(++sent);
+        post_send(res.qp(), run.wr);
+        wait_completion(res.send_cq(), res.channel(), s.opt.use_events, run.watchdog, "RDMA WRITE #" + std::to_string(sent));
+      }
     }
-    if (sent < iters) {
-      posted[sent] = read_cycles();
-      *post_byte = static_cast<char>(++sent);
-      post_send(res.qp(), wr);
-      wait_completion(res.send_cq(), res.channel(), s.opt.use_events, watchdog, "RDMA WRITE #" + std::to_string(sent));
-    }
+  } catch (const TimeUp&) {
   }
-  out.elapsed_usec = static_cast<double>(monotonic_ns() - t0) / 1000.0;
-  fill_latency(out, posted, clock, 2, s.opt, s.result);
-  return out;
+  return run.finish_latency(2);
 }
 
 // READ / ATOMIC latency: the client alone issues one operation at a time; a sample is a
 // whole round trip (perftest does not halve these).
 SizeResult run_read_or_atomic_lat(Session& s, std::uint64_t size, const CycleClock& clock, bool atomic) {
   auto& res = s.res;
-  SizeResult out;
-  out.size = size;
-  out.iterations = s.opt.iterations;
-  const std::uint64_t iters = s.opt.iterations;
-  std::vector<std::uint64_t> posted(iters);
-  ibv_sge sge{reinterpret_cast<std::uintptr_t>(res.send_region()), static_cast<std::uint32_t>(size), res.mr()->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.send_flags = IBV_SEND_SIGNALED;
+  SizeRun run(s, size, clock, atomic ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_RDMA_READ,
+              std::string(atomic ? "atomic-lat" : "read-lat") + " size " + std::to_string(size));
+  run.wr.send_flags = IBV_SEND_SIGNALED;
   if (atomic) {
-    wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-    wr.wr.atomic.remote_addr = s.remote_key.vaddr;
-    wr.wr.atomic.rkey = s.remote_key.rkey;
-    wr.wr.atomic.compare_add = 1;
-  } else {
-    wr.opcode = IBV_WR_RDMA_READ;
-    wr.wr.rdma.remote_addr = s.remote_key.vaddr;
-    wr.wr.rdma.rkey = s.remote_key.rkey;
+    run.wr.wr.atomic.remote_addr = s.remote_key.vaddr;
+    run.wr.wr.atomic.rkey = s.remote_key.rkey;
+    run.wr.wr.atomic.compare_add = 1;
   }
   const char* name = atomic ? "ATOMIC FETCH_AND_ADD" : "RDMA READ";
-  ProgressWatchdog watchdog(s.opt.timeout_s, std::string(atomic ? "atomic-lat" : "read-lat") + " size " + std::to_string(size));
-  const std::uint64_t t0 = monotonic_ns();
-  for (std::uint64_t i = 0; i < iters; ++i) {
-    posted[i] = read_cycles();
-    post_send(res.qp(), wr);
-    wait_completion(res.send_cq(), res.channel(), s.opt.use_events, watchdog, std::string(name) + " #" + std::to_string(i + 1));
+  try {
+    for (std::uint64_t i = 0; i < run.iters && !run.time_up(); ++i) {
+      run.record(read_cycles());
+      post_send(res.qp(), run.wr);
+      wait_completion(res.send_cq(), res.channel(), s.opt.use_events, run.watchdog, std::string(name) + " #" + std::to_string(i + 1));
+    }
+  } catch (const TimeUp&) {
   }
-  out.elapsed_usec = static_cast<double>(monotonic_ns() - t0) / 1000.0;
-  fill_latency(out, posted, clock, 1, s.opt, s.result);
-  return out;
+  return run.finish_latency(1);
 }
 
 // SEND latency ping-pong with receives posted in advance; the client sends first. Sends are
@@ -248,39 +355,31 @@ SizeResult run_read_or_atomic_lat(Session& s, std::uint64_t size, const CycleClo
 // rarely and the samples measure the message round trip, not completion handling.
 SizeResult run_send_lat(Session& s, std::uint64_t size, std::uint64_t receive_depth, const CycleClock& clock) {
   auto& res = s.res;
-  SizeResult out;
-  out.size = size;
-  out.iterations = s.opt.iterations;
-  const std::uint64_t iters = s.opt.iterations;
-  std::vector<std::uint64_t> posted(iters);
-  ibv_sge sge{reinterpret_cast<std::uintptr_t>(res.send_region()), static_cast<std::uint32_t>(size), res.mr()->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  const unsigned base_flags = static_cast<int>(size) <= res.inline_size() ? IBV_SEND_INLINE : 0;
-  ProgressWatchdog watchdog(s.opt.timeout_s, "send-lat size " + std::to_string(size));
+  SizeRun run(s, size, clock, IBV_WR_SEND, "send-lat size " + std::to_string(size));
+  const unsigned base_flags = run.inline_ok ? IBV_SEND_INLINE : 0;
+  const std::uint64_t iters = run.iters;
   std::uint64_t sent = 0, received = 0;
-  const std::uint64_t t0 = monotonic_ns();
-  while (sent < iters || received < iters) {
-    if (received < iters && !(sent == 0 && !s.is_server())) {
-      wait_completion(res.recv_cq(), res.channel(), s.opt.use_events, watchdog, "the peer's SEND #" + std::to_string(received + 1));
-      ++received;
-      if (received + receive_depth <= iters) post_receives(res, size, 1);
+  try {
+    while ((sent < iters || received < iters) && !run.time_up()) {
+      if (received < iters && !(sent == 0 && !s.is_server())) {
+        wait_completion(res.recv_cq(), res.channel(), s.opt.use_events, run.watchdog,
+                        "the peer's SEND #" + std::to_string(received + 1));
+        ++received;
+        if (run.window.active || received + receive_depth <= iters) post_receives(res, size, 1);
+      }
+      if (sent < iters) {
+        run.record(read_cycles());
+        ++sent;
+        const bool signalled = sent % kSignalEvery == 0 || sent == iters;
+        run.wr.send_flags = base_flags | (signalled ? IBV_SEND_SIGNALED : 0);
+        post_send(res.qp(), run.wr);
+        if (signalled)
+          wait_completion(res.send_cq(), res.channel(), s.opt.use_events, run.watchdog, "SEND #" + std::to_string(sent));
+      }
     }
-    if (sent < iters) {
-      posted[sent] = read_cycles();
-      ++sent;
-      const bool signalled = sent % kSignalEvery == 0 || sent == iters;
-      wr.send_flags = base_flags | (signalled ? IBV_SEND_SIGNALED : 0);
-      post_send(res.qp(), wr);
-      if (signalled)
-        wait_completion(res.send_cq(), res.channel(), s.opt.use_events, watchdog, "SEND #" + std::to_string(sent));
-    }
+  } catch (const TimeUp&) {
   }
-  out.elapsed_usec = static_cast<double>(monotonic_ns() - t0) / 1000.0;
-  fill_latency(out, posted, clock, 2, s.opt, s.result);
-  return out;
+  return run.finish_latency(2);
 }
 
 // Bandwidth figures the way perftest computes them: average over first post .. last
@@ -304,72 +403,115 @@ void fill_bandwidth(SizeResult& out, const std::vector<std::uint64_t>& posted, c
   out.bw_peak_mb_per_sec = static_cast<double>(out.size) * cycles_per_sec / (best_cycles_per_msg * 1048576.0);
 }
 
+// -D bandwidth: messages completed inside the measured window over its length. perftest has no
+// peak in duration mode (it prints its average there too).
+void fill_duration_bandwidth(SizeRun& run, std::uint64_t messages_in_window, const CycleClock& clock) {
+  DurationFigures d;
+  d.seconds = static_cast<double>(run.window.sample_to - run.window.sample_from) / (clock.cycles_per_usec * 1e6);
+  d.tps = static_cast<double>(messages_in_window) / d.seconds;
+  run.out.duration = d;
+  run.out.iterations = messages_in_window;
+  run.out.msg_rate_mpps = d.tps / 1e6;
+  run.out.bw_avg_mb_per_sec = static_cast<double>(run.out.size) * d.tps / 1048576.0;
+  run.out.bw_peak_mb_per_sec = run.out.bw_avg_mb_per_sec;
+  if (messages_in_window == 0)
+    run.session.result.errors.push_back("-D " + std::to_string(run.session.opt.duration_s) +
+                                        ": no message completed in the measured window (use a longer duration)");
+}
+
 // Client side of write-bw/read-bw/send-bw: keep up to tx_depth operations in flight.
 SizeResult run_bw_client(Session& s, std::uint64_t size, const CycleClock& clock) {
   auto& res = s.res;
-  SizeResult out;
-  out.size = size;
-  out.iterations = s.opt.iterations;
-  const std::uint64_t iters = s.opt.iterations;
+  SizeRun run(s, size, clock,
+              s.opt.verb == Verb::Write  ? IBV_WR_RDMA_WRITE
+              : s.opt.verb == Verb::Read ? IBV_WR_RDMA_READ
+                                         : IBV_WR_SEND,
+              s.opt.test_name + " size " + std::to_string(size));
+  const std::uint64_t iters = run.iters;
   const int depth = std::max(1, s.opt.tx_depth);
   const int signal_every = std::min(kSignalEvery, depth);
-  std::vector<std::uint64_t> posted(iters), completed(iters, 0);
-  ibv_sge sge{reinterpret_cast<std::uintptr_t>(res.send_region()), static_cast<std::uint32_t>(size), res.mr()->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = s.opt.verb == Verb::Write ? IBV_WR_RDMA_WRITE : s.opt.verb == Verb::Read ? IBV_WR_RDMA_READ : IBV_WR_SEND;
-  wr.wr.rdma.remote_addr = s.remote_key.vaddr;
-  wr.wr.rdma.rkey = s.remote_key.rkey;
-  const unsigned base_flags = (s.opt.verb != Verb::Read && static_cast<int>(size) <= res.inline_size()) ? IBV_SEND_INLINE : 0;
-  ProgressWatchdog watchdog(s.opt.timeout_s, s.opt.test_name + " size " + std::to_string(size));
-  std::uint64_t sent = 0, done = 0;
-  const std::uint64_t t0 = monotonic_ns();
-  while (done < iters) {
-    while (sent < iters && sent - done < static_cast<std::uint64_t>(depth)) {
-      const bool signalled = (sent + 1) % static_cast<std::uint64_t>(signal_every) == 0 || sent + 1 == iters;
-      wr.send_flags = base_flags | (signalled ? IBV_SEND_SIGNALED : 0);
-      wr.wr_id = sent;
-      posted[sent] = read_cycles();
-      post_send(res.qp(), wr);
-      ++sent;
+  // Iteration mode keeps every post and signalled completion time (for the peak); -D counts.
+  const bool timed = run.window.active;
+  std::vector<std::uint64_t> posted(timed ? 0 : iters), completed(timed ? 0 : iters, 0);
+  const unsigned base_flags = (s.opt.verb != Verb::Read && run.inline_ok) ? IBV_SEND_INLINE : 0;
+  std::uint64_t sent = 0, done = 0, in_window = 0;
+  try {
+    while (done < iters && !(timed && run.time_up())) {
+      while (sent < iters && sent - done < static_cast<std::uint64_t>(depth)) {
+        const bool signalled = (sent + 1) % static_cast<std::uint64_t>(signal_every) == 0 || sent + 1 == iters;
+        run.wr.send_flags = base_flags | (signalled ? IBV_SEND_SIGNALED : 0);
+        run.wr.wr_id = sent;
+        if (!timed) posted[sent] = read_cycles();
+        post_send(res.qp(), run.wr);
+        ++sent;
+      }
+      const ibv_wc wc = wait_completion(res.send_cq(), res.channel(), s.opt.use_events, run.watchdog,
+                                        "completion of operation #" + std::to_string(done + 1));
+      const std::uint64_t now = read_cycles();
+      if (timed) {
+        if (run.window.sampling(now)) in_window += wc.wr_id + 1 - done;
+      } else {
+        completed[wc.wr_id] = now;
+      }
+      done = wc.wr_id + 1;  // a signalled completion retires every earlier unsignalled one
     }
-    const ibv_wc wc = wait_completion(res.send_cq(), res.channel(), s.opt.use_events, watchdog,
-                                      "completion of operation #" + std::to_string(done + 1));
-    completed[wc.wr_id] = read_cycles();
-    done = wc.wr_id + 1;  // a signalled completion retires every earlier unsignalled one
+  } catch (const TimeUp&) {
   }
-  out.elapsed_usec = static_cast<double>(monotonic_ns() - t0) / 1000.0;
-  fill_bandwidth(out, posted, completed, clock);
-  return out;
+  run.out.elapsed_usec = static_cast<double>(monotonic_ns() - run.t0) / 1000.0;
+  if (timed) fill_duration_bandwidth(run, in_window, clock);
+  else fill_bandwidth(run.out, posted, completed, clock);
+  return run.out;
 }
 
 // Server side of send-bw: count receives, re-post as they complete.
 SizeResult run_send_bw_server(Session& s, std::uint64_t size, std::uint64_t receive_depth, const CycleClock& clock) {
   auto& res = s.res;
-  SizeResult out;
-  out.size = size;
-  out.iterations = s.opt.iterations;
-  const std::uint64_t iters = s.opt.iterations;
-  std::vector<std::uint64_t> posted(iters), completed(iters, 0);
-  ProgressWatchdog watchdog(s.opt.timeout_s, "send-bw size " + std::to_string(size));
-  const std::uint64_t t0 = monotonic_ns();
-  for (std::uint64_t i = 0; i < iters; ++i) {
-    wait_completion(res.recv_cq(), res.channel(), s.opt.use_events, watchdog, "the peer's SEND #" + std::to_string(i + 1));
-    completed[i] = read_cycles();
-    posted[i] = i == 0 ? completed[0] : completed[i - 1];
-    if (i + 1 + receive_depth <= iters) post_receives(res, size, 1);
+  SizeRun run(s, size, clock, IBV_WR_SEND, "send-bw size " + std::to_string(size));
+  const std::uint64_t iters = run.iters;
+  const bool timed = run.window.active;
+  std::uint64_t first = 0, last = 0, arrived = 0, in_window = 0;
+  try {
+    for (std::uint64_t i = 0; i < iters && !(timed && run.time_up()); ++i) {
+      wait_completion(res.recv_cq(), res.channel(), s.opt.use_events, run.watchdog, "the peer's SEND #" + std::to_string(i + 1));
+      last = read_cycles();
+      if (i == 0) first = last;
+      ++arrived;
+      if (run.window.active && run.window.sampling(last)) ++in_window;
+      if (timed || i + 1 + receive_depth <= iters) post_receives(res, size, 1);
+    }
+  } catch (const TimeUp&) {
   }
-  out.elapsed_usec = static_cast<double>(monotonic_ns() - t0) / 1000.0;
+  run.out.elapsed_usec = static_cast<double>(monotonic_ns() - run.t0) / 1000.0;
+  if (timed) {
+    fill_duration_bandwidth(run, in_window, clock);
+    return run.out;
+  }
   // The server sees arrivals only: average from the first arrival to the last.
-  const double total = static_cast<double>(completed[iters - 1] - completed[0]);
+  const double total = static_cast<double>(last - first);
   const double cycles_per_sec = clock.cycles_per_usec * 1e6;
-  if (iters > 1 && total > 0) {
-    out.bw_avg_mb_per_sec = static_cast<double>(size) * static_cast<double>(iters - 1) * cycles_per_sec / (total * 1048576.0);
-    out.msg_rate_mpps = static_cast<double>(iters - 1) * cycles_per_sec / (total * 1e6);
-    out.bw_peak_mb_per_sec = out.bw_avg_mb_per_sec;
+  if (arrived > 1 && total > 0) {
+    run.out.bw_avg_mb_per_sec = static_cast<double>(size) * static_cast<double>(arrived - 1) * cycles_per_sec / (total * 1048576.0);
+    run.out.msg_rate_mpps = static_cast<double>(arrived - 1) * cycles_per_sec / (total * 1e6);
+    run.out.bw_peak_mb_per_sec = run.out.bw_avg_mb_per_sec;
   }
-  return out;
+  return run.out;
+}
+
+// The device, port and GID fields of the report.
+void describe_resources(TestInfo& info, const VerbsResources& res) {
+  info.device = res.device_name();
+  info.port = res.port();
+  info.link_layer = link_layer_name(res.port_attr().link_layer);
+  info.gid_index = res.gid_index();
+  info.gid.clear();
+  info.gid_type.clear();
+  info.netdev.clear();
+  if (res.gid()) {
+    info.gid = res.gid()->text();
+    info.gid_type = res.gid()->type;
+    info.netdev = res.gid()->netdev;
+  }
+  info.inline_size = res.inline_size();
 }
 
 int perftest_verb_code(Verb v) {
@@ -398,19 +540,23 @@ std::string verb_title(Verb verb, Measure measure) {
 }
 
 TestResult run_test(const TestOptions& opt) {
-  if (opt.rdma_cm)
-    throw RunError("-R/--rdma_cm is not supported yet by rdmadiag perftest; use the TCP exchange (the default) on both sides");
-  if (opt.duration_s > 0)
-    throw RunError("-D/--duration is not supported yet by rdmadiag perftest; use -n ITERATIONS");
-  if (opt.transport == Transport::UD)
-    throw RunError("-c UD is not supported yet by rdmadiag perftest (RC and UC are)");
+  if (opt.rdma_cm && opt.transport == Transport::UC)
+    throw RunError("-c UC cannot be used with -R/--rdma_cm (librdmacm connects RC and UD QPs only; perftest refuses it too)");
+  if (opt.duration_s > 0 && opt.all_sizes)
+    throw RunError("-D cannot be combined with -a (perftest's duration mode runs one size too)");
+  if (opt.duration_s > 0 && opt.use_events)
+    throw RunError("-D cannot be combined with -e (as in perftest: duration mode polls)");
+  if (opt.transport == Transport::UD && opt.verb != Verb::Send)
+    throw RunError("-c UD allows only SEND tests (send-lat, send-bw): UD has no RDMA WRITE, READ or atomics");
+  if (opt.transport == Transport::UD && opt.rdma_cm)
+    throw RunError("-c UD with -R/--rdma_cm is not supported yet by rdmadiag perftest (UD works with the TCP exchange)");
   if (opt.transport == Transport::UC && opt.verb != Verb::Write && opt.verb != Verb::Send)
     throw RunError("-c UC allows only WRITE and SEND tests (UC has no RDMA READ or atomics)");
   const bool latency = opt.measure == Measure::Latency;
   if (opt.iterations < (latency ? 5u : 1u))
     throw RunError("-n must be at least " + std::string(latency ? "5 for latency tests" : "1"));
   if (opt.warmup >= opt.iterations) throw RunError("--warmup must be smaller than -n");
-  const auto sizes = sizes_to_run(opt);
+  auto sizes = sizes_to_run(opt);
   const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
   if (largest == 0 || largest > (1ull << 31)) throw RunError("-s must be between 1 and 2^31 bytes");
 
@@ -439,22 +585,22 @@ TestResult run_test(const TestOptions& opt) {
                      : opt.verb == Verb::Write                                                ? 220
                                                                                                : 236;
   }
-  VerbsResources res(req);  // no device / bad port / bad GID: throws before anything waits
+  // No device / bad port / bad GID: throws before anything waits. With -R this only checks the
+  // device and port (and gives the MTU to announce); rdma_cm picks the device of the test's QP.
+  ResourceRequest first_request = req;
+  first_request.probe_only = opt.rdma_cm;
+  VerbsResources local(first_request);
+  // With -R: the test's rdma_cm connection (declared before its resources, which go first).
+  std::optional<CmConnection> test_connection;
+  std::optional<VerbsResources> cm_resources;
+  VerbsResources* resources = &local;
 
   TestInfo& info = result.info;
   info.test = opt.test_name;
   info.role = opt.peer.empty() ? "server" : "client";
-  info.device = res.device_name();
-  info.port = res.port();
-  info.link_layer = link_layer_name(res.port_attr().link_layer);
+  describe_resources(info, local);
   info.transport = transport_name(opt.transport);
-  info.gid_index = res.gid_index();
-  if (res.gid()) {
-    info.gid = res.gid()->text();
-    info.gid_type = res.gid()->type;
-    info.netdev = res.gid()->netdev;
-  }
-  info.inline_size = res.inline_size();
+  info.exchange = opt.rdma_cm ? "rdma_cm" : "tcp";
   info.tos = opt.tos;
   info.tcp_port = opt.tcp_port;
   info.local_version = opt.announce_version;
@@ -462,15 +608,16 @@ TestResult run_test(const TestOptions& opt) {
   info.warmup = opt.warmup;
   info.peer = opt.peer;
 
-  int mtu = res.port_attr().active_mtu;
+  const VerbsResources& res0 = local;
+  int mtu = res0.port_attr().active_mtu;
   if (opt.mtu_bytes) {
     int wanted = 0;
     for (int m = 1; m <= 5; ++m)
       if (mtu_bytes(m) == *opt.mtu_bytes) wanted = m;
     if (!wanted) throw RunError("-m must be one of 256, 512, 1024, 2048, 4096");
-    if (wanted > res.port_attr().max_mtu)
+    if (wanted > res0.port_attr().max_mtu)
       throw RunError("-m " + std::to_string(*opt.mtu_bytes) + " exceeds the port's maximum MTU " +
-                     std::to_string(mtu_bytes(res.port_attr().max_mtu)));
+                     std::to_string(mtu_bytes(res0.port_attr().max_mtu)));
     mtu = wanted;
   }
 
@@ -485,9 +632,16 @@ TestResult run_test(const TestOptions& opt) {
                               " MHz; perftest converts with the former, so its figures are off by that ratio here");
 
   const int timeout_ms = opt.timeout_s * 1000;
-  if (opt.peer.empty() && opt.before_accept) opt.before_accept();
-  OobChannel oob = opt.peer.empty() ? OobChannel::accept_one(opt.tcp_port, timeout_ms)
-                                    : OobChannel::connect_to(opt.peer, opt.tcp_port, timeout_ms);
+  std::unique_ptr<OobTransport> oob_transport;
+  if (opt.rdma_cm) {
+    oob_transport = std::make_unique<CmOobChannel>(opt.peer, opt.tcp_port, timeout_ms,
+                                                   opt.peer.empty() ? opt.before_accept : std::function<void()>{});
+  } else {
+    if (opt.peer.empty() && opt.before_accept) opt.before_accept();
+    oob_transport = std::make_unique<OobChannel>(opt.peer.empty() ? OobChannel::accept_one(opt.tcp_port, timeout_ms)
+                                                                  : OobChannel::connect_to(opt.peer, opt.tcp_port, timeout_ms));
+  }
+  OobTransport& oob = *oob_transport;
   if (opt.peer.empty()) info.peer = oob.peer();
 
   // Version, system data, MTU: the fixed preamble of every perftest (>= 5.70) test.
@@ -520,6 +674,15 @@ TestResult run_test(const TestOptions& opt) {
     mtu = std::min(mtu, peer_mtu);
   }
   info.mtu = mtu_bytes(mtu);
+  if (opt.transport == Transport::UD) {
+    // A UD message is one packet: perftest sweeps (-a) only up to the MTU and refuses -s above it.
+    const auto mtu_size = static_cast<std::uint64_t>(info.mtu);
+    if (!opt.all_sizes && sizes.front() > mtu_size)
+      throw RunError("-c UD: message size " + std::to_string(sizes.front()) + " exceeds the path MTU " +
+                     std::to_string(mtu_size) + " (a UD message is a single packet; use -s " + std::to_string(mtu_size) +
+                     " or less)");
+    std::erase_if(sizes, [&](std::uint64_t size) { return size > mtu_size; });
+  }
 
   // Two rdmadiag peers compare their options, so a mismatch is an explanation, not a hang.
   if (peer_version.is_rdmadiag) {
@@ -528,7 +691,8 @@ TestResult run_test(const TestOptions& opt) {
         {"sizes", opt.all_sizes ? "all" : std::to_string(opt.size)},
         {"iterations", std::to_string(opt.iterations)},
         {"connection", transport_name(opt.transport)},
-        {"gid", res.uses_gid() ? "yes" : "no"},
+        {"gid", res0.uses_gid() || opt.rdma_cm ? "yes" : "no"},
+        {"duration", std::to_string(opt.duration_s)},
     };
     const auto got = oob.exchange(oob::encode_options(mine), oob::kOptionsMessageSize, "option check", timeout_ms);
     std::vector<std::string> diffs;
@@ -550,9 +714,12 @@ TestResult run_test(const TestOptions& opt) {
     mine.connection_type = opt.transport == Transport::RC ? 0 : opt.transport == Transport::UC ? 1 : 2;
     mine.verb = perftest_verb_code(opt.verb);
     mine.tst = latency ? 0 : 1;
+    mine.test_type = opt.duration_s > 0 ? 1 : 0;
+    if (opt.duration_s > 0) mine.duration = opt.duration_s;
     mine.size = opt.size;
     mine.iters = opt.iterations;
-    const auto& da = res.device_attr();
+    mine.use_rdma_cm = opt.rdma_cm ? 1 : 0;
+    const auto& da = res0.device_attr();
     mine.device_attr.assign(reinterpret_cast<const std::uint8_t*>(&da), reinterpret_cast<const std::uint8_t*>(&da) + sizeof da);
     std::vector<char> got;
     const auto with_mask = oob::encode_negotiation(mine, true);
@@ -560,14 +727,14 @@ TestResult run_test(const TestOptions& opt) {
     // The block's size depends on whether the peer's perftest was built with mlx5dv. The
     // server learns it from what the client sends; the client sends the distribution
     // packages' size and accepts either back.
-    if (oob.is_client()) {
-      oob.send(with_mask, "parameter negotiation");
-      got = oob.receive(oob::kNegotiationSizeWithoutMlx5, "parameter negotiation", timeout_ms);
+    if (oob.is_client()) oob.send(with_mask, "parameter negotiation");
+    if (oob.message_based()) {
+      got = oob.receive_message("parameter negotiation", timeout_ms);
     } else {
       got = oob.receive(oob::kNegotiationSizeWithoutMlx5, "parameter negotiation", timeout_ms);
+      const auto extra = oob.drain(200);
+      got.insert(got.end(), extra.begin(), extra.end());
     }
-    const auto extra = oob.drain(200);
-    got.insert(got.end(), extra.begin(), extra.end());
     if (!oob.is_client()) oob.send(got.size() == oob::kNegotiationSizeWithMlx5 ? with_mask : without_mask, "parameter negotiation");
     try {
       const auto diffs = oob::compare_negotiation(mine, oob::parse_negotiation(got));
@@ -582,12 +749,48 @@ TestResult run_test(const TestOptions& opt) {
     info.negotiated = true;
   }
 
-  Session s{opt, res, oob, result, timeout_ms, res.key_message(), {}, false, 0};
+  const bool cm_tail_markers = std::atof(opt.announce_version.c_str()) >= oob::kCmTailMarkersVersion;
+  if (opt.rdma_cm) {
+    // perftest: one key exchange (its keys are still empty) before the test's rdma_cm
+    // connection, the connection on the same port (the server listens again), another after.
+    exchange_key(oob, {}, false, cm_tail_markers, "sync before the rdma_cm connection", timeout_ms);
+    CmHooks hooks;
+    hooks.create_qp = [&](rdma_cm_id* id) {
+      ResourceRequest cm_request = req;
+      cm_request.cm_id = id;
+      cm_resources.emplace(cm_request);
+      CmConnectParams params;
+      if (opt.verb == Verb::Read || opt.verb == Verb::Atomic) {
+        params.responder_resources = cm_resources->out_reads();
+        params.initiator_depth = std::min(cm_resources->out_reads(), cm_resources->max_initiator_depth());
+      }
+      return params;
+    };
+    hooks.destroy_qp = [&] { cm_resources.reset(); };
+    hooks.tos = opt.tos;
+    hooks.ack_timeout = opt.qp_timeout;
+    test_connection.emplace(oob.is_client()
+                                ? CmConnection::connect(opt.peer, opt.tcp_port, timeout_ms, hooks, "test connection")
+                                : CmConnection::accept(opt.tcp_port, timeout_ms, hooks, "test connection"));
+    exchange_key(oob, {}, false, cm_tail_markers, "sync after the rdma_cm connection", timeout_ms);
+    resources = &*cm_resources;
+    describe_resources(info, *resources);
+    if (!opt.device.empty() && opt.device != resources->device_name())
+      result.warnings.push_back("-d " + opt.device + " was given, but rdma_cm reaches the peer through " +
+                                resources->device_name() + " (the device behind the route to its address); it was used");
+    if (const int path_mtu = resources->qp_path_mtu()) mtu = path_mtu;
+    info.mtu = mtu_bytes(mtu);
+  }
+  VerbsResources& res = *resources;
+  Session s{opt, res, oob, result, timeout_ms, res.key_message(), {}, false, 0, cm_tail_markers};
   result.counters_before = read_port_counters(res.device_name(), res.port());
-  auto connect = [&] { res.connect(s.remote_key, mtu, opt.tos, opt.qp_timeout, opt.sl); };
+  auto connect = [&] {
+    if (!res.connected_by_rdma_cm()) res.connect(s.remote_key, mtu, opt.tos, opt.qp_timeout, opt.sl);
+  };
   info.local_key = s.my_key;
   // A long wait on the server for a client that runs the whole test meanwhile.
-  const int whole_test_ms = timeout_ms * static_cast<int>(std::min<std::size_t>(sizes.size(), 30));
+  const int whole_test_ms =
+      timeout_ms * static_cast<int>(std::min<std::size_t>(sizes.size(), 30)) + std::max(opt.duration_s, 0) * 1000;
 
   std::size_t sizes_started = 0;
   auto announce = [&](std::uint64_t size) {
@@ -613,8 +816,10 @@ TestResult run_test(const TestOptions& opt) {
       if (s.is_server()) {
         // The server's part is passive: it waits until the client has finished.
         s.barrier("end of test (waiting for the client)", whole_test_ms);
-        oob.send({oob::kDoneMessage, sizeof oob::kDoneMessage}, "done message");
-        (void)oob.drain(500);
+        if (!oob.message_based()) {
+          oob.send({oob::kDoneMessage, sizeof oob::kDoneMessage}, "done message");
+          (void)oob.drain(500);
+        }
       } else {
         for (auto size : sizes) {
           announce(size);
@@ -688,6 +893,12 @@ TestResult run_test(const TestOptions& opt) {
   } catch (const RunError& e) {
     result.errors.push_back(e.what());
   }
+  // rdma_cm teardown order: closing while the peer's last SEND has not completed on its side
+  // fails that SEND (siw flushes it), so the server - which answers last - waits for the client
+  // to close, and a client facing perftest waits for perftest's server to close. An rdmadiag
+  // client has seen its own SEND complete before its last receive, and closes at once.
+  if (!oob.is_client()) oob.let_peer_close_first(5000);
+  else if (!peer_version.is_rdmadiag) oob.let_peer_close_first(3000);
   if (s.have_remote_key) info.remote_key = s.remote_key;
   result.counters_after = read_port_counters(res.device_name(), res.port());
   return result;

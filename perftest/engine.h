@@ -52,6 +52,14 @@ struct TestOptions {
   std::function<void()> before_accept;  // server: called once the device is ready, before waiting
 };
 
+// -D: perftest's duration figures over the measured window (latency: t_avg = window time per
+// iteration, halved for WRITE/SEND; tps = iterations per second).
+struct DurationFigures {
+  double seconds = 0;
+  double t_avg_usec = 0;
+  double tps = 0;
+};
+
 struct SizeResult {
   std::uint64_t size = 0;
   std::uint64_t iterations = 0;
@@ -63,6 +71,7 @@ struct SizeResult {
   double bw_peak_mb_per_sec = 0, bw_avg_mb_per_sec = 0, msg_rate_mpps = 0;
   std::optional<oob::BwReport> remote_report;  // what the peer reported (bw tests)
   double elapsed_usec = 0;
+  std::optional<DurationFigures> duration;  // -D
 };
 
 struct TestInfo {

@@ -201,13 +201,27 @@ std::vector<char> OobChannel::receive(std::size_t size, const std::string& step,
   return buf;
 }
 
-std::vector<char> OobChannel::exchange(std::span<const char> mine, std::size_t theirs, const std::string& step,
-                                       int timeout_ms) {
-  if (is_client_) {
+std::vector<char> OobChannel::receive_message(const std::string& step, int) {
+  throw RunError("out-of-band " + step + ": the TCP exchange has no message boundaries (internal error)");
+}
+
+std::vector<char> OobTransport::exchange(std::span<const char> mine, std::size_t theirs, const std::string& step,
+                                         int timeout_ms) {
+  if (is_client()) {
     send(mine, step);
     return receive(theirs, step, timeout_ms);
   }
   auto got = receive(theirs, step, timeout_ms);
+  send(mine, step);
+  return got;
+}
+
+std::vector<char> OobTransport::exchange_message(std::span<const char> mine, const std::string& step, int timeout_ms) {
+  if (is_client()) {
+    send(mine, step);
+    return receive_message(step, timeout_ms);
+  }
+  auto got = receive_message(step, timeout_ms);
   send(mine, step);
   return got;
 }

@@ -200,6 +200,49 @@ std::uint64_t from_be64(std::span<const char> b) {
 }
 }  // namespace
 
+std::vector<char> encode_cm_key_message(const KeyMessage& k, bool with_tail_markers) {
+  std::vector<char> out;
+  const auto put32 = [&](std::uint32_t v) {
+    const auto b = encode_be32(v);
+    out.insert(out.end(), b.begin(), b.end());
+  };
+  const auto put64 = [&](std::uint64_t v) {
+    const auto b = be64(v);
+    out.insert(out.end(), b.begin(), b.end());
+  };
+  for (std::uint32_t v : {k.lid, k.out_reads, k.qpn, k.psn, k.rkey}) put32(v);
+  put32(0);  // the C struct's padding before the 8-byte vaddr
+  put64(k.vaddr);
+  if (with_tail_markers) put64(0);
+  std::array<std::uint8_t, 16> gid{};
+  if (k.gid) gid = *k.gid;
+  out.insert(out.end(), gid.begin(), gid.end());
+  put32(k.srqn);
+  put32(0);  // gid_index: perftest sends it but no receiver reads it
+  return out;
+}
+
+KeyMessage parse_cm_key_message(std::span<const char> bytes) {
+  if (bytes.size() != kCmKeyMessageSize && bytes.size() != kCmKeyMessageSizeWithTailMarkers)
+    throw ProtocolError("rdma_cm key message of " + std::to_string(bytes.size()) + " bytes; perftest sends " +
+                        std::to_string(kCmKeyMessageSize) + " (up to 6.28) or " +
+                        std::to_string(kCmKeyMessageSizeWithTailMarkers) + " (6.29 and later): " + describe_bytes(bytes));
+  const bool tail = bytes.size() == kCmKeyMessageSizeWithTailMarkers;
+  KeyMessage k;
+  k.lid = parse_be32(bytes.subspan(0, 4)) & 0xffff;
+  k.out_reads = parse_be32(bytes.subspan(4, 4));
+  k.qpn = parse_be32(bytes.subspan(8, 4)) & 0xffffff;
+  k.psn = parse_be32(bytes.subspan(12, 4)) & 0xffffff;
+  k.rkey = parse_be32(bytes.subspan(16, 4));
+  k.vaddr = from_be64(bytes.subspan(24, 8));
+  const std::size_t gid_at = tail ? 40 : 32;
+  std::array<std::uint8_t, 16> gid{};
+  for (std::size_t i = 0; i < 16; ++i) gid[i] = static_cast<std::uint8_t>(bytes[gid_at + i]);
+  k.gid = gid;
+  k.srqn = parse_be32(bytes.subspan(gid_at + 16, 4));
+  return k;
+}
+
 std::array<std::array<char, 8>, 5> encode_bw_report(const BwReport& r) {
   return {be64(r.size), be64(r.iterations), be64(std::bit_cast<std::uint64_t>(r.bw_peak_mb_per_sec)),
           be64(std::bit_cast<std::uint64_t>(r.bw_avg_mb_per_sec)), be64(std::bit_cast<std::uint64_t>(r.msg_rate_mpps))};

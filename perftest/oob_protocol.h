@@ -79,6 +79,18 @@ std::vector<char> encode_key_message(const KeyMessage& key);
 // with_gid selects the expected form (108 or 59 bytes); the size must match exactly.
 KeyMessage parse_key_message(std::span<const char> bytes, bool with_gid);
 
+// With -R (rdma_cm) perftest sends its struct pingpong_dest in binary instead, as one SEND on
+// the rdma_cm exchange QP: big-endian lid, out_reads, qpn, psn, rkey (4 bytes each), 4 bytes of
+// padding, big-endian vaddr (8), the 16 GID bytes, big-endian srqn and gid_index: 56 bytes up to
+// perftest 6.28. Upstream 6.29 inserts a big-endian tail_markers_vaddr (8) after vaddr: 64 bytes.
+// The receiver's buffer is the size of its own struct, so 56 bytes fit both; 64 overflow 6.06's.
+inline constexpr std::size_t kCmKeyMessageSize = 56;
+inline constexpr std::size_t kCmKeyMessageSizeWithTailMarkers = 64;
+inline constexpr double kCmTailMarkersVersion = 6.29;
+std::vector<char> encode_cm_key_message(const KeyMessage& key, bool with_tail_markers);
+// Accepts either size (the length is the received message's); anything else throws.
+KeyMessage parse_cm_key_message(std::span<const char> bytes);
+
 struct BwReport {
   std::uint64_t size = 0;
   std::uint64_t iterations = 0;

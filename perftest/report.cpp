@@ -68,8 +68,9 @@ std::string format_text(const TestResult& r, const TestOptions& o) {
   if (i.gid_index >= 0) out << printf_string(" GID index       : %d\n", i.gid_index);
   if (o.verb != Verb::Read && o.verb != Verb::Atomic) out << printf_string(" Max inline data : %d[B]\n", i.inline_size);
   else out << printf_string(" Outstand reads  : %u\n", i.local_key.out_reads);
-  out << " rdma_cm QPs\t : OFF\n";
-  out << " Data ex. method : Ethernet\n";
+  const bool cm = i.exchange == "rdma_cm";
+  out << " rdma_cm QPs\t : " << (cm ? "ON" : "OFF") << "\n";
+  out << " Data ex. method : " << (cm ? "rdma_cm" : "Ethernet") << "\n";
   out << kRule;
   out << address_lines("local", i.local_key, o);
   if (i.remote_key.qpn || i.remote_key.vaddr) out << address_lines("remote", i.remote_key, o);
@@ -82,13 +83,29 @@ std::string format_text(const TestResult& r, const TestOptions& o) {
       for (std::size_t k = 0; k < sr.samples_usec.size(); ++k) out << printf_string("%zu, %g\n", k + 1, sr.samples_usec[k]);
       out << kRule;
     }
-    if (have_rows) {
+    const bool duration_rows = have_rows && r.sizes.front().duration.has_value();
+    if (duration_rows) {
+      // perftest's -D table (t_avg over the measured window, transactions per second), then ours.
+      out << " #bytes        #iterations       t_avg[usec]    tps average"
+          << "    measured[s]   t_min[usec]  p50[usec]  p99[usec]  max[usec]  stdev[usec]  samples\n";
+      for (const auto& sr : r.sizes) {
+        if (!sr.duration) continue;
+        out << printf_string(" %-7lu       %" PRIu64 "            %-7.2f        %-7.2f", static_cast<unsigned long>(sr.size),
+                             sr.iterations, sr.duration->t_avg_usec, sr.duration->tps);
+        if (sr.stats) {
+          const auto& st = *sr.stats;
+          out << printf_string("    %-11.3f   %-11.3f  %-9.3f  %-9.3f  %-9.3f  %-11.3f  %zu", sr.duration->seconds, st.min_usec,
+                               st.percentiles[0].usec, st.percentiles[2].usec, st.max_usec, st.stdev_usec, st.sample_count);
+        }
+        out << "\n";
+      }
+    } else if (have_rows) {
       out << " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% "
              "percentile[usec]   99.9% percentile[usec] "
           << "   stdev[usec]  p50[usec]  p90[usec]  p99[usec]  p99.9[usec]  p99.99[usec]  max[usec]  samples\n";
     }
     for (const auto& sr : r.sizes) {
-      if (!sr.perftest || !sr.stats) continue;
+      if (!sr.perftest || !sr.stats || sr.duration) continue;
       const auto& f = *sr.perftest;
       out << printf_string(" %-7lu %" PRIu64 "          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f",
                            static_cast<unsigned long>(sr.size), sr.iterations, f.t_min, f.t_max, f.t_typical, f.t_avg,
@@ -156,6 +173,7 @@ nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
         {"frequency_source", i.frequency_source},
         {"cpuinfo_mhz", i.cpuinfo_mhz}}},
       {"iterations", o.iterations},
+      {"duration_s", o.duration_s},
       {"warmup_iterations", i.warmup},
       {"sizes", o.all_sizes ? "all" : std::to_string(o.size)},
       {"local_address", key_json(i.local_key)},
@@ -191,6 +209,10 @@ nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
                                {"p99_9", f.p99_9}};
     }
     if (!sr.samples_usec.empty()) j["samples_usec"] = sr.samples_usec;
+    if (sr.duration)
+      j["duration"] = {{"measured_seconds", sr.duration->seconds},
+                       {"t_avg_usec", sr.duration->t_avg_usec},
+                       {"tps", sr.duration->tps}};
     if (o.measure == Measure::Bandwidth) {
       j["bandwidth"] = {{"unit", "MB/s (2^20 bytes per second)"},
                         {"bw_peak", sr.bw_peak_mb_per_sec},
@@ -229,7 +251,9 @@ nlohmann::json to_perftest_style_json(const TestResult& r, const TestOptions& o)
   if (!r.sizes.empty()) {
     const auto& sr = r.sizes.back();
     nlohmann::json res{{"MsgSize", sr.size}, {"n_iterations", sr.iterations}};
-    if (sr.perftest) {
+    if (sr.duration && o.measure == Measure::Latency) {
+      res.update({{"t_avg", sr.duration->t_avg_usec}, {"tps_average", sr.duration->tps}});
+    } else if (sr.perftest) {
       const auto& f = *sr.perftest;
       res.update({{"t_min", f.t_min}, {"t_max", f.t_max}, {"t_typical", f.t_typical}, {"t_avg", f.t_avg},
                   {"t_stdev", f.t_stdev}, {"percentile_99", f.p99}, {"percentile_99_9", f.p99_9}});

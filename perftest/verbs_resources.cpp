@@ -120,28 +120,37 @@ std::string port_state_name(int state) {
 
 int mtu_bytes(int m) { return (m >= 1 && m <= 5) ? 128 << m : 0; }
 
-VerbsResources::VerbsResources(const ResourceRequest& req) : port_(req.port), transport_(req.transport) {
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
-  if (!list || n == 0) {
-    if (list) ibv_free_device_list(list);
-    throw RunError(kNoDeviceMessage);
-  }
-  ibv_device* chosen = nullptr;
-  std::string names;
-  for (int i = 0; i < n; ++i) {
-    const std::string name = ibv_get_device_name(list[i]);
-    names += (names.empty() ? "" : ", ") + name;
-    if (req.device.empty() ? i == 0 : name == req.device) chosen = list[i];
-  }
-  if (!chosen) {
+VerbsResources::VerbsResources(const ResourceRequest& req)
+    : cm_id_(req.probe_only ? nullptr : req.cm_id), port_(req.port), transport_(req.transport) {
+  if (cm_id_) {
+    // rdma_cm chose the device and port that reach the peer's address.
+    owns_context_ = false;
+    context_ = cm_id_->verbs;
+    device_name_ = ibv_get_device_name(context_->device);
+    port_ = cm_id_->port_num;
+  } else {
+    int n = 0;
+    ibv_device** list = ibv_get_device_list(&n);
+    if (!list || n == 0) {
+      if (list) ibv_free_device_list(list);
+      throw RunError(kNoDeviceMessage);
+    }
+    ibv_device* chosen = nullptr;
+    std::string names;
+    for (int i = 0; i < n; ++i) {
+      const std::string name = ibv_get_device_name(list[i]);
+      names += (names.empty() ? "" : ", ") + name;
+      if (req.device.empty() ? i == 0 : name == req.device) chosen = list[i];
+    }
+    if (!chosen) {
+      ibv_free_device_list(list);
+      throw RunError("RDMA device '" + req.device + "' not found; devices: " + names + " (see `rdmadiag devices`)");
+    }
+    device_name_ = ibv_get_device_name(chosen);
+    context_ = ibv_open_device(chosen);
     ibv_free_device_list(list);
-    throw RunError("RDMA device '" + req.device + "' not found; devices: " + names + " (see `rdmadiag devices`)");
+    if (!context_) throw RunError("cannot open RDMA device " + device_name_ + ": " + errno_text());
   }
-  device_name_ = ibv_get_device_name(chosen);
-  context_ = ibv_open_device(chosen);
-  ibv_free_device_list(list);
-  if (!context_) throw RunError("cannot open RDMA device " + device_name_ + ": " + errno_text());
   try {
     if (ibv_query_device(context_, &device_attr_)) throw RunError("ibv_query_device failed: " + errno_text());
     if (port_ < 1 || port_ > device_attr_.phys_port_cnt)
@@ -153,27 +162,34 @@ VerbsResources::VerbsResources(const ResourceRequest& req) : port_(req.port), tr
       throw RunError("port " + std::to_string(port_) + " of " + device_name_ + " is " + port_state_name(port_attr_.state) +
                      ", not ACTIVE: check the link/cable, the netdev under it (ip link) or the subnet manager (IB)");
 
-    // GID: RoCE always needs one; IB uses LID addressing unless -x was given (as perftest).
-    const auto table = read_gid_table(device_name_, port_);
-    const bool ethernet = port_attr_.link_layer == IBV_LINK_LAYER_ETHERNET;
-    if (req.gid_index || ethernet) {
-      const int index = req.gid_index ? *req.gid_index : choose_gid_index(table);
-      const auto it = std::find_if(table.begin(), table.end(), [&](const GidEntry& e) { return e.index == index; });
-      if (it == table.end()) {
-        std::string valid;
-        for (const auto& e : table)
-          valid += "\n  " + std::to_string(e.index) + "  " + e.type + "  " + e.text() + (e.netdev.empty() ? "" : "  " + e.netdev);
-        throw RunError("GID index " + std::to_string(index) + " is not valid on " + device_name_ + " port " +
-                       std::to_string(port_) + (valid.empty() ? " (the GID table is empty: no IP address on the netdev?)"
-                                                                 : "; valid GIDs:" + valid));
+    if (cm_id_) {
+      choose_gid_for_cm_address();
+    } else {
+      // GID: RoCE always needs one; IB uses LID addressing unless -x was given (as perftest).
+      const auto table = read_gid_table(device_name_, port_);
+      const bool ethernet = port_attr_.link_layer == IBV_LINK_LAYER_ETHERNET;
+      if (req.gid_index || ethernet) {
+        const int index = req.gid_index ? *req.gid_index : choose_gid_index(table);
+        const auto it = std::find_if(table.begin(), table.end(), [&](const GidEntry& e) { return e.index == index; });
+        if (it == table.end()) {
+          std::string valid;
+          for (const auto& e : table)
+            valid += "\n  " + std::to_string(e.index) + "  " + e.type + "  " + e.text() + (e.netdev.empty() ? "" : "  " + e.netdev);
+          throw RunError("GID index " + std::to_string(index) + " is not valid on " + device_name_ + " port " +
+                         std::to_string(port_) + (valid.empty() ? " (the GID table is empty: no IP address on the netdev?)"
+                                                                   : "; valid GIDs:" + valid));
+        }
+        gid_index_ = index;
+        gid_ = *it;
       }
-      gid_index_ = index;
-      gid_ = *it;
     }
+    out_reads_ = std::clamp(req.out_reads, 1, std::max(1, device_attr_.max_qp_rd_atom));
+    if (req.probe_only) return;
 
     pd_ = ibv_alloc_pd(context_);
     if (!pd_) throw RunError("ibv_alloc_pd failed: " + errno_text());
-    region_size_ = (std::max<std::size_t>(req.buffer_size, 64) + 4095) / 4096 * 4096;
+    const std::size_t grh_room = req.transport == Transport::UD ? kGrhSize : 0;
+    region_size_ = (std::max<std::size_t>(req.buffer_size + grh_room, 64) + 4095) / 4096 * 4096;
     if (posix_memalign(reinterpret_cast<void**>(&buffer_), 4096, 2 * region_size_) != 0)
       throw RunError("cannot allocate " + std::to_string(2 * region_size_) + " bytes of buffer");
     std::memset(buffer_, 0, 2 * region_size_);
@@ -199,7 +215,12 @@ VerbsResources::VerbsResources(const ResourceRequest& req) : port_(req.port), tr
     init.cap.max_inline_data = static_cast<std::uint32_t>(std::max(req.max_inline, 0));
     init.qp_type = req.transport == Transport::UC ? IBV_QPT_UC : req.transport == Transport::UD ? IBV_QPT_UD : IBV_QPT_RC;
     init.sq_sig_all = 0;
-    qp_ = ibv_create_qp(pd_, &init);
+    if (cm_id_) {
+      if (rdma_create_qp(cm_id_, pd_, &init)) qp_ = nullptr;
+      else qp_ = cm_id_->qp;
+    } else {
+      qp_ = ibv_create_qp(pd_, &init);
+    }
     if (!qp_)
       throw RunError("ibv_create_qp failed: " + errno_text() +
                      (req.max_inline > 0 ? " (inline size " + std::to_string(req.max_inline) + " may exceed the device's; try -I 0)" : ""));
@@ -207,17 +228,24 @@ VerbsResources::VerbsResources(const ResourceRequest& req) : port_(req.port), tr
     // (rxe grants 16 bytes for 0), and using it would change what is measured.
     inline_size_ = std::min(static_cast<int>(init.cap.max_inline_data), std::max(req.max_inline, 0));
 
+    std::random_device rd;
+    psn_ = rd() & 0xffffff;
+    if (cm_id_) return;  // rdma_cm moves the QP through INIT, RTR and RTS when it connects
+
     ibv_qp_attr attr{};
     attr.qp_state = IBV_QPS_INIT;
     attr.pkey_index = 0;
     attr.port_num = static_cast<std::uint8_t>(port_);
-    attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-    if (ibv_modify_qp(qp_, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+    int init_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+    if (transport_ == Transport::UD) {
+      attr.qkey = kUdQkey;  // what the peer puts in its UD sends
+      init_mask |= IBV_QP_QKEY;
+    } else {
+      attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+      init_mask |= IBV_QP_ACCESS_FLAGS;
+    }
+    if (ibv_modify_qp(qp_, &attr, init_mask))
       throw RunError("cannot move the QP to INIT: " + errno_text());
-
-    std::random_device rd;
-    psn_ = rd() & 0xffffff;
-    out_reads_ = std::clamp(req.out_reads, 1, std::max(1, device_attr_.max_qp_rd_atom));
   } catch (...) {
     release();  // the destructor does not run for a constructor that throws
     throw;
@@ -226,14 +254,43 @@ VerbsResources::VerbsResources(const ResourceRequest& req) : port_(req.port), tr
 
 VerbsResources::~VerbsResources() { release(); }
 
+void VerbsResources::choose_gid_for_cm_address() {
+  // The GID is only reported with -R (rdma_cm addresses the peer itself): the entry that
+  // holds the local IPv4 address rdma_cm bound to, preferring RoCE v2; none on iWARP.
+  const sockaddr* local = rdma_get_local_addr(cm_id_);
+  if (!local || local->sa_family != AF_INET) return;
+  std::array<std::uint8_t, 16> mapped{};
+  mapped[10] = mapped[11] = 0xff;
+  std::memcpy(mapped.data() + 12, &reinterpret_cast<const sockaddr_in*>(local)->sin_addr, 4);
+  const auto table = read_gid_table(device_name_, port_);
+  const GidEntry* best = nullptr;
+  for (const auto& e : table)
+    if (e.gid == mapped && (!best || e.type == "RoCE v2")) best = &e;
+  if (best) {
+    gid_index_ = best->index;
+    gid_ = *best;
+  }
+}
+
+int VerbsResources::qp_path_mtu() const {
+  if (!qp_) return 0;
+  ibv_qp_attr attr{};
+  ibv_qp_init_attr init{};
+  if (ibv_query_qp(qp_, &attr, IBV_QP_PATH_MTU, &init)) return 0;
+  return attr.path_mtu >= IBV_MTU_256 && attr.path_mtu <= IBV_MTU_4096 ? static_cast<int>(attr.path_mtu) : 0;
+}
+
 void VerbsResources::release() {
-  if (qp_) ibv_destroy_qp(qp_);
+  if (ah_) ibv_destroy_ah(ah_);
+  ah_ = nullptr;
+  if (qp_ && cm_id_) rdma_destroy_qp(cm_id_);
+  else if (qp_) ibv_destroy_qp(qp_);
   if (send_cq_) ibv_destroy_cq(send_cq_);
   if (recv_cq_) ibv_destroy_cq(recv_cq_);
   if (channel_) ibv_destroy_comp_channel(channel_);
   if (mr_) ibv_dereg_mr(mr_);
   if (pd_) ibv_dealloc_pd(pd_);
-  if (context_) ibv_close_device(context_);
+  if (context_ && owns_context_) ibv_close_device(context_);
   std::free(buffer_);
   qp_ = nullptr;
   send_cq_ = recv_cq_ = nullptr;
@@ -273,6 +330,19 @@ void VerbsResources::connect(const oob::KeyMessage& remote, int mtu, int traffic
     attr.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(gid_index_);
     attr.ah_attr.grh.hop_limit = 64;
     attr.ah_attr.grh.traffic_class = static_cast<std::uint8_t>(std::max(traffic_class, 0));
+  }
+  if (transport_ == Transport::UD) {
+    // UD: no peer in the QP; the peer's address goes into an address handle for each send.
+    ah_ = ibv_create_ah(pd_, &attr.ah_attr);
+    if (!ah_) throw RunError("ibv_create_ah toward the peer failed: " + errno_text() + " (wrong GID index or type?)");
+    ibv_qp_attr rtr{};
+    rtr.qp_state = IBV_QPS_RTR;
+    if (ibv_modify_qp(qp_, &rtr, IBV_QP_STATE)) throw RunError("cannot move the UD QP to RTR: " + errno_text());
+    ibv_qp_attr rts{};
+    rts.qp_state = IBV_QPS_RTS;
+    rts.sq_psn = psn_;
+    if (ibv_modify_qp(qp_, &rts, IBV_QP_STATE | IBV_QP_SQ_PSN)) throw RunError("cannot move the UD QP to RTS: " + errno_text());
+    return;
   }
   int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
   if (transport_ == Transport::RC) {

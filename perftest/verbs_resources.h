@@ -2,7 +2,9 @@
 // state transitions with perftest's attribute values so both ends agree.
 #pragma once
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -35,6 +37,9 @@ int mtu_bytes(int ibv_mtu_enum);
 
 enum class Transport { RC, UC, UD };
 
+inline constexpr std::uint32_t kUdQkey = 0x11111111;  // perftest's DEF_QKEY
+inline constexpr int kGrhSize = 40;                   // a UD receive starts with the GRH
+
 struct ResourceRequest {
   std::string device;        // empty: the first device
   int port = 1;
@@ -46,6 +51,12 @@ struct ResourceRequest {
   int max_inline = 0;
   bool use_events = false;
   int out_reads = 1;               // for READ/ATOMIC: the device maximum
+  // -R: the device, port and QP come from this rdma_cm id (bound to a device by address or
+  // route resolution); the QP is created with rdma_create_qp and connected by rdma_cm.
+  rdma_cm_id* cm_id = nullptr;
+  // Only open and check the device, port and GID (no PD, buffers or QP): with -R the real
+  // resources come later, on the device rdma_cm picks.
+  bool probe_only = false;
 };
 
 class VerbsResources {
@@ -74,6 +85,13 @@ class VerbsResources {
   int inline_size() const { return inline_size_; }
   std::uint32_t psn() const { return psn_; }
   int out_reads() const { return out_reads_; }
+  int max_initiator_depth() const { return std::max(1, device_attr_.max_qp_init_rd_atom); }
+  bool connected_by_rdma_cm() const { return cm_id_ != nullptr; }
+  // UD: the address handle toward the peer (after connect), else null.
+  ibv_ah* address_handle() const { return ah_; }
+  int receive_overhead() const { return transport_ == Transport::UD ? kGrhSize : 0; }
+  // The path MTU (ibv_mtu enum) of the connected QP, 0 when the provider does not say.
+  int qp_path_mtu() const;
 
   // Our key message (receive region address, rkey, QPN, PSN, GID, out_reads).
   oob::KeyMessage key_message() const;
@@ -82,6 +100,9 @@ class VerbsResources {
 
  private:
   void release();
+  void choose_gid_for_cm_address();
+  rdma_cm_id* cm_id_ = nullptr;
+  bool owns_context_ = true;
   ibv_context* context_ = nullptr;
   ibv_pd* pd_ = nullptr;
   ibv_comp_channel* channel_ = nullptr;
@@ -89,6 +110,7 @@ class VerbsResources {
   ibv_cq* recv_cq_ = nullptr;
   ibv_mr* mr_ = nullptr;
   ibv_qp* qp_ = nullptr;
+  ibv_ah* ah_ = nullptr;
   char* buffer_ = nullptr;
   std::size_t region_size_ = 0;
   ibv_port_attr port_attr_{};

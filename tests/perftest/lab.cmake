@@ -14,13 +14,16 @@ set(PT_DEV "-d $LAB_DEV -x 1")
 set(PT_LAT "-n 100")
 set(PT_BW "-n 60 -s 4096")
 
-# perftest_lab(<name> STEPS "<server>|<client>" ...)
+# perftest_lab(<name> [MODE rxe|siw] [TIMEOUT s] STEPS "<server>|<client>" ...)
 function(perftest_lab name)
-  cmake_parse_arguments(P "" "TIMEOUT" "STEPS" ${ARGN})
+  cmake_parse_arguments(P "" "TIMEOUT;MODE" "STEPS" ${ARGN})
   if(NOT P_TIMEOUT)
     set(P_TIMEOUT 1200)
   endif()
-  set(args --mode rxe --out ${PT_LAB_OUT}/${name} --replace --timeout ${P_TIMEOUT} -q)
+  if(NOT P_MODE)
+    set(P_MODE rxe)
+  endif()
+  set(args --mode ${P_MODE} --out ${PT_LAB_OUT}/${name} --replace --timeout ${P_TIMEOUT} -q)
   foreach(step IN LISTS P_STEPS)
     string(REPLACE "|" ";" pair "${step}")
     list(GET pair 0 server)
@@ -67,6 +70,41 @@ endforeach()
 list(APPEND steps "ib_write_bw ${PT_DEV} -F ${PT_BW}|${PT_RD} perftest write-bw ${PT_DEV} ${PT_BW} $LAB_SERVER_IP")
 list(APPEND steps "${PT_RD} perftest write-bw ${PT_DEV} ${PT_BW}|ib_write_bw ${PT_DEV} -F ${PT_BW} $LAB_SERVER_IP")
 perftest_lab(interop STEPS ${steps})
+
+# -R/--rdma_cm. siw connects only through rdma_cm: every subcommand but atomic-lat (siw has no
+# atomics) rdmadiag <-> rdmadiag, then rdmadiag <-> Debian's ib_{write,read,send}_lat -R both ways.
+set(PT_CM_DEV "-d $LAB_DEV -R")
+set(steps)
+set(cm_reports)
+foreach(t write-lat read-lat send-lat)
+  list(APPEND steps "${PT_RD} perftest ${t} ${PT_CM_DEV} ${PT_LAT} --json ${t}.json|${PT_RD} perftest ${t} ${PT_CM_DEV} ${PT_LAT} --json ${t}.json $LAB_SERVER_IP")
+  list(APPEND cm_reports ${PT_LAB_OUT}/siw_cm/client/${t}.json ${PT_LAB_OUT}/siw_cm/server/${t}.json)
+endforeach()
+foreach(t write-bw read-bw send-bw)
+  list(APPEND steps "${PT_RD} perftest ${t} ${PT_CM_DEV} ${PT_BW} --json ${t}.json|${PT_RD} perftest ${t} ${PT_CM_DEV} ${PT_BW} --report-both --json ${t}.json $LAB_SERVER_IP")
+  list(APPEND cm_reports ${PT_LAB_OUT}/siw_cm/client/${t}.json ${PT_LAB_OUT}/siw_cm/server/${t}.json)
+endforeach()
+set(cm_interop)
+foreach(v write read send)
+  list(APPEND cm_interop "ib_${v}_lat ${PT_CM_DEV} -F ${PT_LAT}|${PT_RD} perftest ${v}-lat ${PT_CM_DEV} ${PT_LAT} --json ${v}-vs-ib.json $LAB_SERVER_IP")
+  list(APPEND cm_interop "${PT_RD} perftest ${v}-lat ${PT_CM_DEV} ${PT_LAT} --json ${v}-vs-ib.json|ib_${v}_lat ${PT_CM_DEV} -F ${PT_LAT} $LAB_SERVER_IP")
+endforeach()
+perftest_lab(siw_cm MODE siw STEPS ${steps} ${cm_interop})
+add_test(NAME lab_perftest_siw_cm_json
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/validate_json.py ${PROJECT_SOURCE_DIR}/docs/perftest-schema.json ${cm_reports}
+          ${PT_LAB_OUT}/siw_cm/client/write-vs-ib.json ${PT_LAB_OUT}/siw_cm/server/write-vs-ib.json
+          --exchange rdma_cm --require-ok)
+set_tests_properties(lab_perftest_siw_cm_json PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_siw_cm)
+
+# The same interop over rdma_cm on Soft-RoCE, and rdmadiag <-> rdmadiag atomic-lat -R (rxe has atomics).
+perftest_lab(rxe_cm STEPS ${cm_interop}
+  "${PT_RD} perftest atomic-lat ${PT_CM_DEV} ${PT_LAT} --json atomic-lat.json|${PT_RD} perftest atomic-lat ${PT_CM_DEV} ${PT_LAT} --json atomic-lat.json $LAB_SERVER_IP")
+add_test(NAME lab_perftest_rxe_cm_json
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/validate_json.py ${PROJECT_SOURCE_DIR}/docs/perftest-schema.json
+          ${PT_LAB_OUT}/rxe_cm/client/write-vs-ib.json ${PT_LAB_OUT}/rxe_cm/server/write-vs-ib.json
+          ${PT_LAB_OUT}/rxe_cm/client/read-vs-ib.json ${PT_LAB_OUT}/rxe_cm/client/send-vs-ib.json
+          ${PT_LAB_OUT}/rxe_cm/client/atomic-lat.json --exchange rdma_cm --require-ok --min-results 1)
+set_tests_properties(lab_perftest_rxe_cm_json PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_rxe_cm)
 
 # The timing comparison is a measurement, not a pass/fail test: emulated VMs on a
 # shared machine are too noisy for a 10 % bound to hold on every CI run. It is

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <string>
 
@@ -212,4 +213,64 @@ TEST(OobNegotiation, LayoutAndComparison) {
   ASSERT_EQ(diffs.size(), 1u);
   EXPECT_EQ(diffs[0], "verb mismatch: local=WRITE, remote=READ");
   EXPECT_THROW(parse_negotiation(std::span<const char>(with.data(), 100)), ProtocolError);
+}
+
+namespace {
+std::string from_hex(const std::string& hex) {
+  std::string out;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return out;
+}
+// -R: the SEND payload of Debian 12's `ib_write_lat -R` (perftest 4.5, client 10.77.0.2) on the
+// rdma_cm exchange QP, from a lab capture (tests/lab/run --mode rxe, RoCE v2 SEND ONLY, read with
+// tshark's data.data): struct pingpong_dest in network byte order, 56 bytes, gid_index 1 at the end.
+const std::string kCmWriteLatClientKey = from_hex(
+    "00000000000000010000001200829997000003a200000000000055838c7bc000"
+    "00000000000000000000ffff0a4d00020000000000000001");
+}  // namespace
+
+TEST(OobCmKeyMessage, ParsesCapturedPerftestKey) {
+  ASSERT_EQ(kCmWriteLatClientKey.size(), kCmKeyMessageSize);
+  const auto k = parse_cm_key_message(bytes_of(kCmWriteLatClientKey));
+  EXPECT_EQ(k.lid, 0u);
+  EXPECT_EQ(k.out_reads, 1u);
+  EXPECT_EQ(k.qpn, 0x12u);
+  EXPECT_EQ(k.psn, 0x829997u);
+  EXPECT_EQ(k.rkey, 0x3a2u);
+  EXPECT_EQ(k.vaddr, 0x55838c7bc000ull);
+  ASSERT_TRUE(k.gid);
+  const std::array<std::uint8_t, 16> gid{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 77, 0, 2};
+  EXPECT_EQ(*k.gid, gid);
+  EXPECT_EQ(k.srqn, 0u);
+}
+
+TEST(OobCmKeyMessage, EncodesLikePerftestExceptTheUnreadGidIndex) {
+  const auto k = parse_cm_key_message(bytes_of(kCmWriteLatClientKey));
+  const auto mine = encode_cm_key_message(k, false);
+  ASSERT_EQ(mine.size(), kCmKeyMessageSize);
+  // perftest puts its gid_index (1) in the last 4 bytes; no receiver reads it, we send 0.
+  EXPECT_EQ(std::string(mine.data(), 52), kCmWriteLatClientKey.substr(0, 52));
+  EXPECT_EQ(std::string(mine.data() + 52, 4), std::string(4, '\0'));
+}
+
+TEST(OobCmKeyMessage, UpstreamTailMarkersFormKeepsTheSameFields) {
+  const auto k = parse_cm_key_message(bytes_of(kCmWriteLatClientKey));
+  const auto wide = encode_cm_key_message(k, true);
+  ASSERT_EQ(wide.size(), kCmKeyMessageSizeWithTailMarkers);
+  // vaddr and rkey keep their offsets (24, 16); the GID moves from 32 to 40.
+  EXPECT_EQ(std::string(wide.data(), 32), kCmWriteLatClientKey.substr(0, 32));
+  EXPECT_EQ(std::string(wide.data() + 40, 16), kCmWriteLatClientKey.substr(32, 16));
+  EXPECT_EQ(parse_cm_key_message({wide.data(), wide.size()}), k);
+}
+
+TEST(OobCmKeyMessage, OtherSizesAreRejectedWithAnExplanation) {
+  for (std::size_t n : {0u, 4u, 16u, 55u, 57u, 63u, 65u, 108u}) {
+    const std::string bytes(n, 'x');
+    try {
+      parse_cm_key_message(bytes_of(bytes));
+      ADD_FAILURE() << n << " bytes accepted";
+    } catch (const ProtocolError& e) {
+      EXPECT_NE(std::string(e.what()).find("rdma_cm key message of " + std::to_string(n) + " bytes"), std::string::npos);
+    }
+  }
 }
