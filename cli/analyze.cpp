@@ -4,6 +4,7 @@
 // damaged or cut short (read up to the damage, the report says where).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -134,6 +135,11 @@ bool analyze_parallel(const AnalyzeOptions& o, unsigned jobs, const SessionOptio
     return false;
   }
   std::fputs(messages.c_str(), stderr);
+  if (std::getenv("RDMADIAG_JOBS_STATS")) {  // for the tests: how the frames were spread
+    std::string counts;
+    for (std::uint64_t c : r.frames_per_shard) counts += " " + std::to_string(c);
+    std::fprintf(stderr, "rdmadiag analyze: -j %u: frames per shard:%s\n", jobs, counts.c_str());
+  }
   if (r.bounds_reached)
     std::fprintf(stderr,
                  "rdmadiag analyze: -j %u: a shard reached a flow-table bound; the report may differ from -j 1's "

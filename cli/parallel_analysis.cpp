@@ -1,6 +1,9 @@
 #include "cli/parallel_analysis.h"
 
 #include <algorithm>
+#include <string>
+
+#include <pthread.h>
 
 #include "decode/analyzer_merge.h"
 #include "decode/shard_key.h"
@@ -64,6 +67,22 @@ void ParallelAnalysis::flush(Shard& s) {
   s.filling = nullptr;
 }
 
+std::size_t ParallelAnalysis::shard_for(std::uint64_t key) {
+  if (const auto it = shard_of_pair_.find(key); it != shard_of_pair_.end()) return it->second;
+  if (shard_of_pair_.size() >= kMaxPairs) return key % shards_.size();
+  // The shard with the fewest pairs (then the fewest frames): connections start
+  // close together, when frame counts say little about the load to come.
+  std::size_t least = 0;
+  for (std::size_t i = 1; i < shards_.size(); ++i) {
+    const Shard& a = *shards_[i];
+    const Shard& b = *shards_[least];
+    if (a.pairs < b.pairs || (a.pairs == b.pairs && a.frames < b.frames)) least = i;
+  }
+  ++shards_[least]->pairs;
+  shard_of_pair_.emplace(key, static_cast<std::uint32_t>(least));
+  return least;
+}
+
 void ParallelAnalysis::frame(const capture::Record& rec, std::uint32_t linktype) {
   ++frame_;
   const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;  // as AnalysisSession::frame
@@ -71,14 +90,16 @@ void ParallelAnalysis::frame(const capture::Record& rec, std::uint32_t linktype)
   const std::size_t n = shards_.size();
   const decode::ShardKey key = decode::shard_key(linktype, rec.data);
   // Frames between no two endpoints relate to nothing: any shard will do, in turn.
-  const std::size_t index = key.has_addresses ? key.hash % n : frame_ % n;
+  const std::size_t index = key.has_addresses ? shard_for(key.hash) : frame_ % n;
   Shard& s = *shards_[index];
+  ++s.frames;
   if (s.filling && (s.filling->frames.size() >= kBatchFrames || s.filling->bytes.size() + rec.data.size() > kBatchBytes))
     flush(s);
   if (!s.filling) s.filling = take_free(s);
   Batch& b = *s.filling;
-  b.frames.push_back(FrameRef{frame_, ts, s.sweep_now, static_cast<std::uint32_t>(b.bytes.size()),
-                              static_cast<std::uint32_t>(rec.data.size()), rec.wirelen, linktype, s.sweep_pending});
+  b.frames.push_back(FrameRef{frame_, ts, s.sweep_now, key.hash, static_cast<std::uint32_t>(b.bytes.size()),
+                              static_cast<std::uint32_t>(rec.data.size()), rec.wirelen, linktype, key.has_addresses,
+                              s.sweep_pending});
   s.sweep_pending = false;
   b.bytes.insert(b.bytes.end(), rec.data.begin(), rec.data.end());
   // One analyzer sweeps idle flows after every kSweepFrames-th frame (Analyzer::add):
@@ -94,8 +115,8 @@ void ParallelAnalysis::frame(const capture::Record& rec, std::uint32_t linktype)
 }
 
 void ParallelAnalysis::run(std::size_t index) {
+  ::pthread_setname_np(::pthread_self(), ("shard " + std::to_string(index)).c_str());  // for top and perf
   Shard& s = *shards_[index];
-  const std::size_t n = shards_.size();
   decode::DecodedPacket pkt;
   auto pa = std::make_unique<decode::PacketAnalysis>();  // ~12 KB, reused
   bool origin_set = false;
@@ -117,9 +138,11 @@ void ParallelAnalysis::run(std::size_t index) {
       decode::decode_frame(f.linktype, decode::Bytes(b->bytes.data() + f.offset, f.caplen), f.wirelen, opts_, pkt);
       s.analyzer->add(pkt, f.frame, f.ts, *pa);
       if (s.tally) s.tally->add(pkt, *pa, f.frame, f.ts);
+      // The analysis keys this frame by the addresses the reader read: every frame
+      // of the pair is in this shard.
       if (decode::analysis_keyed(pkt)) {
         const decode::ShardKey k = decode::shard_key(pkt);
-        if (!k.has_addresses || k.hash % n != index) ++s.misrouted;
+        if (!k.has_addresses || !f.has_key || k.hash != f.key) ++s.misrouted;
       }
     }
     {
@@ -148,6 +171,7 @@ ParallelAnalysis::Result ParallelAnalysis::finish() {
   for (auto& s : shards_) {
     analyzers.push_back(s->analyzer.get());
     if (s->misrouted) r.exact = false;
+    r.frames_per_shard.push_back(s->frames);
   }
   decode::AnalyzerMerge::finish_shards(analyzers);
   r.bounds_reached = decode::AnalyzerMerge::bounds_reached(analyzers);

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "capture/file_reader.h"
@@ -45,6 +46,7 @@ class ParallelAnalysis {
     // than the reader's parse did: the merge would not be exact (run one thread).
     bool exact = true;
     bool bounds_reached = false;  // a shard reached a flow-table bound (docs/analysis.md)
+    std::vector<std::uint64_t> frames_per_shard;
   };
   // End of input: analyses what is queued, stops the workers, merges.
   Result finish();
@@ -54,7 +56,9 @@ class ParallelAnalysis {
     std::uint64_t frame;
     double ts;
     double sweep_now;        // sweep before this frame (a sweep point passed in another shard)
+    std::uint64_t key;       // the reader's shard key (decode::ShardKey::hash)
     std::uint32_t offset, caplen, wirelen, linktype;
+    bool has_key;
     bool sweep;
   };
   struct Batch {
@@ -74,6 +78,8 @@ class ParallelAnalysis {
     bool sweep_pending = false;
     double sweep_now = 0;
     std::uint64_t misrouted = 0;
+    std::uint64_t frames = 0;  // given to this shard (reader side)
+    std::uint64_t pairs = 0;   // address pairs given to this shard
     std::thread worker;
   };
 
@@ -81,7 +87,14 @@ class ParallelAnalysis {
   Batch* take_free(Shard& s);
   void run(std::size_t index);
 
+  std::size_t shard_for(std::uint64_t key);
+
   std::vector<std::unique_ptr<Shard>> shards_;
+  // Each address pair's shard, chosen when the pair first appears: the shard
+  // given the fewest pairs so far (a function of the input alone). Bounded:
+  // beyond kMaxPairs, new pairs go by their hash.
+  static constexpr std::size_t kMaxPairs = std::size_t{1} << 18;
+  std::unordered_map<std::uint64_t, std::uint32_t> shard_of_pair_;
   decode::DecodeOptions opts_;
   bool tally_ = false;
   std::uint64_t frame_ = 0;

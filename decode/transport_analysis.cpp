@@ -320,7 +320,8 @@ std::uint32_t TransportAnalyzer::pmtu_for(const Flow& f) const {
 void TransportAnalyzer::learn_pmtu(Flow& f, std::uint32_t payload) {
   if (payload < 256 || f.s.pmtu_from_cm) return;
   const std::uint32_t m = mtu_round_up(payload);
-  if (m > f.s.pmtu) f.s.pmtu = m;
+  if (m <= f.s.pmtu) return;  // already noted on the path (this runs for most FIRST/MIDDLE packets)
+  f.s.pmtu = m;
   note_path_pmtu(f, m);
 }
 
