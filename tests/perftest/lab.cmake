@@ -106,6 +106,39 @@ add_test(NAME lab_perftest_rxe_cm_json
           ${PT_LAB_OUT}/rxe_cm/client/atomic-lat.json --exchange rdma_cm --require-ok --min-results 1)
 set_tests_properties(lab_perftest_rxe_cm_json PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_rxe_cm)
 
+# -D (duration) and -c UD on Soft-RoCE, one boot: rdmadiag <-> rdmadiag for every latency test
+# and write-bw/send-bw with -D 4 (a quarter warm-up, 2 s measured), write-lat -D against
+# ib_write_lat -D both ways; send-lat/send-bw -c UD rdmadiag <-> rdmadiag and send-lat -c UD
+# against ib_send_lat -c UD both ways.
+set(PT_DUR "-D 4")
+set(steps)
+set(mode_reports)
+foreach(t write-lat read-lat send-lat)
+  list(APPEND steps "${PT_RD} perftest ${t} ${PT_DEV} ${PT_DUR} --json ${t}-D.json|${PT_RD} perftest ${t} ${PT_DEV} ${PT_DUR} --json ${t}-D.json $LAB_SERVER_IP")
+  list(APPEND mode_reports ${PT_LAB_OUT}/rxe_modes/client/${t}-D.json)
+endforeach()
+foreach(t write-bw send-bw)
+  list(APPEND steps "${PT_RD} perftest ${t} ${PT_DEV} ${PT_DUR} -s 4096 --json ${t}-D.json|${PT_RD} perftest ${t} ${PT_DEV} ${PT_DUR} -s 4096 --json ${t}-D.json $LAB_SERVER_IP")
+  list(APPEND mode_reports ${PT_LAB_OUT}/rxe_modes/client/${t}-D.json ${PT_LAB_OUT}/rxe_modes/server/${t}-D.json)
+endforeach()
+list(APPEND steps
+  "ib_write_lat ${PT_DEV} -F ${PT_DUR}|${PT_RD} perftest write-lat ${PT_DEV} ${PT_DUR} --json write-lat-D-vs-ib.json $LAB_SERVER_IP"
+  "${PT_RD} perftest write-lat ${PT_DEV} ${PT_DUR} --json write-lat-D-vs-ib.json|ib_write_lat ${PT_DEV} -F ${PT_DUR} $LAB_SERVER_IP"
+  "${PT_RD} perftest send-lat ${PT_DEV} -c UD ${PT_LAT} --json send-lat-UD.json|${PT_RD} perftest send-lat ${PT_DEV} -c UD ${PT_LAT} --json send-lat-UD.json $LAB_SERVER_IP"
+  "${PT_RD} perftest send-bw ${PT_DEV} -c UD -n 60 -s 1024 --json send-bw-UD.json|${PT_RD} perftest send-bw ${PT_DEV} -c UD -n 60 -s 1024 --json send-bw-UD.json $LAB_SERVER_IP"
+  "ib_send_lat ${PT_DEV} -F -c UD ${PT_LAT}|${PT_RD} perftest send-lat ${PT_DEV} -c UD ${PT_LAT} --json send-lat-UD-vs-ib.json $LAB_SERVER_IP"
+  "${PT_RD} perftest send-lat ${PT_DEV} -c UD ${PT_LAT} --json send-lat-UD-vs-ib.json|ib_send_lat ${PT_DEV} -F -c UD ${PT_LAT} $LAB_SERVER_IP")
+list(APPEND mode_reports
+  ${PT_LAB_OUT}/rxe_modes/client/write-lat-D-vs-ib.json ${PT_LAB_OUT}/rxe_modes/server/write-lat-D-vs-ib.json
+  ${PT_LAB_OUT}/rxe_modes/client/send-lat-UD.json ${PT_LAB_OUT}/rxe_modes/server/send-lat-UD.json
+  ${PT_LAB_OUT}/rxe_modes/client/send-bw-UD.json ${PT_LAB_OUT}/rxe_modes/server/send-bw-UD.json
+  ${PT_LAB_OUT}/rxe_modes/client/send-lat-UD-vs-ib.json ${PT_LAB_OUT}/rxe_modes/server/send-lat-UD-vs-ib.json)
+perftest_lab(rxe_modes STEPS ${steps})
+add_test(NAME lab_perftest_rxe_modes_json
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/validate_json.py ${PROJECT_SOURCE_DIR}/docs/perftest-schema.json ${mode_reports}
+          --exchange tcp --require-ok --min-results 1 --check-modes)
+set_tests_properties(lab_perftest_rxe_modes_json PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_rxe_modes)
+
 # The timing comparison is a measurement, not a pass/fail test: emulated VMs on a
 # shared machine are too noisy for a 10 % bound to hold on every CI run. It is
 # built only on request: cmake -DRDMADIAG_LAB_ACCEPTANCE=ON, then

@@ -4,11 +4,30 @@
 usage: validate_json.py SCHEMA REPORT... [--min-results N] [--exchange tcp|rdma_cm] [--require-ok]
   --exchange     every report must say it exchanged its keys this way (test_info.exchange)
   --require-ok   every report must have ok=true (no errors)
+  --check-modes  a report with test_info.duration_s > 0 must have a duration object in every
+                 result, with iterations > 0 and tps equal to iterations / measured seconds
+                 (1 %); a UD report's sizes must not exceed its MTU
 """
 import json
 import sys
 
 import jsonschema
+
+
+def check_mode_fields(path, report):
+    info = report["test_info"]
+    for result in report["results"]:
+        if info.get("duration_s", 0) > 0 and "remote_report" not in result:
+            d = result.get("duration")
+            if d is None:
+                sys.exit(f"{path}: -D {info['duration_s']} but result for size {result['size']} has no duration")
+            if result["iterations"] <= 0 or d["measured_seconds"] <= 0:
+                sys.exit(f"{path}: -D result without iterations or window: {result}")
+            expected_tps = result["iterations"] / d["measured_seconds"]
+            if abs(d["tps"] - expected_tps) > 0.01 * expected_tps:
+                sys.exit(f"{path}: tps {d['tps']} but {result['iterations']} iterations in {d['measured_seconds']} s")
+        if info["transport"] == "UD" and result["size"] > info["mtu"]:
+            sys.exit(f"{path}: UD message size {result['size']} above the MTU {info['mtu']}")
 
 
 def main():
@@ -26,6 +45,9 @@ def main():
     require_ok = "--require-ok" in args
     if require_ok:
         args.remove("--require-ok")
+    check_modes = "--check-modes" in args
+    if check_modes:
+        args.remove("--check-modes")
     schema = json.load(open(args[0]))
     for path in args[1:]:
         report = json.load(open(path))
@@ -36,6 +58,8 @@ def main():
             sys.exit(f"{path}: exchange {report['test_info']['exchange']}, expected {exchange}")
         if require_ok and not report["ok"]:
             sys.exit(f"{path}: ok={report['ok']}, {len(report['results'])} results, errors {report['errors']}")
+        if check_modes:
+            check_mode_fields(path, report)
         print(f"{path}: valid ({len(report['results'])} results, ok={report['ok']})")
 
 
