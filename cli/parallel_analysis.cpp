@@ -61,13 +61,21 @@ void ParallelAnalysis::flush(Shard& s) {
   if (!s.filling) return;
   {
     std::lock_guard lk(s.mu);
-    s.full.push_back(s.filling);
+    s.full[(s.full_head + s.full_count++) % s.full.size()] = s.filling;  // never more than the pool
   }
   s.has_full.notify_one();
   s.filling = nullptr;
 }
 
 std::size_t ParallelAnalysis::shard_for(std::uint64_t key) {
+  RecentPair& recent = recent_pairs_[key % recent_pairs_.size()];
+  if (recent.valid && recent.key == key) return recent.shard;
+  const std::size_t shard = assign_shard(key);
+  recent = RecentPair{key, static_cast<std::uint32_t>(shard), true};
+  return shard;
+}
+
+std::size_t ParallelAnalysis::assign_shard(std::uint64_t key) {
   if (const auto it = shard_of_pair_.find(key); it != shard_of_pair_.end()) return it->second;
   if (shard_of_pair_.size() >= kMaxPairs) return key % shards_.size();
   // The shard with the fewest pairs (then the fewest frames): connections start
@@ -124,10 +132,11 @@ void ParallelAnalysis::run(std::size_t index) {
     Batch* b;
     {
       std::unique_lock lk(s.mu);
-      s.has_full.wait(lk, [&] { return !s.full.empty() || s.done; });
-      if (s.full.empty()) return;
-      b = s.full.front();
-      s.full.pop_front();
+      s.has_full.wait(lk, [&] { return s.full_count != 0 || s.done; });
+      if (s.full_count == 0) return;
+      b = s.full[s.full_head];
+      s.full_head = (s.full_head + 1) % s.full.size();
+      --s.full_count;
     }
     if (s.tally && !origin_set) {
       s.tally->set_origin(origin_);  // written before the first batch was queued
@@ -150,6 +159,14 @@ void ParallelAnalysis::run(std::size_t index) {
       s.free.push_back(b);
     }
     s.has_free.notify_one();
+  }
+}
+
+void ParallelAnalysis::wait_idle() {
+  for (auto& s : shards_) {
+    flush(*s);
+    std::unique_lock lk(s->mu);
+    s->has_free.wait(lk, [&] { return s->free.size() == s->pool.size(); });
   }
 }
 

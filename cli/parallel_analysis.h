@@ -7,9 +7,9 @@
 // thread would have produced. Memory: N x kPoolBatches batches of ~kBatchBytes,
 // whatever the length of the input.
 #pragma once
+#include <array>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,6 +38,9 @@ class ParallelAnalysis {
 
   // The next record of the input (frames are numbered from 1 across all inputs).
   void frame(const capture::Record& rec, std::uint32_t linktype);
+
+  // Waits until every frame given so far has been analysed (for tests).
+  void wait_idle();
 
   struct Result {
     std::unique_ptr<decode::Analyzer> analyzer;  // merged, finished
@@ -70,7 +73,10 @@ class ParallelAnalysis {
     std::unique_ptr<exporters::FlowTally> tally;
     std::mutex mu;
     std::condition_variable has_full, has_free;
-    std::deque<Batch*> full;   // for the worker, in order
+    // Batches for the worker, in order: a ring as large as the pool (a deque
+    // would allocate a block every few dozen batches).
+    std::array<Batch*, kPoolBatches> full{};
+    std::size_t full_head = 0, full_count = 0;
     std::vector<Batch*> free;  // back to the reader
     bool done = false;
     std::vector<std::unique_ptr<Batch>> pool;
@@ -88,6 +94,7 @@ class ParallelAnalysis {
   void run(std::size_t index);
 
   std::size_t shard_for(std::uint64_t key);
+  std::size_t assign_shard(std::uint64_t key);
 
   std::vector<std::unique_ptr<Shard>> shards_;
   // Each address pair's shard, chosen when the pair first appears: the shard
@@ -95,6 +102,12 @@ class ParallelAnalysis {
   // beyond kMaxPairs, new pairs go by their hash.
   static constexpr std::size_t kMaxPairs = std::size_t{1} << 18;
   std::unordered_map<std::uint64_t, std::uint32_t> shard_of_pair_;
+  struct RecentPair {  // in front of the map: a capture's busy pairs are few
+    std::uint64_t key = 0;
+    std::uint32_t shard = 0;
+    bool valid = false;
+  };
+  std::array<RecentPair, 256> recent_pairs_{};
   decode::DecodeOptions opts_;
   bool tally_ = false;
   std::uint64_t frame_ = 0;

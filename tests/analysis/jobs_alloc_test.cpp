@@ -1,0 +1,91 @@
+// analyze -j: no heap allocation per packet in the sharded pipeline either (the
+// project rule): the reader's shard key, batching and hand-off, and the
+// workers' decode + analysis + tally + address check. A counting global
+// operator new; after a warm-up that lets every per-flow structure and the
+// batch pool reach their high-water marks, a million more frames through
+// ParallelAnalysis must allocate nothing at all.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "bench/capture_gen.h"
+#include "cli/parallel_analysis.h"
+
+namespace {
+std::atomic<std::uint64_t> g_allocations{0};
+thread_local bool t_generator = false;  // the generator's own allocations are not counted
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (!t_generator) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+namespace decode = rdmadiag::decode;
+
+// Allocations by the pipeline: the reader's (this thread, inside frame()) and
+// the workers'; the generator's own, on this thread between frames, excluded.
+std::uint64_t allocations_after_warmup(const std::string& encap, unsigned shards, bool tally, std::uint64_t packets,
+                                       std::uint64_t warmup) {
+  rdmadiag::bench::GenOptions o;
+  o.encap = encap;
+  o.packets = packets;
+  o.qps = 4;
+  o.loss = 0;  // no anomalies: the anomaly list, which grows geometrically with them, stays empty
+  decode::DecodeOptions opts;
+  rdmadiag::cli::ParallelAnalysis par(shards, opts, 0, tally);
+  const std::uint32_t linktype = encap == "ib" ? decode::linktype::kInfiniband : decode::linktype::kEthernet;
+  std::uint64_t frame = 0, counted = 0, before = 0;
+  rdmadiag::capture::Record rec;
+  t_generator = true;
+  rdmadiag::bench::generate(o, [&](std::uint64_t ts_ns, decode::Bytes b) {
+    t_generator = false;
+    if (++frame == warmup + 1) {
+      par.wait_idle();
+      before = g_allocations.load();
+    }
+    rec.ts_sec = static_cast<std::int64_t>(ts_ns / 1'000'000'000);
+    rec.ts_nsec = static_cast<std::uint32_t>(ts_ns % 1'000'000'000);
+    rec.caplen = rec.wirelen = static_cast<std::uint32_t>(b.size());
+    rec.data = b;
+    par.frame(rec, linktype);
+    t_generator = true;
+  });
+  t_generator = false;
+  par.wait_idle();
+  counted = g_allocations.load() - before;
+  EXPECT_GE(frame, packets);
+  auto result = par.finish();
+  EXPECT_TRUE(result.exact);
+  EXPECT_GT(result.analyzer->summary().packets, 0u);
+  return counted;
+}
+
+// 4 connections, 2,000,000 frames of warm-up (the latency reservoirs fill up at
+// 8,192 samples per operation class and flow), then 1,000,000 frames.
+TEST(JobsZeroAllocations, RoceV2TwoShards) {
+  EXPECT_EQ(allocations_after_warmup("roce_v2", 2, false, 3'000'000, 2'000'000), 0u);
+}
+TEST(JobsZeroAllocations, MixedThreeShards) {
+  EXPECT_EQ(allocations_after_warmup("mix", 3, false, 3'000'000, 2'000'000), 0u);
+}
+// With the tally of the JSON report: each flow's timeline events grow a vector
+// geometrically up to FlowTally::kMaxEvents (as with one thread); never one
+// allocation per packet.
+TEST(JobsZeroAllocations, WithTallyOnlyGeometricGrowth) {
+  EXPECT_LE(allocations_after_warmup("roce_v2", 2, true, 3'000'000, 2'000'000), 4u * 10u);
+}
+
+}  // namespace
