@@ -66,6 +66,36 @@ check several "$pcaps/siw_read_bw.pcap" "$pcaps/derived/rxe_ib_lnh3.pcap" "$pcap
 check generated_mix "$work/mix.pcap"
 "$gen" -o "$work/ib.pcap" -n 60000 --qps 48 --encap ib --loss 0.002 --seed 3 > /dev/null 2>&1 || exit 1
 check generated_ib "$work/ib.pcap"
+# Flows idle for more than 120 s are retired at the sweep after every 65,536th
+# frame, and come back as new flows: A, then other traffic 300 s later across
+# the sweep at frame 131,072, then A's connections again 600 s later.
+"$gen" -o "$work/a.pcap" -n 100000 --qps 16 --seed 1 > /dev/null 2>&1 || exit 1
+"$gen" -o "$work/b.pcap" -n 40000 --qps 16 --encap roce_v2_ipv6 --seed 2 > /dev/null 2>&1 || exit 1
+python3 - "$work" <<'PY' || exit 1
+import struct, sys
+work = sys.argv[1]
+def shift(src, dst, secs):  # classic pcap, little-endian (what gen_capture writes)
+    d = open(f"{work}/{src}", "rb").read()
+    assert struct.unpack("<I", d[:4])[0] in (0xA1B2C3D4, 0xA1B23C4D)
+    out, i = bytearray(d[:24]), 24
+    while i + 16 <= len(d):
+        ts, frac, cap, wire = struct.unpack("<IIII", d[i:i + 16])
+        out += struct.pack("<IIII", ts + secs, frac, cap, wire) + d[i + 16:i + 16 + cap]
+        i += 16 + cap
+    open(f"{work}/{dst}", "wb").write(out)
+shift("b.pcap", "b300.pcap", 300)
+shift("a.pcap", "a600.pcap", 600)
+PY
+check idle_flows_retired "$work/a.pcap" "$work/b300.pcap" "$work/a600.pcap"
+python3 - "$work/idle_flows_retired.j1.json" <<'PY' || fail=1
+import json, sys
+r = json.loads(open(sys.argv[1]).read().rsplit("exit", 1)[0])
+a_flows = {(f["src"], f["dst"], f["dest_qp"]) for f in r["flows"] if f["first_frame"] <= 100000}
+again = [f for f in r["flows"] if f["first_frame"] > 140000 and (f["src"], f["dst"], f["dest_qp"]) in a_flows]
+assert again, "no flow of the first file was retired and seen again as a new flow"
+PY
+rm -f "$work/a.pcap" "$work/b.pcap" "$work/b300.pcap" "$work/a600.pcap"
+
 # The generated report must hold what makes the merge non-trivial.
 python3 - "$work/generated_mix.j1.json" <<'PY' || fail=1
 import json, sys
