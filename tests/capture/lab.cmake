@@ -32,3 +32,29 @@ endfunction()
 
 capture_lab(rxe "-x 1")
 capture_lab(siw "-R")
+
+# The same with `rdmadiag perftest` on both sides (docs/perftest.md): the
+# capture shows the packets the test reports — exactly -n WRITEs/SENDs from
+# each side or -n READs (rxe) — with every ICRC good and no PSN anomaly.
+function(capture_lab_perftest mode conn)
+  set(rd $<TARGET_FILE:rdmadiag>)
+  set(args --mode ${mode} --out ${CAP_LAB_OUT}/perftest-${mode} --replace --timeout 900 -q)
+  foreach(t write read send)
+    list(APPEND args
+      --server "${CAP_STEP} ${t}-lat ${rd} perftest ${t}-lat -d $LAB_DEV ${conn} -n 100"
+      --client "${rd} perftest ${t}-lat -d $LAB_DEV ${conn} -n 100 $LAB_SERVER_IP")
+  endforeach()
+  add_test(NAME lab_capture_perftest_${mode} COMMAND ${PROJECT_SOURCE_DIR}/tests/lab/run ${args})
+  set_tests_properties(lab_capture_perftest_${mode} PROPERTIES
+    LABELS lab FIXTURES_REQUIRED lab FIXTURES_SETUP lab_capture_perftest_${mode}
+    TIMEOUT 960 RESOURCE_LOCK lab_vms)
+  foreach(t write read send)
+    add_test(NAME lab_capture_perftest_${mode}_${t}
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/lab_check.py ${rd} ${CAP_LAB_OUT}/perftest-${mode} ${t}-lat ${mode} ${t} 100)
+    set_tests_properties(lab_capture_perftest_${mode}_${t} PROPERTIES
+      LABELS lab FIXTURES_REQUIRED lab_capture_perftest_${mode} TIMEOUT 120)
+  endforeach()
+endfunction()
+
+capture_lab_perftest(rxe "-x 1")
+capture_lab_perftest(siw "-R")

@@ -7,7 +7,13 @@ are the ones the test issues; no anomalies (rxe timer retransmissions only as
 far as the kernel's own retry counter confirms them); for Soft-RoCE every ICRC is good;
 and the report equals `rdmadiag analyze` of the written file.
 
-  lab_check.py RDMADIAG DIR NAME rxe|siw write|read|send
+  lab_check.py RDMADIAG DIR NAME rxe|siw write|read|send [ITERATIONS]
+
+With ITERATIONS (the test's -n), the packets of the test's own operation are
+counted against it (rxe): a latency test of N iterations is N RDMA WRITEs or
+SENDs from each side, or N RDMA READ requests (answered by at least N
+responses), plus the resends the analysis found (rxe's retransmission timer
+fires on these slow VMs: spurious retransmissions, flagged per flow).
 """
 import collections
 import json
@@ -61,6 +67,7 @@ def kernel_retries(rundir):
 
 def main():
     rdmadiag, rundir, name, mode, test = sys.argv[1:6]
+    iterations = int(sys.argv[6]) if len(sys.argv) > 6 else 0
     base = f"{rundir}/server/{name}"
     pcap = base + ".pcap"
     try:
@@ -118,6 +125,17 @@ def main():
                                       text=True).stdout)
     if again["summary"] != summary or again["anomalies"] != report["anomalies"]:
         fail("the capture's report differs from analyze of the written file")
+    if iterations and mode == "rxe":
+        # Both sides WRITE or SEND once per iteration; the client alone READs. rxe's
+        # timer resends (spurious on these slow VMs, flagged per flow) come on top.
+        op, per_iteration = {"write": (10, 2), "read": (12, 1), "send": (4, 2)}[test]
+        resent = sum(f["psn"]["retransmissions"] + f["psn"]["spurious_retransmissions"] for f in again["flows"])
+        want = per_iteration * iterations
+        if ours[op] - resent != want:
+            fail(f"{RXE[test][op]}: {ours[op]} packets on the wire, {resent} of them resends, "
+                 f"for {iterations} iterations (expected {want} originals)")
+        if test == "read" and ours[16] < iterations:
+            fail(f"{ours[16]} READ responses for {iterations} iterations")
     print(f"ok: {name}: {cap['packets_captured']} packets, opcodes {dict(sorted(ours.items()))}"
           + (f", ICRC ok {summary['icrc']['ok']}" if mode == "rxe" else "") + (f", {len(timeouts)} timeout retransmissions (kernel retries: {retries})" if timeouts else ", no anomalies")
           + ", no drops")
