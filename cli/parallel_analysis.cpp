@@ -20,7 +20,9 @@ ParallelAnalysis::ParallelAnalysis(unsigned shards, const decode::DecodeOptions&
     s->analyzer->keep_merge_order();
     s->analyzer->transport().set_pmtu_override(pmtu_override);
     if (tally) s->tally = std::make_unique<exporters::FlowTally>();
-    for (std::size_t b = 0; b < kPoolBatches; ++b) {
+    s->pkt = std::make_unique<decode::DecodedPacket>();
+    s->pa = std::make_unique<decode::PacketAnalysis>();
+    for (std::size_t b = 0; i != kInline && b < kPoolBatches; ++b) {
       auto batch = std::make_unique<Batch>();
       batch->bytes.reserve(kBatchBytes);
       batch->frames.reserve(kBatchFrames);
@@ -29,7 +31,8 @@ ParallelAnalysis::ParallelAnalysis(unsigned shards, const decode::DecodeOptions&
     }
     shards_.push_back(std::move(s));
   }
-  for (std::size_t i = 0; i < shards_.size(); ++i) shards_[i]->worker = std::thread([this, i] { run(i); });
+  for (std::size_t i = 0; i < shards_.size(); ++i)
+    if (i != kInline) shards_[i]->worker = std::thread([this, i] { run(i); });
 }
 
 ParallelAnalysis::~ParallelAnalysis() {
@@ -78,13 +81,15 @@ std::size_t ParallelAnalysis::shard_for(std::uint64_t key) {
 std::size_t ParallelAnalysis::assign_shard(std::uint64_t key) {
   if (const auto it = shard_of_pair_.find(key); it != shard_of_pair_.end()) return it->second;
   if (shard_of_pair_.size() >= kMaxPairs) return key % shards_.size();
-  // The shard with the fewest pairs (then the fewest frames): connections start
-  // close together, when frame counts say little about the load to come.
-  std::size_t least = 0;
-  for (std::size_t i = 1; i < shards_.size(); ++i) {
+  // The shard with the fewest pairs for its weight (then the fewest frames, then
+  // a worker's): connections start close together, when frame counts say little
+  // about the load to come. The reader's own shard weighs kInlineWeight / kWorkerWeight.
+  auto load = [](const Shard& x, std::size_t i) { return x.pairs * (i == kInline ? kWorkerWeight : kInlineWeight); };
+  std::size_t least = shards_.size() - 1;
+  for (std::size_t i = shards_.size() - 1; i-- > 0;) {
     const Shard& a = *shards_[i];
     const Shard& b = *shards_[least];
-    if (a.pairs < b.pairs || (a.pairs == b.pairs && a.frames < b.frames)) least = i;
+    if (load(a, i) < load(b, least) || (load(a, i) == load(b, least) && a.frames < b.frames)) least = i;
   }
   ++shards_[least]->pairs;
   shard_of_pair_.emplace(key, static_cast<std::uint32_t>(least));
@@ -97,10 +102,21 @@ void ParallelAnalysis::frame(const capture::Record& rec, std::uint32_t linktype)
   if (frame_ == 1) origin_ = ts;
   const std::size_t n = shards_.size();
   const decode::ShardKey key = decode::shard_key(linktype, rec.data);
-  // Frames between no two endpoints relate to nothing: any shard will do, in turn.
-  const std::size_t index = key.has_addresses ? shard_for(key.hash) : frame_ % n;
+  // Frames between no two endpoints relate to nothing: any worker will do, in turn.
+  const std::size_t index = key.has_addresses ? shard_for(key.hash) : 1 + frame_ % (n - 1);
   Shard& s = *shards_[index];
   ++s.frames;
+  if (index == kInline) {
+    // Analysed here and now, from the reader's own bytes (no copy).
+    if (s.sweep_pending) {
+      s.analyzer->sweep(s.sweep_now);
+      s.sweep_pending = false;
+    }
+    if (s.tally && s.frames == 1) s.tally->set_origin(origin_);  // its first frame
+    analyse(s, rec.data, rec.wirelen, linktype, frame_, ts, key);
+    note_sweep_point(index, ts);
+    return;
+  }
   if (s.filling && (s.filling->frames.size() >= kBatchFrames || s.filling->bytes.size() + rec.data.size() > kBatchBytes))
     flush(s);
   if (!s.filling) s.filling = take_free(s);
@@ -113,23 +129,36 @@ void ParallelAnalysis::frame(const capture::Record& rec, std::uint32_t linktype)
   // prefetch of an address outside the reader's window is dropped, never faults).
   for (std::size_t ahead = 0; ahead < 1536; ahead += 64) __builtin_prefetch(rec.data.data() + rec.data.size() + ahead);
   b.bytes.insert(b.bytes.end(), rec.data.begin(), rec.data.end());
-  // One analyzer sweeps idle flows after every kSweepFrames-th frame (Analyzer::add):
-  // the shard that has this frame does so itself, the others before their next frame.
-  // Several sweep points passed without a frame are one sweep at the latest time.
-  if (frame_ % decode::Analyzer::kSweepFrames == 0)
-    for (std::size_t j = 0; j < n; ++j) {
-      if (j == index) continue;
-      Shard& o = *shards_[j];
-      o.sweep_now = o.sweep_pending ? std::max(o.sweep_now, ts) : ts;
-      o.sweep_pending = true;
-    }
+  note_sweep_point(index, ts);
+}
+
+// One analyzer sweeps idle flows after every kSweepFrames-th frame (Analyzer::add):
+// the shard that has this frame does so itself, the others before their next frame.
+// Several sweep points passed without a frame are one sweep at the latest time.
+void ParallelAnalysis::note_sweep_point(std::size_t index, double ts) {
+  if (frame_ % decode::Analyzer::kSweepFrames != 0) return;
+  for (std::size_t j = 0; j < shards_.size(); ++j) {
+    if (j == index) continue;
+    Shard& o = *shards_[j];
+    o.sweep_now = o.sweep_pending ? std::max(o.sweep_now, ts) : ts;
+    o.sweep_pending = true;
+  }
+}
+
+void ParallelAnalysis::analyse(Shard& s, decode::Bytes data, std::uint32_t wirelen, std::uint32_t linktype,
+                               std::uint64_t frame, double ts, const decode::ShardKey& reader_key) {
+  decode::decode_frame(linktype, data, wirelen, opts_, *s.pkt);
+  s.analyzer->add(*s.pkt, frame, ts, *s.pa);
+  if (s.tally) s.tally->add(*s.pkt, *s.pa, frame, ts);
+  // The analysis keys this frame by the addresses the reader read: every frame
+  // of the pair is in this shard.
+  if (decode::analysis_keyed(*s.pkt) && !(decode::shard_key(*s.pkt) == reader_key && reader_key.has_addresses))
+    ++s.misrouted;
 }
 
 void ParallelAnalysis::run(std::size_t index) {
   ::pthread_setname_np(::pthread_self(), ("shard " + std::to_string(index)).c_str());  // for top and perf
   Shard& s = *shards_[index];
-  decode::DecodedPacket pkt;
-  auto pa = std::make_unique<decode::PacketAnalysis>();  // ~12 KB, reused
   bool origin_set = false;
   for (;;) {
     Batch* b;
@@ -147,15 +176,8 @@ void ParallelAnalysis::run(std::size_t index) {
     }
     for (const FrameRef& f : b->frames) {
       if (f.sweep) s.analyzer->sweep(f.sweep_now);
-      decode::decode_frame(f.linktype, decode::Bytes(b->bytes.data() + f.offset, f.caplen), f.wirelen, opts_, pkt);
-      s.analyzer->add(pkt, f.frame, f.ts, *pa);
-      if (s.tally) s.tally->add(pkt, *pa, f.frame, f.ts);
-      // The analysis keys this frame by the addresses the reader read: every frame
-      // of the pair is in this shard.
-      if (decode::analysis_keyed(pkt)) {
-        const decode::ShardKey k = decode::shard_key(pkt);
-        if (!k.has_addresses || !f.has_key || k.hash != f.key) ++s.misrouted;
-      }
+      analyse(s, decode::Bytes(b->bytes.data() + f.offset, f.caplen), f.wirelen, f.linktype, f.frame, f.ts,
+              decode::ShardKey{f.has_key, f.key});
     }
     {
       std::lock_guard lk(s.mu);
@@ -185,7 +207,8 @@ ParallelAnalysis::Result ParallelAnalysis::finish() {
     }
     s->has_full.notify_one();
   }
-  for (auto& s : shards_) s->worker.join();
+  for (auto& s : shards_)
+    if (s->worker.joinable()) s->worker.join();
 
   std::vector<decode::Analyzer*> analyzers;
   for (auto& s : shards_) {

@@ -1,11 +1,13 @@
 // `analyze -j N`: the analysis spread over N worker threads by connection.
 // The reader (the caller's thread) reads records, finds each one's shard with a
-// light header parse (decode/shard_key.h) and copies it into that shard's batch;
-// each worker decodes (ICRC included) and analyses its shard's frames in frame
-// order with their original numbers and times, in its own decode::Analyzer; at
-// the end the shards are merged (decode/analyzer_merge.h) into the results one
-// thread would have produced. Memory: N x kPoolBatches batches of ~kBatchBytes,
-// whatever the length of the input.
+// light header parse (decode/shard_key.h) and copies it into that shard's batch
+// (the reader's bytes last only until its next record); each of N - 1 workers
+// decodes (ICRC included) and analyses its shard's frames in frame order with
+// their original numbers and times, in its own decode::Analyzer; the reader
+// analyses shard 0 itself, in place. At the end the shards are merged
+// (decode/analyzer_merge.h) into the results one thread would have produced.
+// Memory: (N - 1) x kPoolBatches batches of ~kBatchBytes, whatever the length
+// of the input.
 #pragma once
 #include <array>
 #include <condition_variable>
@@ -20,6 +22,7 @@
 #include "capture/file_reader.h"
 #include "decode/analyzer.h"
 #include "decode/packet.h"
+#include "decode/shard_key.h"
 #include "exporters/flow_tally.h"
 
 namespace rdmadiag::cli {
@@ -29,6 +32,13 @@ class ParallelAnalysis {
   static constexpr std::size_t kBatchBytes = 256 * 1024;
   static constexpr std::size_t kBatchFrames = 2048;
   static constexpr std::size_t kPoolBatches = 6;  // per shard: being filled, queued, being analysed
+  // Shard 0 is analysed by the reader thread itself, from the reader's own
+  // bytes (no copy): with N shards, N - 1 worker threads. As the reader also
+  // reads and copies everything else, its shard takes a smaller share of the
+  // address pairs: kInlineWeight against kWorkerWeight for each worker shard
+  // (measured on 2 cores: -j 2 balances at about a sixth).
+  static constexpr std::size_t kInline = 0;
+  static constexpr std::uint64_t kInlineWeight = 1, kWorkerWeight = 6;
 
   // `tally`: also keep the per-frame tally (timeline, histograms) of the JSON/HTML/metrics reports.
   ParallelAnalysis(unsigned shards, const decode::DecodeOptions& opts, std::uint32_t pmtu_override, bool tally);
@@ -71,6 +81,8 @@ class ParallelAnalysis {
   struct Shard {
     std::unique_ptr<decode::Analyzer> analyzer;
     std::unique_ptr<exporters::FlowTally> tally;
+    std::unique_ptr<decode::DecodedPacket> pkt;
+    std::unique_ptr<decode::PacketAnalysis> pa;  // ~12 KB, reused
     std::mutex mu;
     std::condition_variable has_full, has_free;
     // Batches for the worker, in order: a ring as large as the pool (a deque
@@ -90,6 +102,9 @@ class ParallelAnalysis {
   };
 
   void flush(Shard& s);
+  void note_sweep_point(std::size_t index, double ts);
+  void analyse(Shard& s, decode::Bytes data, std::uint32_t wirelen, std::uint32_t linktype, std::uint64_t frame, double ts,
+               const decode::ShardKey& reader_key);
   Batch* take_free(Shard& s);
   void run(std::size_t index);
 

@@ -109,7 +109,8 @@ assert len(r["iwarp"]["flows"]) > 0, "no iWARP flows"
 assert any(f["peer_flow"] != f["flow"] for f in flows if "peer_flow" in f), "no paired flows"
 PY
 
-# And the frames were spread: no shard of -j 2 or -j 3 has less than a sixth of them.
+# And the frames were spread: every shard has some (shard 0, the reader's own,
+# a smaller share by design), each worker shard of -j 2 or -j 3 a quarter or more.
 for j in 2 3; do
   RDMADIAG_JOBS_STATS=1 "$bin" analyze -q -j "$j" "$work/mix.pcap" 2> "$work/spread.err"
   python3 - "$j" "$work/spread.err" <<'PY' || fail=1
@@ -119,7 +120,8 @@ m = re.search(r"frames per shard:([ 0-9]+)", text)
 assert m, "no frames-per-shard line: " + text
 counts = [int(x) for x in m.group(1).split()]
 assert len(counts) == jobs and sum(counts) == 200001, counts
-assert min(counts) * 6 > sum(counts), f"-j {jobs}: frames badly spread: {counts}"
+assert min(counts) * 50 > sum(counts), f"-j {jobs}: a shard (almost) without frames: {counts}"
+assert all(c * 4 >= sum(counts) for c in counts[1:]), f"-j {jobs}: frames badly spread over the workers: {counts}"
 PY
 done
 
