@@ -31,7 +31,11 @@ class ParallelAnalysis {
  public:
   static constexpr std::size_t kBatchBytes = 256 * 1024;
   static constexpr std::size_t kBatchFrames = 2048;
-  static constexpr std::size_t kPoolBatches = 6;  // per shard: being filled, queued, being analysed
+  // Per worker: being filled, queued, being analysed; deep enough to ride out a
+  // few milliseconds of either thread being descheduled on a busy machine.
+  // Per worker: being filled, queued, being analysed; deep enough to ride out a
+  // few milliseconds of either thread being descheduled on a busy machine.
+  static constexpr std::size_t kPoolBatches = 16;
   // Shard 0 is analysed by the reader thread itself, from the reader's own
   // bytes (no copy): with N shards, N - 1 worker threads. As the reader also
   // reads and copies everything else, its shard takes a smaller share of the
