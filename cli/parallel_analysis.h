@@ -33,8 +33,6 @@ class ParallelAnalysis {
   static constexpr std::size_t kBatchFrames = 2048;
   // Per worker: being filled, queued, being analysed; deep enough to ride out a
   // few milliseconds of either thread being descheduled on a busy machine.
-  // Per worker: being filled, queued, being analysed; deep enough to ride out a
-  // few milliseconds of either thread being descheduled on a busy machine.
   static constexpr std::size_t kPoolBatches = 16;
   // Shard 0 is analysed by the reader thread itself, from the reader's own
   // bytes (no copy): with N shards, N - 1 worker threads. As the reader also
