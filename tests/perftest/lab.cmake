@@ -89,7 +89,15 @@ foreach(v write read send)
   list(APPEND cm_interop "ib_${v}_lat ${PT_CM_DEV} -F ${PT_LAT}|${PT_RD} perftest ${v}-lat ${PT_CM_DEV} ${PT_LAT} --json ${v}-vs-ib.json $LAB_SERVER_IP")
   list(APPEND cm_interop "${PT_RD} perftest ${v}-lat ${PT_CM_DEV} ${PT_LAT} --json ${v}-vs-ib.json|ib_${v}_lat ${PT_CM_DEV} -F ${PT_LAT} $LAB_SERVER_IP")
 endforeach()
-perftest_lab(siw_cm MODE siw STEPS ${steps} ${cm_interop})
+# Errors over rdma_cm: a server on port 18600 nobody connects to (timeout after 12 s) while the
+# client tries port 18515 where nobody listens (it retries, then says refused after 5 s); two
+# rdmadiag peers running different tests (both say so). The server must outlive the client's
+# attempts: the next step's server would otherwise answer them.
+set(PT_EXPECT ${CMAKE_CURRENT_SOURCE_DIR}/expect_failure.sh)
+set(cm_errors
+  "${PT_EXPECT} 'no client connected to port 18600 within 12 s' ${PT_RD} perftest write-lat ${PT_CM_DEV} -p 18600 --timeout 12|${PT_EXPECT} 'refused the connection' ${PT_RD} perftest write-lat ${PT_CM_DEV} --timeout 5 $LAB_SERVER_IP"
+  "${PT_EXPECT} 'runs a different test' ${PT_RD} perftest write-lat ${PT_CM_DEV} ${PT_LAT}|${PT_EXPECT} 'runs a different test' ${PT_RD} perftest read-lat ${PT_CM_DEV} ${PT_LAT} $LAB_SERVER_IP")
+perftest_lab(siw_cm MODE siw STEPS ${cm_errors} ${steps} ${cm_interop})
 add_test(NAME lab_perftest_siw_cm_json
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/validate_json.py ${PROJECT_SOURCE_DIR}/docs/perftest-schema.json ${cm_reports}
           ${PT_LAB_OUT}/siw_cm/client/write-vs-ib.json ${PT_LAB_OUT}/siw_cm/server/write-vs-ib.json
@@ -97,7 +105,7 @@ add_test(NAME lab_perftest_siw_cm_json
 set_tests_properties(lab_perftest_siw_cm_json PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_siw_cm)
 
 # The same interop over rdma_cm on Soft-RoCE, and rdmadiag <-> rdmadiag atomic-lat -R (rxe has atomics).
-perftest_lab(rxe_cm STEPS ${cm_interop}
+perftest_lab(rxe_cm STEPS ${cm_errors} ${cm_interop}
   "${PT_RD} perftest atomic-lat ${PT_CM_DEV} ${PT_LAT} --json atomic-lat.json|${PT_RD} perftest atomic-lat ${PT_CM_DEV} ${PT_LAT} --json atomic-lat.json $LAB_SERVER_IP")
 add_test(NAME lab_perftest_rxe_cm_json
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/validate_json.py ${PROJECT_SOURCE_DIR}/docs/perftest-schema.json
