@@ -1,6 +1,7 @@
 #include "cli/parallel_analysis.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include <pthread.h>
@@ -14,6 +15,9 @@ namespace rdmadiag::cli {
 ParallelAnalysis::ParallelAnalysis(unsigned shards, const decode::DecodeOptions& opts, std::uint32_t pmtu_override,
                                    bool tally)
     : opts_(opts), tally_(tally) {
+  // For the tests: the reader gets this frame's shard key wrong, as a parse that
+  // disagreed with the full decode would (the run must then be repeated on one thread).
+  if (const char* bad = std::getenv("RDMADIAG_JOBS_TEST_BAD_KEY")) bad_key_frame_ = std::strtoull(bad, nullptr, 10);
   for (unsigned i = 0; i < shards; ++i) {
     auto s = std::make_unique<Shard>();
     s->analyzer = std::make_unique<decode::Analyzer>();
@@ -101,7 +105,8 @@ void ParallelAnalysis::frame(const capture::Record& rec, std::uint32_t linktype)
   const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;  // as AnalysisSession::frame
   if (frame_ == 1) origin_ = ts;
   const std::size_t n = shards_.size();
-  const decode::ShardKey key = decode::shard_key(linktype, rec.data);
+  decode::ShardKey key = decode::shard_key(linktype, rec.data);
+  if (frame_ == bad_key_frame_) key.hash ^= 1;
   // Frames between no two endpoints relate to nothing: any worker will do, in turn.
   const std::size_t index = key.has_addresses ? shard_for(key.hash) : 1 + frame_ % (n - 1);
   Shard& s = *shards_[index];

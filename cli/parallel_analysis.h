@@ -128,6 +128,7 @@ class ParallelAnalysis {
   decode::DecodeOptions opts_;
   bool tally_ = false;
   std::uint64_t frame_ = 0;
+  std::uint64_t bad_key_frame_ = 0;  // RDMADIAG_JOBS_TEST_BAD_KEY
   double origin_ = 0;
   bool finished_ = false;
 };

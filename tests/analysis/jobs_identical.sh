@@ -109,6 +109,16 @@ assert len(r["iwarp"]["flows"]) > 0, "no iWARP flows"
 assert any(f["peer_flow"] != f["flow"] for f in flows if "peer_flow" in f), "no paired flows"
 PY
 
+# A frame whose decoded addresses disagree with the reader's parse (simulated):
+# the run is repeated on one thread, says so, and prints -j 1's report.
+RDMADIAG_JOBS_TEST_BAD_KEY=5000 "$bin" analyze -j 2 "$work/mix.pcap" > "$work/bad_key.txt" 2> "$work/bad_key.err"
+"$bin" analyze -j 1 "$work/mix.pcap" > "$work/bad_key.j1.txt" 2>/dev/null
+if ! grep -q "analysing on one thread" "$work/bad_key.err" || ! cmp -s "$work/bad_key.txt" "$work/bad_key.j1.txt"; then
+  echo "FAIL: a shard-key disagreement did not make -j 2 fall back to one thread with -j 1's report"
+  cat "$work/bad_key.err"
+  fail=1
+fi
+
 # And the frames were spread: every shard has some (shard 0, the reader's own,
 # a smaller share by design), each worker shard of -j 2 or -j 3 a quarter or more.
 for j in 2 3; do
