@@ -194,9 +194,16 @@ CmConnection CmConnection::connect(const std::string& host, int port, int timeou
         qp_created = true;
         set_u8_option(c.id_, RDMA_OPTION_ID_ACK_TIMEOUT, hooks.ack_timeout);
         rdma_conn_param cp = conn_param_from(params);
-        failure = rdma_connect(c.id_, &cp) ? "rdma_connect failed: " + errno_text()
-                                           : expect_event(c.channel_, deadline, RDMA_CM_EVENT_ESTABLISHED, peer,
-                                                          "connection (ESTABLISHED)");
+        if (rdma_connect(c.id_, &cp)) {
+          // iWARP connects its TCP stream inside rdma_connect: a refusal shows up here.
+          const int e = errno;
+          failure = e == ECONNREFUSED ? describe_cm_failure(RDMA_CM_EVENT_REJECTED, -e, peer)
+                    : e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH
+                        ? describe_cm_failure(RDMA_CM_EVENT_UNREACHABLE, -e, peer)
+                        : std::string("rdma_connect failed: ") + std::strerror(e);
+        } else {
+          failure = expect_event(c.channel_, deadline, RDMA_CM_EVENT_ESTABLISHED, peer, "connection (ESTABLISHED)");
+        }
       } catch (...) {
         if (qp_created && hooks.destroy_qp) hooks.destroy_qp();
         rdma_destroy_id(c.id_);

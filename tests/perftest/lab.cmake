@@ -84,6 +84,12 @@ foreach(t write-bw read-bw send-bw)
   list(APPEND steps "${PT_RD} perftest ${t} ${PT_CM_DEV} ${PT_BW} --json ${t}.json|${PT_RD} perftest ${t} ${PT_CM_DEV} ${PT_BW} --report-both --json ${t}.json $LAB_SERVER_IP")
   list(APPEND cm_reports ${PT_LAB_OUT}/siw_cm/client/${t}.json ${PT_LAB_OUT}/siw_cm/server/${t}.json)
 endforeach()
+# -D over rdma_cm on iWARP.
+list(APPEND steps
+  "${PT_RD} perftest write-lat ${PT_CM_DEV} -D 4 --json write-lat-D.json|${PT_RD} perftest write-lat ${PT_CM_DEV} -D 4 --json write-lat-D.json $LAB_SERVER_IP"
+  "${PT_RD} perftest send-bw ${PT_CM_DEV} -D 4 -s 4096 --json send-bw-D.json|${PT_RD} perftest send-bw ${PT_CM_DEV} -D 4 -s 4096 --json send-bw-D.json $LAB_SERVER_IP")
+list(APPEND cm_reports ${PT_LAB_OUT}/siw_cm/client/write-lat-D.json ${PT_LAB_OUT}/siw_cm/server/write-lat-D.json
+     ${PT_LAB_OUT}/siw_cm/client/send-bw-D.json ${PT_LAB_OUT}/siw_cm/server/send-bw-D.json)
 set(cm_interop)
 foreach(v write read send)
   list(APPEND cm_interop "ib_${v}_lat ${PT_CM_DEV} -F ${PT_LAT}|${PT_RD} perftest ${v}-lat ${PT_CM_DEV} ${PT_LAT} --json ${v}-vs-ib.json $LAB_SERVER_IP")
@@ -101,7 +107,7 @@ perftest_lab(siw_cm MODE siw STEPS ${cm_errors} ${steps} ${cm_interop})
 add_test(NAME lab_perftest_siw_cm_json
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/validate_json.py ${PROJECT_SOURCE_DIR}/docs/perftest-schema.json ${cm_reports}
           ${PT_LAB_OUT}/siw_cm/client/write-vs-ib.json ${PT_LAB_OUT}/siw_cm/server/write-vs-ib.json
-          --exchange rdma_cm --require-ok)
+          --exchange rdma_cm --require-ok --check-modes)
 set_tests_properties(lab_perftest_siw_cm_json PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_siw_cm)
 
 # The same interop over rdma_cm on Soft-RoCE, and rdmadiag <-> rdmadiag atomic-lat -R (rxe has atomics).
