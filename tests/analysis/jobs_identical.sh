@@ -5,7 +5,7 @@
 # iWARP, every encapsulation), a several-file run, and a generated capture with
 # many connections of every encapsulation and loss: the text report and the
 # --json report (which also carries the timeline and the latency histograms),
-# plus --csv, are compared byte for byte for -j 1, 2, 3 and 4, and no run may
+# plus --csv, --html and --metrics-file, are compared byte for byte for -j 1, 2, 3 and 4, and no run may
 # have fallen back to one thread. The -j 1 reports themselves are checked
 # against tshark and the lab's ground truth by the other tests.
 # usage: jobs_identical.sh RDMADIAG GEN_CAPTURE PCAP_DIR WORK_DIR
@@ -14,14 +14,15 @@ bin=$1 gen=$2 pcaps=$3 work=$4
 rm -rf "$work" && mkdir -p "$work" || exit 1
 fail=0
 
-# One run: its text report, its JSON report, its CSV flow table, its stderr.
+# One run: its text report, its JSON, CSV, HTML and metrics reports, its stderr.
 run() {  # name jobs files...
   name=$1 jobs=$2
   shift 2
   out="$work/$name.j$jobs"
   "$bin" analyze -j "$jobs" "$@" > "$out.txt" 2> "$out.err"
   echo "exit $?" >> "$out.txt"
-  "$bin" analyze -q -j "$jobs" --json "$out.json" --csv "$out.csv" "$@" 2>> "$out.err"
+  "$bin" analyze -q -j "$jobs" --json "$out.json" --csv "$out.csv" --html "$out.html" --metrics-file "$out.prom" "$@" \
+    2>> "$out.err"
   echo "exit $?" >> "$out.json"
 }
 
@@ -35,7 +36,7 @@ check() {  # name files...
     return
   fi
   for j in 2 3 4; do
-    for kind in txt json csv err; do
+    for kind in txt json csv html prom err; do
       if ! cmp -s "$work/$name.j1.$kind" "$work/$name.j$j.$kind"; then
         echo "FAIL $name: -j $j $kind differs from -j 1:"
         diff "$work/$name.j1.$kind" "$work/$name.j$j.$kind" | head -10
