@@ -130,7 +130,9 @@ bool analyze_parallel(const AnalyzeOptions& o, unsigned jobs, const SessionOptio
   }
   ParallelAnalysis::Result r = par.finish();
   if (!r.exact) {
-    std::fprintf(stderr, "rdmadiag analyze: -j %u: a frame's decoded addresses differ from its shard's; analysing on one thread\n",
+    std::fprintf(stderr,
+                 "rdmadiag analyze: -j %u: a frame's decoded addresses differ from its shard's, or a CM exchange spans "
+                 "two shards; analysing on one thread\n",
                  jobs);
     return false;
   }

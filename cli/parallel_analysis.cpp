@@ -222,6 +222,7 @@ ParallelAnalysis::Result ParallelAnalysis::finish() {
     r.frames_per_shard.push_back(s->frames);
   }
   decode::AnalyzerMerge::finish_shards(analyzers);
+  if (decode::AnalyzerMerge::cm_split(analyzers)) r.exact = false;
   r.bounds_reached = decode::AnalyzerMerge::bounds_reached(analyzers);
   r.analyzer = std::make_unique<decode::Analyzer>();
   std::vector<std::vector<std::uint32_t>> flow_index;

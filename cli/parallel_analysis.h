@@ -58,7 +58,8 @@ class ParallelAnalysis {
     std::unique_ptr<decode::Analyzer> analyzer;  // merged, finished
     std::unique_ptr<exporters::FlowTally> tally;  // merged (when asked for)
     // False when a frame's decoded endpoint addresses put it in another shard
-    // than the reader's parse did: the merge would not be exact (run one thread).
+    // than the reader's parse did, or a CM REP answered a REQ of another shard:
+    // the merge would not be exact (run one thread).
     bool exact = true;
     bool bounds_reached = false;  // a shard reached a flow-table bound (docs/analysis.md)
     std::vector<std::uint64_t> frames_per_shard;

@@ -27,6 +27,11 @@ void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, Packe
 
 void Analyzer::sweep(double now) { transport_->sweep(now); }
 
+void Analyzer::keep_merge_order() {
+  anomalies_.keep_order_keys(true);
+  transport_->track_cm_ids();
+}
+
 void Analyzer::finish() {
   transport_->finish();
   iwarp_->finish();

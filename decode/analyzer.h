@@ -65,7 +65,7 @@ class Analyzer {
   // frames. The sweep after a frame it did not see: `now` is that frame's time.
   void sweep(double now);
   // Keeps what the merge needs to order the results as one analyzer would.
-  void keep_merge_order() { anomalies_.keep_order_keys(true); }
+  void keep_merge_order();
 
   const CaptureSummary& summary() const { return summary_; }
   const AnomalyLog& anomalies() const { return anomalies_; }

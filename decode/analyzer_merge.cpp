@@ -38,6 +38,23 @@ void AnalyzerMerge::finish_shards(std::span<Analyzer* const> shards) {
   }
 }
 
+bool AnalyzerMerge::cm_split(std::span<Analyzer* const> shards) {
+  std::vector<std::pair<std::uint32_t, std::size_t>> reqs;  // (comm id, shard)
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    const TransportAnalyzer& t = *shards[s]->transport_;
+    if (t.cm_ids_overflow_) return true;  // cannot tell: say so
+    for (std::uint32_t id : t.cm_req_ids_) reqs.emplace_back(id, s);
+  }
+  std::sort(reqs.begin(), reqs.end());
+  for (std::size_t s = 0; s < shards.size(); ++s)
+    for (std::uint32_t id : shards[s]->transport_->cm_unmatched_reps_) {
+      auto it = std::lower_bound(reqs.begin(), reqs.end(), std::pair<std::uint32_t, std::size_t>{id, 0});
+      for (; it != reqs.end() && it->first == id; ++it)
+        if (it->second != s) return true;
+    }
+  return false;
+}
+
 bool AnalyzerMerge::bounds_reached(std::span<Analyzer* const> shards) {
   for (const Analyzer* a : shards) {
     if (a->transport_->evicted_ || a->transport_->live_cap_reached_) return true;

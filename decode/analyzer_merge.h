@@ -33,6 +33,11 @@ class AnalyzerMerge {
   static void merge(std::span<Analyzer* const> shards, Analyzer& out,
                     std::vector<std::vector<std::uint32_t>>& flow_index);
 
+  // Whether a CM REP in one shard may have answered a REQ seen in another (a
+  // REP sent from other addresses than the REQ went to): one analyzer would
+  // have paired them, the shards could not.
+  static bool cm_split(std::span<Analyzer* const> shards);
+
   // Whether a shard reached a bound that one analyzer would have reached at a
   // different point (then the merged results may differ from one thread's).
   static bool bounds_reached(std::span<Analyzer* const> shards);

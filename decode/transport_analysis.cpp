@@ -941,11 +941,15 @@ void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame) 
   if (cm.type == CmMessageType::req) {
     if (cm_reqs_.size() > 65536) cm_reqs_.clear();
     cm_reqs_[cm.local_comm_id] = CmSide{ends, cm.local_qpn, cm.starting_psn, cm.path_mtu};
+    if (track_cm_ids_) note_cm_id(cm_req_ids_, cm.local_comm_id);
     return;
   }
   if (cm.type != CmMessageType::rep) return;
   auto it = cm_reqs_.find(cm.remote_comm_id);
-  if (it == cm_reqs_.end()) return;
+  if (it == cm_reqs_.end()) {
+    if (track_cm_ids_) note_cm_id(cm_unmatched_reps_, cm.remote_comm_id);
+    return;
+  }
   const CmSide req = it->second;
   cm_reqs_.erase(it);
   // REQ sender A (QPN qa, PSN pa) -> REP sender B (QPN qb, PSN pb).
@@ -977,6 +981,12 @@ void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame) 
   start(ab, req.psn);
   start(ba, cm.starting_psn);
   pair(ab, ba, Pairing::cm);
+}
+
+void TransportAnalyzer::note_cm_id(std::vector<std::uint32_t>& ids, std::uint32_t id) {
+  constexpr std::size_t kMaxCmIds = 65536;
+  if (ids.size() < kMaxCmIds) ids.push_back(id);
+  else cm_ids_overflow_ = true;
 }
 
 // ---------------------------------------------------------------- memory bound

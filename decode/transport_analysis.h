@@ -130,6 +130,8 @@ class TransportAnalyzer {
   // A path MTU the user knows (256..4096): used for every flow instead of the
   // inferred one (READ PSN reservations, FIRST/MIDDLE payload checks). 0: infer.
   void set_pmtu_override(std::uint32_t pmtu) { pmtu_override_ = pmtu; }
+  // A shard of a sharded analysis: keep what AnalyzerMerge::cm_split checks.
+  void track_cm_ids() { track_cm_ids_ = true; }
 
   // Forward links found so far: request frame -> (response frame, latency µs).
   // Filled only when enabled (the two-pass --packets output uses it).
@@ -149,6 +151,7 @@ class TransportAnalyzer {
   void responder(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
   void unreliable(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
   void cm_message(const DecodedPacket& p, std::uint64_t frame);
+  void note_cm_id(std::vector<std::uint32_t>& ids, std::uint32_t id);
   void spurious_verdict(Flow& f, bool conclusive = true);
   void record_gap(Flow& f, std::uint64_t frame, double ts, std::uint32_t psn, std::uint32_t first, std::uint32_t count,
                   PacketAnalysis& out, bool track);
@@ -192,6 +195,13 @@ class TransportAnalyzer {
     std::uint8_t mtu_code = 0;
   };
   std::unordered_map<std::uint32_t, CmSide> cm_reqs_;
+  // Sharded analysis only (AnalyzerMerge::cm_split): the CM REQs seen and the
+  // REPs that found no REQ, to tell when a REP answered a REQ sent between
+  // other addresses (so in another shard). Bounded; past the bound the merge
+  // cannot tell.
+  bool track_cm_ids_ = false;
+  bool cm_ids_overflow_ = false;
+  std::vector<std::uint32_t> cm_req_ids_, cm_unmatched_reps_;
   // Latest CE-marked packet per (src,dst) address pair, for CNP timing.
   std::unordered_map<std::uint64_t, double> last_ce_;
   bool forward_links_on_ = false;

@@ -7,6 +7,8 @@
 #include <random>
 #include <vector>
 
+#include "decode/analyzer.h"
+#include "decode/analyzer_merge.h"
 #include "decode/exact_sum.h"
 #include "decode/packet.h"
 #include "decode/shard_key.h"
@@ -92,6 +94,49 @@ TEST(ShardKey, ReaderParseMatchesDecode) {
   const std::vector<std::uint8_t> lrh_ab = {0xF2, 0x00, 0x00, 0x05, 0x00, 0x10, 0x00, 0x07};
   const std::vector<std::uint8_t> lrh_ba = {0xF2, 0x00, 0x00, 0x07, 0x00, 0x10, 0x00, 0x05};
   EXPECT_EQ(decode::shard_key(decode::linktype::kInfiniband, lrh_ab), decode::shard_key(decode::linktype::kInfiniband, lrh_ba));
+}
+
+// A CM MAD (UD SEND to QP 1) between two IPv4 hosts.
+decode::DecodedPacket cm_mad(std::uint8_t from, std::uint8_t to, decode::CmMessageType type, std::uint32_t local_id,
+                             std::uint32_t remote_id) {
+  decode::DecodedPacket p;
+  p.linktype = decode::linktype::kEthernet;
+  p.transport = decode::Transport::roce_v2;
+  p.wirelen = p.caplen = 300;
+  decode::Ipv4Header ip{};
+  ip.src = {10, 0, 0, from};
+  ip.dst = {10, 0, 0, to};
+  p.ipv4 = ip;
+  p.has_bth = true;
+  p.ib.bth.opcode = 0x64;  // UD SEND ONLY
+  p.ib.bth.dest_qp = 1;
+  p.ib.bth.pkey = 0xFFFF;
+  p.ib.present = decode::opcode_info(0x64).ext_headers;
+  p.icrc = decode::CrcStatus::ok;
+  decode::CmMessage cm;
+  cm.type = type;
+  cm.local_comm_id = local_id;
+  cm.remote_comm_id = remote_id;
+  cm.local_qpn = 0x100 + from;
+  p.cm = cm;
+  return p;
+}
+
+// A REP from other addresses than its REQ went to lands in another shard: the
+// merge must notice (one analyzer pairs them; the run is repeated on one thread).
+TEST(AnalyzerMerge, CmExchangeAcrossShardsIsNoticed) {
+  for (bool across : {false, true}) {
+    decode::Analyzer a, b;
+    a.keep_merge_order();
+    b.keep_merge_order();
+    decode::PacketAnalysis out;
+    a.add(cm_mad(1, 2, decode::CmMessageType::req, 0xABCD, 0), 1, 0.1, out);  // REQ 10.0.0.1 -> .2
+    // REP to .1 from .2 (same pair: same shard) or from .3 (another pair: another shard).
+    (across ? b : a).add(cm_mad(across ? 3 : 2, 1, decode::CmMessageType::rep, 0x1234, 0xABCD), 2, 0.2, out);
+    decode::Analyzer* shards[] = {&a, &b};
+    decode::AnalyzerMerge::finish_shards(shards);
+    EXPECT_EQ(decode::AnalyzerMerge::cm_split(shards), across);
+  }
 }
 
 }  // namespace
