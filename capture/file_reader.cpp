@@ -91,8 +91,18 @@ namespace {
 constexpr std::size_t kWindow = 8u << 20;
 }  // namespace
 
+// One mapped window; unmapped when the reader and every holder of window() let go.
+struct FileReader::Mapping {
+  Mapping(const std::uint8_t* b, std::size_t n) : base(b), len(n) {}
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() { ::munmap(const_cast<std::uint8_t*>(base), len); }
+  const std::uint8_t* base;
+  std::size_t len;
+};
+
 void FileReader::unmap() {
-  if (map_) ::munmap(const_cast<std::uint8_t*>(map_), map_len_);
+  window_.reset();
   map_ = nullptr;
 }
 
@@ -107,6 +117,7 @@ bool FileReader::map_window(std::size_t pos) {
   void* m = ::mmap(nullptr, map_len_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, map_fd_, static_cast<off_t>(map_base_));
   if (m == MAP_FAILED) return false;
   map_ = static_cast<const std::uint8_t*>(m);
+  window_ = std::make_shared<const Mapping>(map_, map_len_);
   return true;
 }
 
