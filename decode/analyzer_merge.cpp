@@ -55,13 +55,25 @@ bool AnalyzerMerge::cm_split(std::span<Analyzer* const> shards) {
   return false;
 }
 
+// Conservative: the sum of the shards' peaks bounds what one analyzer would
+// have held at once; while it stays under a bound, one analyzer never reached it.
 bool AnalyzerMerge::bounds_reached(std::span<Analyzer* const> shards) {
+  std::size_t live = 0, flows = 0, conns = 0, buffered = 0, qps = 0, budget = 0;
   for (const Analyzer* a : shards) {
-    if (a->transport_->evicted_ || a->transport_->live_cap_reached_) return true;
-    if (a->iwarp_->stats_.untracked_connections) return true;
-    if (a->summary_.qps_capped_) return true;
+    const TransportAnalyzer& t = *a->transport_;
+    const IwarpAnalyzer& w = *a->iwarp_;
+    if (t.evicted_ || t.live_cap_reached_ || w.stats_.untracked_connections || a->summary_.qps_capped_) return true;
+    live += t.peak_live_;
+    flows += t.summaries_.size();
+    conns += w.peak_live_;
+    buffered += w.peak_buffered_;
+    budget = w.budget_.limit;
+    qps += a->summary_.queue_pairs();
   }
-  return false;
+  constexpr std::size_t kLargestSegment = 65536;
+  return live >= TransportAnalyzer::kMaxLiveFlows || flows > TransportAnalyzer::kMaxRetiredFlows ||
+         conns >= IwarpAnalyzer::kMaxConnections || buffered + kLargestSegment > budget ||
+         qps >= CaptureSummary::kMaxTrackedQps;
 }
 
 void AnalyzerMerge::merge(std::span<Analyzer* const> shards, Analyzer& out,

@@ -796,6 +796,7 @@ void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, 
     }
     index_[key].push_back(static_cast<std::uint32_t>(idx));
     ++live_;
+    peak_live_ = std::max(peak_live_, live_);
     d = 0;
   }
   Connection& c = *conns_[idx];
@@ -811,6 +812,7 @@ void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, 
   }
   if (unit_in_frame_) ++stats_.frames;
   cur_out_ = nullptr;
+  peak_buffered_ = std::max(peak_buffered_, budget_.used);
   if (t.fin()) dir.fin = true;
   if (t.rst() || (c.dir[0]->fin && c.dir[1]->fin)) {
     close(idx);

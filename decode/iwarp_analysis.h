@@ -153,6 +153,8 @@ class IwarpAnalyzer {
   std::vector<std::unique_ptr<Connection>> conns_;
   std::vector<std::uint32_t> free_;  // reusable slots of conns_
   std::size_t live_ = 0;
+  std::size_t peak_live_ = 0;            // most connections live at once (AnalyzerMerge::bounds_reached)
+  std::size_t peak_buffered_ = 0;        // most out-of-order bytes held at once, all streams
   IwarpFrame* cur_out_ = nullptr;
   bool unit_in_frame_ = false;
   std::vector<IwarpFlowInfo> flows_;

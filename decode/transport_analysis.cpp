@@ -295,6 +295,7 @@ TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, Transp
   }
   slots_[slot]->slot = slot;
   by_key_.insert(k, slot);
+  peak_live_ = std::max(peak_live_, by_key_.size());
   by_host_pair_[slots_[slot]->host_pair].push_back(slot);
   return *slots_[slot];
 }

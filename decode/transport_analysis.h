@@ -176,6 +176,7 @@ class TransportAnalyzer {
   std::vector<FlowSummary> summaries_;        // retired (and, after finish, all)
   std::uint64_t evicted_ = 0;
   bool live_cap_reached_ = false;  // kMaxLiveFlows made room by retiring active flows
+  std::size_t peak_live_ = 0;      // most flows live at once (AnalyzerMerge::bounds_reached)
   std::uint32_t next_index_ = 0;
   std::uint32_t global_pmtu_ = 0;  // the largest PMTU learned on any flow (reported only)
   std::uint32_t pmtu_override_ = 0;
