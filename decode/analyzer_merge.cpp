@@ -58,7 +58,7 @@ bool AnalyzerMerge::cm_split(std::span<Analyzer* const> shards) {
 // Conservative: the sum of the shards' peaks bounds what one analyzer would
 // have held at once; while it stays under a bound, one analyzer never reached it.
 bool AnalyzerMerge::bounds_reached(std::span<Analyzer* const> shards) {
-  std::size_t live = 0, flows = 0, conns = 0, buffered = 0, qps = 0, budget = 0;
+  std::size_t live = 0, flows = 0, conns = 0, buffered = 0, qps = 0, budget = 0, cm_reqs = 0;
   for (const Analyzer* a : shards) {
     const TransportAnalyzer& t = *a->transport_;
     const IwarpAnalyzer& w = *a->iwarp_;
@@ -69,11 +69,12 @@ bool AnalyzerMerge::bounds_reached(std::span<Analyzer* const> shards) {
     buffered += w.peak_buffered_;
     budget = w.budget_.limit;
     qps += a->summary_.queue_pairs();
+    cm_reqs += t.cm_req_ids_.size();  // every REQ seen: at least those pending at once
   }
   constexpr std::size_t kLargestSegment = 65536;
   return live >= TransportAnalyzer::kMaxLiveFlows || flows > TransportAnalyzer::kMaxRetiredFlows ||
          conns >= IwarpAnalyzer::kMaxConnections || buffered + kLargestSegment > budget ||
-         qps >= CaptureSummary::kMaxTrackedQps;
+         qps >= CaptureSummary::kMaxTrackedQps || cm_reqs > 65536;  // TransportAnalyzer clears pending REQs past that
 }
 
 void AnalyzerMerge::merge(std::span<Analyzer* const> shards, Analyzer& out,
