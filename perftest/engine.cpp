@@ -529,6 +529,48 @@ SizeResult run_send_bw_server(Session& s, std::uint64_t size, std::uint64_t rece
   return run.out;
 }
 
+// -R: perftest's sequence after the preamble: one key exchange (its keys are still empty), the
+// test's own rdma_cm connection on the same port (the server listens again), another exchange.
+// The QP and its resources are created on the device rdma_cm resolved, into cm_resources.
+VerbsResources& connect_test_qp_with_rdma_cm(const TestOptions& opt, const ResourceRequest& req, OobTransport& oob,
+                                             bool cm_tail_markers, int timeout_ms,
+                                             std::optional<CmConnection>& connection,
+                                             std::optional<VerbsResources>& cm_resources) try {
+  if (oob.is_client()) {
+    exchange_key(oob, {}, false, cm_tail_markers, "sync before the rdma_cm connection", timeout_ms);
+  } else {
+    // The client connects as soon as it has our answer: listen before answering (perftest
+    // listens after, and a fast client - seen with ib_send_lat -R on siw - is refused).
+    (void)oob::parse_cm_key_message(oob.receive_message("sync before the rdma_cm connection", timeout_ms));
+    connection.emplace(CmConnection::listen(opt.tcp_port, "test connection"));
+    oob.send(oob::encode_cm_key_message({}, cm_tail_markers), "sync before the rdma_cm connection");
+  }
+  CmHooks hooks;
+  hooks.create_qp = [&](rdma_cm_id* id) {
+    ResourceRequest cm_request = req;
+    cm_request.cm_id = id;
+    cm_resources.emplace(cm_request);
+    CmConnectParams params;
+    if (opt.verb == Verb::Read || opt.verb == Verb::Atomic) {
+      // rdma_cm grants the QP remote read/atomic access only with responder resources.
+      params.responder_resources = cm_resources->out_reads();
+      params.initiator_depth = std::min(cm_resources->out_reads(), cm_resources->max_initiator_depth());
+    }
+    return params;
+  };
+  hooks.destroy_qp = [&] { cm_resources.reset(); };
+  hooks.tos = opt.tos;
+  hooks.ack_timeout = opt.qp_timeout;
+  if (oob.is_client())
+    connection.emplace(CmConnection::connect(opt.peer, opt.tcp_port, timeout_ms, hooks, "test connection"));
+  else
+    connection->accept_one(timeout_ms, hooks, "test connection");
+  exchange_key(oob, {}, false, cm_tail_markers, "sync after the rdma_cm connection", timeout_ms);
+  return *cm_resources;
+} catch (const oob::ProtocolError& e) {
+  throw RunError(std::string("out-of-band sync around the rdma_cm connection: ") + e.what());
+}
+
 // The device, port and GID fields of the report.
 void describe_resources(TestInfo& info, const VerbsResources& res) {
   info.device = res.device_name();
@@ -783,29 +825,7 @@ TestResult run_test(const TestOptions& opt) {
 
   const bool cm_tail_markers = std::atof(opt.announce_version.c_str()) >= oob::kCmTailMarkersVersion;
   if (opt.rdma_cm) {
-    // perftest: one key exchange (its keys are still empty) before the test's rdma_cm
-    // connection, the connection on the same port (the server listens again), another after.
-    exchange_key(oob, {}, false, cm_tail_markers, "sync before the rdma_cm connection", timeout_ms);
-    CmHooks hooks;
-    hooks.create_qp = [&](rdma_cm_id* id) {
-      ResourceRequest cm_request = req;
-      cm_request.cm_id = id;
-      cm_resources.emplace(cm_request);
-      CmConnectParams params;
-      if (opt.verb == Verb::Read || opt.verb == Verb::Atomic) {
-        params.responder_resources = cm_resources->out_reads();
-        params.initiator_depth = std::min(cm_resources->out_reads(), cm_resources->max_initiator_depth());
-      }
-      return params;
-    };
-    hooks.destroy_qp = [&] { cm_resources.reset(); };
-    hooks.tos = opt.tos;
-    hooks.ack_timeout = opt.qp_timeout;
-    test_connection.emplace(oob.is_client()
-                                ? CmConnection::connect(opt.peer, opt.tcp_port, timeout_ms, hooks, "test connection")
-                                : CmConnection::accept(opt.tcp_port, timeout_ms, hooks, "test connection"));
-    exchange_key(oob, {}, false, cm_tail_markers, "sync after the rdma_cm connection", timeout_ms);
-    resources = &*cm_resources;
+    resources = &connect_test_qp_with_rdma_cm(opt, req, oob, cm_tail_markers, timeout_ms, test_connection, cm_resources);
     describe_resources(info, *resources);
     if (!opt.device.empty() && opt.device != resources->device_name())
       result.warnings.push_back("-d " + opt.device + " was given, but rdma_cm reaches the peer through " +

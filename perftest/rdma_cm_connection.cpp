@@ -127,12 +127,19 @@ std::string describe_cm_failure(int event, int status, const std::string& peer) 
 }
 
 CmConnection::CmConnection(CmConnection&& o) noexcept
-    : channel_(o.channel_), id_(o.id_), peer_(std::move(o.peer_)), disconnected_(o.disconnected_) {
+    : channel_(o.channel_),
+      id_(o.id_),
+      listen_id_(o.listen_id_),
+      listen_port_(o.listen_port_),
+      peer_(std::move(o.peer_)),
+      disconnected_(o.disconnected_) {
   o.channel_ = nullptr;
   o.id_ = nullptr;
+  o.listen_id_ = nullptr;
 }
 
 CmConnection::~CmConnection() {
+  if (listen_id_) rdma_destroy_id(listen_id_);
   if (id_) {
     rdma_disconnect(id_);
     rdma_destroy_id(id_);
@@ -224,36 +231,39 @@ CmConnection CmConnection::connect(const std::string& host, int port, int timeou
                  " s: " + last_failure);
 }
 
-CmConnection CmConnection::accept(int port, int timeout_ms, const CmHooks& hooks, const std::string& what) {
-  const std::uint64_t deadline = deadline_after(timeout_ms);
+CmConnection CmConnection::listen(int port, const std::string& what) {
   CmConnection c;
   c.channel_ = create_channel();
-  rdma_cm_id* listen_id = nullptr;
-  if (rdma_create_id(c.channel_, &listen_id, nullptr, RDMA_PS_TCP)) throw RunError("rdma_create_id failed: " + errno_text());
-  struct ListenGuard {
-    rdma_cm_id*& id;
-    ~ListenGuard() {
-      if (id) rdma_destroy_id(id);
-    }
-  } guard{listen_id};
+  if (rdma_create_id(c.channel_, &c.listen_id_, nullptr, RDMA_PS_TCP)) throw RunError("rdma_create_id failed: " + errno_text());
+  c.listen_port_ = port;
   sockaddr_in any{};
   any.sin_family = AF_INET;
   any.sin_addr.s_addr = htonl(INADDR_ANY);
   any.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (rdma_bind_addr(listen_id, reinterpret_cast<sockaddr*>(&any))) {
+  if (rdma_bind_addr(c.listen_id_, reinterpret_cast<sockaddr*>(&any))) {
     const int e = errno;
     throw RunError("rdma_cm " + what + ": cannot listen on port " + std::to_string(port) + ": " + std::strerror(e) +
                    (e == EADDRINUSE ? " - another rdma_cm server (perftest or rdmadiag) already uses it; pick another with -p"
                                     : ""));
   }
-  if (rdma_listen(listen_id, 1)) throw RunError("rdma_cm " + what + ": rdma_listen failed: " + errno_text());
-  if (hooks.listening) hooks.listening();
+  if (rdma_listen(c.listen_id_, 1)) throw RunError("rdma_cm " + what + ": rdma_listen failed: " + errno_text());
+  return c;
+}
 
+CmConnection CmConnection::accept(int port, int timeout_ms, const CmHooks& hooks, const std::string& what) {
+  CmConnection c = listen(port, what);
+  if (hooks.listening) hooks.listening();
+  c.accept_one(timeout_ms, hooks, what);
+  return c;
+}
+
+void CmConnection::accept_one(int timeout_ms, const CmHooks& hooks, const std::string& what) {
+  const std::uint64_t deadline = deadline_after(timeout_ms);
   rdma_cm_event* request = nullptr;
   while (!request) {
-    rdma_cm_event* event = next_event(c.channel_, deadline);
+    rdma_cm_event* event = next_event(channel_, deadline);
     if (!event)
-      throw RunError("rdma_cm " + what + ": no client connected to port " + std::to_string(port) + " within " +
+      throw RunError("rdma_cm " + what + ": no client connected to port " + std::to_string(listen_port_) + " within " +
                      std::to_string(timeout_ms / 1000) +
                      " s (raise --timeout, or start the client with -R and this host's address on its RDMA interface)");
     if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -262,42 +272,44 @@ CmConnection CmConnection::accept(int port, int timeout_ms, const CmHooks& hooks
       rdma_ack_cm_event(event);  // e.g. a stale event of an earlier attempt: keep waiting
     }
   }
-  c.id_ = request->id;
-  c.peer_ = address_text(rdma_get_peer_addr(c.id_));
+  id_ = request->id;
+  peer_ = address_text(rdma_get_peer_addr(id_));
   CmConnectParams params;
   try {
-    params = hooks.create_qp(c.id_);
+    params = hooks.create_qp(id_);
   } catch (...) {
-    rdma_reject(c.id_, nullptr, 0);
+    rdma_reject(id_, nullptr, 0);
     rdma_ack_cm_event(request);
-    rdma_destroy_id(c.id_);
-    c.id_ = nullptr;
+    rdma_destroy_id(id_);
+    id_ = nullptr;
     throw;
   }
   // Never promise more read/atomic depth than the client offers (as upstream perftest).
   params.responder_resources = std::min<int>(params.responder_resources, request->param.conn.initiator_depth);
   params.initiator_depth = std::min<int>(params.initiator_depth, request->param.conn.responder_resources);
-  set_u8_option(c.id_, RDMA_OPTION_ID_ACK_TIMEOUT, hooks.ack_timeout);
+  set_u8_option(id_, RDMA_OPTION_ID_ACK_TIMEOUT, hooks.ack_timeout);
   rdma_conn_param cp = conn_param_from(params);
-  const int accepted = rdma_accept(c.id_, &cp);
+  const int accepted = rdma_accept(id_, &cp);
   const int accept_errno = errno;
   rdma_ack_cm_event(request);
   std::string failure = accepted ? std::string("rdma_accept failed: ") + std::strerror(accept_errno)
-                                 : expect_event(c.channel_, deadline, RDMA_CM_EVENT_ESTABLISHED, c.peer_,
+                                 : expect_event(channel_, deadline, RDMA_CM_EVENT_ESTABLISHED, peer_,
                                                 "connection (ESTABLISHED)");
   if (!failure.empty()) {
     if (hooks.destroy_qp) hooks.destroy_qp();
-    rdma_destroy_id(c.id_);
-    c.id_ = nullptr;
-    throw RunError("rdma_cm " + what + ": accepting " + c.peer_ + " failed: " + failure);
+    rdma_destroy_id(id_);
+    id_ = nullptr;
+    throw RunError("rdma_cm " + what + ": accepting " + peer_ + " failed: " + failure);
   }
-  if (c.id_->qp && c.id_->qp->qp_type == IBV_QPT_RC) {
+  // One connection per listener, as perftest: the port is free again for the next one.
+  rdma_destroy_id(listen_id_);
+  listen_id_ = nullptr;
+  if (id_->qp && id_->qp->qp_type == IBV_QPT_RC) {
     // perftest's receiver-not-ready timer; rdma_cm leaves the provider's default otherwise.
     ibv_qp_attr attr{};
     attr.min_rnr_timer = 12;
-    (void)ibv_modify_qp(c.id_->qp, &attr, IBV_QP_MIN_RNR_TIMER);
+    (void)ibv_modify_qp(id_->qp, &attr, IBV_QP_MIN_RNR_TIMER);
   }
-  return c;
 }
 
 CmOobChannel::CmOobChannel(const std::string& host, int port, int timeout_ms, std::function<void()> listening)

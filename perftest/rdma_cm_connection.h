@@ -50,6 +50,10 @@ class CmConnection {
   // Server: listens on port (IPv4, every address, as perftest) and accepts one connection
   // within timeout_ms; then stops listening.
   static CmConnection accept(int port, int timeout_ms, const CmHooks& hooks, const std::string& what);
+  // The same in two steps: listen now, accept later (accept_one), so a client told to connect
+  // in between finds the listener already there.
+  static CmConnection listen(int port, const std::string& what);
+  void accept_one(int timeout_ms, const CmHooks& hooks, const std::string& what);
 
   CmConnection(CmConnection&&) noexcept;
   CmConnection& operator=(CmConnection&&) = delete;
@@ -67,6 +71,8 @@ class CmConnection {
   CmConnection() = default;
   rdma_event_channel* channel_ = nullptr;
   rdma_cm_id* id_ = nullptr;
+  rdma_cm_id* listen_id_ = nullptr;  // server, until it has accepted
+  int listen_port_ = 0;
   std::string peer_;
   bool disconnected_ = false;
 };
