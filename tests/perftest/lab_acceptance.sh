@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The perftest timing acceptance (docs/perftest.md): on one rxe VM pair,
+# `ib_X_lat -s 2 -n ITERS` and `rdmadiag perftest X-lat -s 2 -n ITERS`
+# alternated ROUNDS times for X = write, read, send, then
+# tests/perftest/lab_compare.py prints every run's t_typical, the medians,
+# rdmadiag's median relative to perftest's and each tool's spread.
+# A measurement, not a test: run it on an otherwise idle machine.
+#   tests/perftest/lab_acceptance.sh RDMADIAG OUT_DIR [ITERS (200)] [ROUNDS (5)]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+rd=$1 out=$2 iters=${3:-200} rounds=${4:-5}
+dev='-d $LAB_DEV -x 1'
+args=()
+for _ in $(seq "$rounds"); do
+  for v in write read send; do
+    args+=(--server "ib_${v}_lat $dev -F -s 2 -n $iters" --client "ib_${v}_lat $dev -F -s 2 -n $iters \$LAB_SERVER_IP")
+    args+=(--server "$rd perftest ${v}-lat $dev -s 2 -n $iters" --client "$rd perftest ${v}-lat $dev -s 2 -n $iters \$LAB_SERVER_IP")
+  done
+done
+"$here/../lab/run" --mode rxe --out "$out" --replace --timeout 3600 -q "${args[@]}"
+python3 "$here/lab_compare.py" "$out"
