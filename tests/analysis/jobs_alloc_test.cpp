@@ -13,23 +13,10 @@
 #include <string>
 
 #include "bench/capture_gen.h"
+#include "bench/counting_new.h"
 #include "cli/parallel_analysis.h"
 
-namespace {
-std::atomic<std::uint64_t> g_allocations{0};
-thread_local bool t_generator = false;  // the generator's own allocations are not counted
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (!t_generator) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+using rdmadiag::bench::g_allocations;
 
 namespace {
 
@@ -49,9 +36,9 @@ std::uint64_t allocations_after_warmup(const std::string& encap, unsigned shards
   const std::uint32_t linktype = encap == "ib" ? decode::linktype::kInfiniband : decode::linktype::kEthernet;
   std::uint64_t frame = 0, counted = 0, before = 0;
   rdmadiag::capture::Record rec;
-  t_generator = true;
+  rdmadiag::bench::t_not_counted = true;
   rdmadiag::bench::generate(o, [&](std::uint64_t ts_ns, decode::Bytes b) {
-    t_generator = false;
+    rdmadiag::bench::t_not_counted = false;
     if (++frame == warmup + 1) {
       par.wait_idle();
       before = g_allocations.load();
@@ -61,9 +48,9 @@ std::uint64_t allocations_after_warmup(const std::string& encap, unsigned shards
     rec.caplen = rec.wirelen = static_cast<std::uint32_t>(b.size());
     rec.data = b;
     par.frame(rec, linktype);
-    t_generator = true;
+    rdmadiag::bench::t_not_counted = true;
   });
-  t_generator = false;
+  rdmadiag::bench::t_not_counted = false;
   par.wait_idle();
   counted = g_allocations.load() - before;
   EXPECT_GE(frame, packets);
