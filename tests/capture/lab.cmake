@@ -12,7 +12,7 @@ set(CAP_STEP "${CMAKE_CURRENT_SOURCE_DIR}/lab_capture_step.sh $<TARGET_FILE:rdma
 
 # capture_lab(<mode> <perftest connection options>)
 function(capture_lab mode conn)
-  set(args --mode ${mode} --out ${CAP_LAB_OUT}/${mode} --replace --timeout 900 -q)
+  set(args --mode ${mode} --out ${CAP_LAB_OUT}/${mode} --replace --timeout 900 --step-timeout 300 -q)
   foreach(t write read send)
     list(APPEND args
       --server "${CAP_STEP} ${t}-lat ib_${t}_lat -d $LAB_DEV ${conn} -F -n 100"
@@ -38,7 +38,7 @@ capture_lab(siw "-R")
 # each side or -n READs (rxe) — with every ICRC good and no PSN anomaly.
 function(capture_lab_perftest mode conn)
   set(rd $<TARGET_FILE:rdmadiag>)
-  set(args --mode ${mode} --out ${CAP_LAB_OUT}/perftest-${mode} --replace --timeout 900 -q)
+  set(args --mode ${mode} --out ${CAP_LAB_OUT}/perftest-${mode} --replace --timeout 900 --step-timeout 300 -q)
   foreach(t write read send)
     list(APPEND args
       --server "${CAP_STEP} ${t}-lat ${rd} perftest ${t}-lat -d $LAB_DEV ${conn} -n 100"
