@@ -66,26 +66,35 @@ struct DurationWindow {
 
 class ProgressWatchdog {
  public:
-  ProgressWatchdog(int limit_s, std::string what) : limit_ns_(static_cast<std::uint64_t>(limit_s) * 1000000000ull), what_(std::move(what)) {
+  // Counts in the test's cycle counter, not with clock_gettime: under emulation (the
+  // qemu lab) the guest's clock source can be a device register whose every read
+  // costs tens of microseconds, and progressed() runs once per iteration, inside
+  // the time that becomes the latency samples.
+  ProgressWatchdog(int limit_s, std::string what, const CycleClock& clock)
+      : limit_cycles_(static_cast<std::uint64_t>(static_cast<double>(limit_s) * 1e6 *
+                                                 (clock.cycles_per_usec > 0 ? clock.cycles_per_usec : 1000.0))),
+        what_(std::move(what)), limit_s_(limit_s) {
     progressed();
   }
-  void progressed() { deadline_ = monotonic_ns() + limit_ns_; }
+  void progressed() { deadline_ = read_cycles() + limit_cycles_; }
   void end_with(const DurationWindow* window) { window_ = window; }
-  // Cheap enough to call on every spin: reads the clock only every 1024 calls.
+  // Cheap enough to call on every spin: reads the counter only every 1024 calls.
   void check(const std::string& waiting_for) {
     if (++spins_ & 1023) return;
-    if (window_ && window_->over(read_cycles())) throw TimeUp{};
-    if (monotonic_ns() > deadline_)
-      throw RunError(what_ + ": no progress for " + std::to_string(limit_ns_ / 1000000000ull) + " s while waiting for " +
+    const std::uint64_t now = read_cycles();
+    if (window_ && window_->over(now)) throw TimeUp{};
+    if (now > deadline_)
+      throw RunError(what_ + ": no progress for " + std::to_string(limit_s_) + " s while waiting for " +
                      waiting_for +
                      " - the peer stopped, runs a different test or size (-s/-a/-n), or the RDMA path drops packets");
   }
 
  private:
-  std::uint64_t limit_ns_;
+  std::uint64_t limit_cycles_;
   std::uint64_t deadline_ = 0;
   std::uint64_t spins_ = 0;
   std::string what_;
+  int limit_s_;
   const DurationWindow* window_ = nullptr;
 };
 
@@ -226,7 +235,7 @@ constexpr std::size_t kMaxDurationSamples = std::size_t{1} << 21;  // -D keeps a
 class SizeRun {
  public:
   SizeRun(Session& s, std::uint64_t size, const CycleClock& clock, ibv_wr_opcode opcode, const std::string& what)
-      : session(s), clock_(clock), watchdog(s.opt.timeout_s, what), window(DurationWindow::start(s.opt.duration_s, clock)) {
+      : session(s), clock_(clock), watchdog(s.opt.timeout_s, what, clock), window(DurationWindow::start(s.opt.duration_s, clock)) {
     out.size = size;
     out.iterations = s.opt.iterations;
     iters = window.active ? std::numeric_limits<std::uint64_t>::max() : s.opt.iterations;
@@ -349,7 +358,7 @@ SizeResult run_write_lat(Session& s, std::uint64_t size, const CycleClock& clock
         if (*poll_byte != expected) break;
         *post_byte = static_cast<char>(++sent);
         post_send(res.qp(), run.wr);
-        ProgressWatchdog quick(1, "write-lat (after -D)");
+        ProgressWatchdog quick(1, "write-lat (after -D)", clock);
         wait_completion(res.send_cq(), res.channel(), false, quick, "RDMA WRITE after the measured time");
       }
     } catch (const RunError&) {

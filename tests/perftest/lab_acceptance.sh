@@ -5,16 +5,18 @@
 # tests/perftest/lab_compare.py prints every run's t_typical, the medians,
 # rdmadiag's median relative to perftest's and each tool's spread.
 # A measurement, not a test: run it on an otherwise idle machine.
-#   tests/perftest/lab_acceptance.sh RDMADIAG OUT_DIR [ITERS (200)] [ROUNDS (5)]
+#   tests/perftest/lab_acceptance.sh RDMADIAG OUT_DIR [ITERS (200)] [ROUNDS (5)] [VERBS ("write read send")]
+# With RDMADIAG_FIRST=1 each round runs rdmadiag before perftest (to rule out an order effect).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-rd=$1 out=$2 iters=${3:-200} rounds=${4:-5}
+rd=$1 out=$2 iters=${3:-200} rounds=${4:-5} verbs=${5:-write read send}
 dev='-d $LAB_DEV -x 1'
 args=()
 for _ in $(seq "$rounds"); do
-  for v in write read send; do
-    args+=(--server "ib_${v}_lat $dev -F -s 2 -n $iters" --client "ib_${v}_lat $dev -F -s 2 -n $iters \$LAB_SERVER_IP")
-    args+=(--server "$rd perftest ${v}-lat $dev -s 2 -n $iters" --client "$rd perftest ${v}-lat $dev -s 2 -n $iters \$LAB_SERVER_IP")
+  for v in $verbs; do
+    ib=(--server "ib_${v}_lat $dev -F -s 2 -n $iters" --client "ib_${v}_lat $dev -F -s 2 -n $iters \$LAB_SERVER_IP")
+    ours=(--server "$rd perftest ${v}-lat $dev -s 2 -n $iters" --client "$rd perftest ${v}-lat $dev -s 2 -n $iters \$LAB_SERVER_IP")
+    if [ "${RDMADIAG_FIRST:-0}" = 1 ]; then args+=("${ours[@]}" "${ib[@]}"); else args+=("${ib[@]}" "${ours[@]}"); fi
   done
 done
 "$here/../lab/run" --mode rxe --out "$out" --replace --timeout 3600 -q "${args[@]}"
