@@ -10,51 +10,40 @@ endif()
 set(CAP_LAB_OUT ${CMAKE_CURRENT_BINARY_DIR}/lab)
 set(CAP_STEP "${CMAKE_CURRENT_SOURCE_DIR}/lab_capture_step.sh $<TARGET_FILE:rdmadiag>")
 
-# capture_lab(<mode> <perftest connection options>)
-function(capture_lab mode conn)
-  set(args --mode ${mode} --out ${CAP_LAB_OUT}/${mode} --replace --timeout 900 --step-timeout 300 -q)
-  foreach(t write read send)
-    list(APPEND args
-      --server "${CAP_STEP} ${t}-lat ib_${t}_lat -d $LAB_DEV ${conn} -F -n 100"
-      --client "ib_${t}_lat -d $LAB_DEV ${conn} -F -n 100 $LAB_SERVER_IP")
-  endforeach()
-  add_test(NAME lab_capture_${mode} COMMAND ${PROJECT_SOURCE_DIR}/tests/lab/run ${args})
-  set_tests_properties(lab_capture_${mode} PROPERTIES
-    LABELS lab FIXTURES_REQUIRED lab FIXTURES_SETUP lab_capture_${mode}
-    TIMEOUT 960 RESOURCE_LOCK lab_vms)
-  foreach(t write read send)
-    add_test(NAME lab_capture_${mode}_${t}
-      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/lab_check.py $<TARGET_FILE:rdmadiag> ${CAP_LAB_OUT}/${mode} ${t}-lat ${mode} ${t})
-    set_tests_properties(lab_capture_${mode}_${t} PROPERTIES
-      LABELS lab FIXTURES_REQUIRED lab_capture_${mode} TIMEOUT 120)
-  endforeach()
-endfunction()
-
-capture_lab(rxe "-x 1")
-capture_lab(siw "-R")
-
-# The same with `rdmadiag perftest` on both sides (docs/perftest.md): the
-# capture shows the packets the test reports — exactly -n WRITEs/SENDs from
-# each side or -n READs (rxe) — with every ICRC good and no PSN anomaly.
-function(capture_lab_perftest mode conn)
+# capture_lab(<name> <mode> <perftest connection options> <tool>): tool "ib" runs
+# Debian's ib_<t>_lat on both sides; "rdmadiag" runs `rdmadiag perftest <t>-lat` on
+# both sides, and the check then also counts the test's own packets against -n
+# (docs/capture.md): exactly -n WRITEs/SENDs from each side or -n READs (rxe),
+# with every ICRC good and no PSN anomaly.
+function(capture_lab name mode conn tool)
   set(rd $<TARGET_FILE:rdmadiag>)
-  set(args --mode ${mode} --out ${CAP_LAB_OUT}/perftest-${mode} --replace --timeout 900 --step-timeout 300 -q)
+  string(REPLACE "-" "_" test ${name})  # results in <name>/, tests named lab_capture_<name with _>
+  set(args --mode ${mode} --out ${CAP_LAB_OUT}/${name} --replace --timeout 900 --step-timeout 300 -q)
   foreach(t write read send)
-    list(APPEND args
-      --server "${CAP_STEP} ${t}-lat ${rd} perftest ${t}-lat -d $LAB_DEV ${conn} -n 100"
-      --client "${rd} perftest ${t}-lat -d $LAB_DEV ${conn} -n 100 $LAB_SERVER_IP")
+    if(tool STREQUAL "ib")
+      set(cmd "ib_${t}_lat -d $LAB_DEV ${conn} -F -n 100")
+    else()
+      set(cmd "${rd} perftest ${t}-lat -d $LAB_DEV ${conn} -n 100")
+    endif()
+    list(APPEND args --server "${CAP_STEP} ${t}-lat ${cmd}" --client "${cmd} $LAB_SERVER_IP")
   endforeach()
-  add_test(NAME lab_capture_perftest_${mode} COMMAND ${PROJECT_SOURCE_DIR}/tests/lab/run ${args})
-  set_tests_properties(lab_capture_perftest_${mode} PROPERTIES
-    LABELS lab FIXTURES_REQUIRED lab FIXTURES_SETUP lab_capture_perftest_${mode}
+  add_test(NAME lab_capture_${test} COMMAND ${PROJECT_SOURCE_DIR}/tests/lab/run ${args})
+  set_tests_properties(lab_capture_${test} PROPERTIES
+    LABELS lab FIXTURES_REQUIRED lab FIXTURES_SETUP lab_capture_${test}
     TIMEOUT 960 RESOURCE_LOCK lab_vms)
+  set(count)
+  if(NOT tool STREQUAL "ib")
+    set(count 100)
+  endif()
   foreach(t write read send)
-    add_test(NAME lab_capture_perftest_${mode}_${t}
-      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/lab_check.py ${rd} ${CAP_LAB_OUT}/perftest-${mode} ${t}-lat ${mode} ${t} 100)
-    set_tests_properties(lab_capture_perftest_${mode}_${t} PROPERTIES
-      LABELS lab FIXTURES_REQUIRED lab_capture_perftest_${mode} TIMEOUT 120)
+    add_test(NAME lab_capture_${test}_${t}
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/lab_check.py ${rd} ${CAP_LAB_OUT}/${name} ${t}-lat ${mode} ${t} ${count})
+    set_tests_properties(lab_capture_${test}_${t} PROPERTIES
+      LABELS lab FIXTURES_REQUIRED lab_capture_${test} TIMEOUT 120)
   endforeach()
 endfunction()
 
-capture_lab_perftest(rxe "-x 1")
-capture_lab_perftest(siw "-R")
+capture_lab(rxe rxe "-x 1" ib)
+capture_lab(siw siw "-R" ib)
+capture_lab(perftest-rxe rxe "-x 1" rdmadiag)
+capture_lab(perftest-siw siw "-R" rdmadiag)
