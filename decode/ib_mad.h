@@ -38,7 +38,7 @@ struct CmMessage {
   std::uint32_t remote_comm_id = 0;
   std::uint64_t service_id = 0;        // REQ
   std::uint32_t local_qpn = 0;         // REQ, REP; DREQ: remote QPN
-  std::uint32_t starting_psn = 0;      // REQ, REP
+  std::uint32_t starting_psn = 0;      // REQ, REP: the first PSN the sender will receive
   std::uint8_t transport_service = 0;  // REQ: 0 RC, 1 UC, 2 RD, 3 XRC (extended)
   std::uint16_t pkey = 0;              // REQ
   std::uint8_t path_mtu = 0;           // REQ: IBA MTU code (1=256 ... 5=4096)

@@ -934,7 +934,7 @@ void TransportAnalyzer::unreliable(Flow& f, const DecodedPacket& p, std::uint64_
   f.expected = (psn + 1) & kPsnMask;
 }
 
-// CM REQ/REP pair the two QPs of a connection and give both starting PSNs (IBA 12.6).
+// CM REQ/REP pair the two QPs of a connection and give both starting PSNs (IBA 12.6, 12.7.2/12.7.8).
 void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame) {
   const CmMessage& cm = *p.cm;
   FlowKey ends;
@@ -953,7 +953,7 @@ void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame) 
   }
   const CmSide req = it->second;
   cm_reqs_.erase(it);
-  // REQ sender A (QPN qa, PSN pa) -> REP sender B (QPN qb, PSN pb).
+  // REQ sender A (QPN qa) and REP sender B (QPN qb); flow ab is A's packets to qb.
   auto make = [&](bool a_to_b) -> Flow& {
     FlowKey k = req.from;
     k.transport = p.transport;
@@ -979,8 +979,12 @@ void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame) 
       f.s.pmtu_from_cm = true;
     }
   };
-  start(ab, req.psn);
-  start(ba, cm.starting_psn);
+  // Each message's Starting PSN is the first PSN its sender will *receive*:
+  // Linux's CM gives the REQ's to the passive side's send queue and the REP's
+  // to the active side's, and the rxe traffic on the wire agrees. A's requests start at the REP's
+  // PSN, B's at the REQ's. Regression: tests/pcaps/lab_rxe_send_lat_rdmacm_near_psn.
+  start(ab, cm.starting_psn);
+  start(ba, req.psn);
   pair(ab, ba, Pairing::cm);
 }
 
