@@ -17,8 +17,12 @@ fires on these slow VMs: spurious retransmissions, flagged per flow).
 """
 import collections
 import json
+import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lab"))
+from kernel_retries import kernel_retries, split_anomalies  # noqa: E402
 
 # What each perftest latency test puts on the wire (RC transport).
 # rxe: BTH opcodes (IBTA vol. 1, 9.2). perftest's -x 1 exchange runs over TCP, not RDMA.
@@ -51,20 +55,6 @@ def tshark_opcodes(pcap, field, display_filter):
     return counts
 
 
-def kernel_retries(rundir):
-    """rxe's completer_retry_err (requester retransmission timer fired), both VMs, whole boot."""
-    n = 0
-    for role in ("server", "client"):
-        seen = set()
-        with open(f"{rundir}/{role}/counters.tsv") as f:
-            for line in f:
-                key, _, value = line.rstrip("\n").partition("\t")
-                if key.endswith("/hw_counters/completer_retry_err") and key not in seen:
-                    seen.add(key)  # the dump may list a file twice
-                    n += int(value)
-    return n
-
-
 def main():
     rdmadiag, rundir, name, mode, test = sys.argv[1:6]
     iterations = int(sys.argv[6]) if len(sys.argv) > 6 else 0
@@ -95,8 +85,7 @@ def main():
     # (docs/lab.md, "Limits"): a timeout retransmission is accepted only when
     # the kernel itself counted at least as many requester retries.
     retries = kernel_retries(rundir) if mode == "rxe" else 0
-    timeouts = [a for a in report["anomalies"] if a["kind"] == "retransmission" and a.get("cause") in ("ack_lost", "timeout")]
-    others = [a for a in report["anomalies"] if a not in timeouts]
+    timeouts, others = split_anomalies(report["anomalies"])
     if others:
         fail(f"anomalies: {json.dumps(others)[:2000]}")
     if timeouts and len(timeouts) > retries:
