@@ -76,6 +76,8 @@ class FileReader {
   std::size_t map_base_ = 0;     // its offset in the file
   std::size_t map_len_ = 0;
   std::size_t map_pos_ = 0;      // file offset of the next record header
+  static constexpr std::size_t kPrefetchAhead = 4096;
+  std::size_t prefetched_ = 0;   // file offset up to which the window was prefetched
   bool map_swapped_ = false;     // the file's byte order is not ours
   bool map_usec_ = false;        // microsecond timestamps
   std::uint32_t map_max_caplen_ = 0;

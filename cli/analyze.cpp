@@ -84,59 +84,29 @@ bool analyze_parallel(const AnalyzeOptions& o, unsigned jobs, const SessionOptio
   const bool tally = so.outputs.tally || !so.json_path.empty() || !so.outputs.html_path.empty() ||
                      !so.outputs.metrics_path.empty();
   ParallelAnalysis par(jobs, so.decode, o.pmtu, tally);
-  struct Input {
-    std::string path, error;
-    std::uint32_t linktype = 0, snaplen = 0;
-    std::uint64_t records = 0;
-    std::string stop_reason;
-  };
-  std::vector<Input> inputs;
-  std::string messages;  // printed once the run is known to stand (not before a re-run)
-  auto note = [&messages](const std::string& line) { messages += "rdmadiag analyze: " + line + "\n"; };
-  status = kExitOk;
-  for (const std::string& path : o.files) {
-    capture::FileReader reader;
-    Input in;
-    in.path = path;
-    if (!reader.open(path)) {
-      note(reader.error());
-      in.error = reader.error();
-      inputs.push_back(std::move(in));
-      status = std::max(status, kExitUnreadable);
-      continue;
-    }
-    if (!decode::linktype_supported(reader.linktype()))
-      note(path + ": link type " + std::to_string(reader.linktype()) + " is not one rdmadiag decodes; frames are counted only");
-    in.linktype = reader.linktype();
-    in.snaplen = reader.snaplen();
-    capture::Record rec;
-    struct stat st {};
-    const std::uint64_t file_size = ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
-    exporters::ProgressBar progress(!o.quiet);
-    while (reader.next(rec)) {
-      par.frame(rec, in.linktype);
-      if (progress.on() && (reader.records_read() & 4095) == 0)
-        progress.update(path, static_cast<std::uint64_t>(std::max<std::int64_t>(0, reader.file_offset())), file_size,
-                        reader.records_read());
-    }
-    progress.clear();
-    in.records = reader.records_read();
-    in.stop_reason = reader.stop_reason();
-    if (!in.stop_reason.empty()) {
-      note(path + ": damaged capture, " + in.stop_reason);
-      status = std::max(status, kExitDamaged);
-    }
-    inputs.push_back(std::move(in));
-  }
-  ParallelAnalysis::Result r = par.finish();
+  ParallelAnalysis::Result r = par.run(o.files, !o.quiet);
   if (!r.exact) {
     std::fprintf(stderr,
-                 "rdmadiag analyze: -j %u: a frame's decoded addresses differ from its shard's, or a CM exchange spans "
-                 "two shards; analysing on one thread\n",
+                 "rdmadiag analyze: -j %u: a frame's decoded addresses differ from its shard's, a CM exchange spans "
+                 "two shards, or an input changed while it was read; analysing on one thread\n",
                  jobs);
     return false;
   }
-  std::fputs(messages.c_str(), stderr);
+  status = kExitOk;
+  for (const ParallelAnalysis::Input& in : r.inputs) {  // the notes analyze_serial prints, in the same order
+    if (!in.error.empty()) {
+      std::fprintf(stderr, "rdmadiag analyze: %s\n", in.error.c_str());
+      status = std::max(status, kExitUnreadable);
+      continue;
+    }
+    if (!decode::linktype_supported(in.linktype))
+      std::fprintf(stderr, "rdmadiag analyze: %s: link type %u is not one rdmadiag decodes; frames are counted only\n",
+                   in.path.c_str(), in.linktype);
+    if (!in.stop_reason.empty()) {
+      std::fprintf(stderr, "rdmadiag analyze: %s: damaged capture, %s\n", in.path.c_str(), in.stop_reason.c_str());
+      status = std::max(status, kExitDamaged);
+    }
+  }
   if (std::getenv("RDMADIAG_JOBS_STATS")) {  // for the tests: how the frames were spread
     std::string counts;
     for (std::uint64_t c : r.frames_per_shard) counts += " " + std::to_string(c);
@@ -147,7 +117,7 @@ bool analyze_parallel(const AnalyzeOptions& o, unsigned jobs, const SessionOptio
                  "rdmadiag analyze: -j %u: a shard reached a flow-table bound; the report may differ from -j 1's "
                  "(docs/analysis.md)\n",
                  jobs);
-  for (const Input& in : inputs) {
+  for (const ParallelAnalysis::Input& in : r.inputs) {
     if (!in.error.empty()) {
       session.input_failed(in.path, in.error);
       continue;

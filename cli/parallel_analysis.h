@@ -1,21 +1,20 @@
-// `analyze -j N`: the analysis spread over N worker threads by connection.
-// The reader (the caller's thread) reads records, finds each one's shard with a
-// light header parse (decode/shard_key.h) and copies it into that shard's batch
-// (the reader's bytes last only until its next record); each of N - 1 workers
-// decodes (ICRC included) and analyses its shard's frames in frame order with
-// their original numbers and times, in its own decode::Analyzer; the reader
-// analyses shard 0 itself, in place. At the end the shards are merged
+// `analyze -j N`: the analysis spread over N threads by connection.
+// Every thread reads the whole input itself (its own FileReader: a regular
+// pcap file is memory-mapped, so N readers share the page cache and nothing is
+// copied or handed between threads), finds each record's shard with a light
+// header parse (decode/shard_key.h) and decodes (ICRC included) and analyses
+// only the records of its own shard, in frame order with their original numbers
+// and times, in its own decode::Analyzer. Skipping a record costs its header
+// parse, a few percent of analysing it, so N threads come close to N times one.
+// Which shard an address pair belongs to is decided when the pair first
+// appears, by a rule of the input alone (ShardAssigner), so all threads agree
+// without talking to each other. At the end the shards are merged
 // (decode/analyzer_merge.h) into the results one thread would have produced.
-// Memory: (N - 1) x kPoolBatches batches of ~kBatchBytes, whatever the length
-// of the input.
 #pragma once
 #include <array>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -27,111 +26,93 @@
 
 namespace rdmadiag::cli {
 
-class ParallelAnalysis {
+// The shard of each frame: an address pair's shard is the one given the fewest
+// pairs so far (then the fewest frames, then the lowest index), chosen when the
+// pair first appears; frames between no two endpoints take the shards in turn.
+// A function of the frames seen so far, so every thread computes the same.
+// Bounded: beyond kMaxPairs, new pairs go by their hash.
+class ShardAssigner {
  public:
-  static constexpr std::size_t kBatchBytes = 256 * 1024;
-  static constexpr std::size_t kBatchFrames = 2048;
-  // Per worker: being filled, queued, being analysed; deep enough to ride out a
-  // few milliseconds of either thread being descheduled on a busy machine.
-  static constexpr std::size_t kPoolBatches = 16;
-  // Shard 0 is analysed by the reader thread itself, from the reader's own
-  // bytes (no copy): with N shards, N - 1 worker threads. As the reader also
-  // reads and copies everything else, its shard takes a smaller share of the
-  // address pairs: kInlineWeight against kWorkerWeight for each worker shard
-  // (measured on 2 cores: -j 2 balances at about a sixth).
-  static constexpr std::size_t kInline = 0;
-  static constexpr std::uint64_t kInlineWeight = 1, kWorkerWeight = 6;
-
-  // `tally`: also keep the per-frame tally (timeline, histograms) of the JSON/HTML/metrics reports.
-  ParallelAnalysis(unsigned shards, const decode::DecodeOptions& opts, std::uint32_t pmtu_override, bool tally);
-  ~ParallelAnalysis();
-  ParallelAnalysis(const ParallelAnalysis&) = delete;
-  ParallelAnalysis& operator=(const ParallelAnalysis&) = delete;
-
-  // The next record of the input (frames are numbered from 1 across all inputs).
-  void frame(const capture::Record& rec, std::uint32_t linktype);
-
-  // Waits until every frame given so far has been analysed (for tests).
-  void wait_idle();
-
-  struct Result {
-    std::unique_ptr<decode::Analyzer> analyzer;  // merged, finished
-    std::unique_ptr<exporters::FlowTally> tally;  // merged (when asked for)
-    // False when a frame's decoded endpoint addresses put it in another shard
-    // than the reader's parse did, or a CM REP answered a REQ of another shard:
-    // the merge would not be exact (run one thread).
-    bool exact = true;
-    bool bounds_reached = false;  // a shard reached a flow-table bound (docs/analysis.md)
-    std::vector<std::uint64_t> frames_per_shard;
-  };
-  // End of input: analyses what is queued, stops the workers, merges.
-  Result finish();
+  explicit ShardAssigner(unsigned shards) : pairs_(shards), frames_(shards) {}
+  std::size_t shard(std::uint64_t frame, const decode::ShardKey& key);
 
  private:
-  struct FrameRef {
-    std::uint64_t frame;
-    double ts;
-    double sweep_now;        // sweep before this frame (a sweep point passed in another shard)
-    std::uint64_t key;       // the reader's shard key (decode::ShardKey::hash)
-    std::uint32_t offset, caplen, wirelen, linktype;
-    bool has_key;
-    bool sweep;
-  };
-  struct Batch {
-    std::vector<std::uint8_t> bytes;
-    std::vector<FrameRef> frames;
-  };
-  struct Shard {
-    std::unique_ptr<decode::Analyzer> analyzer;
-    std::unique_ptr<exporters::FlowTally> tally;
-    std::unique_ptr<decode::DecodedPacket> pkt;
-    std::unique_ptr<decode::PacketAnalysis> pa;  // ~12 KB, reused
-    std::mutex mu;
-    std::condition_variable has_full, has_free;
-    // Batches for the worker, in order: a ring as large as the pool (a deque
-    // would allocate a block every few dozen batches).
-    std::array<Batch*, kPoolBatches> full{};
-    std::size_t full_head = 0, full_count = 0;
-    std::vector<Batch*> free;  // back to the reader
-    bool done = false;
-    std::vector<std::unique_ptr<Batch>> pool;
-    Batch* filling = nullptr;
-    bool sweep_pending = false;
-    double sweep_now = 0;
-    std::uint64_t misrouted = 0;
-    std::uint64_t frames = 0;  // given to this shard (reader side)
-    std::uint64_t pairs = 0;   // address pairs given to this shard
-    std::thread worker;
-  };
-
-  void flush(Shard& s);
-  void note_sweep_point(std::size_t index, double ts);
-  void analyse(Shard& s, decode::Bytes data, std::uint32_t wirelen, std::uint32_t linktype, std::uint64_t frame, double ts,
-               const decode::ShardKey& reader_key);
-  Batch* take_free(Shard& s);
-  void run(std::size_t index);
-
-  std::size_t shard_for(std::uint64_t key);
-  std::size_t assign_shard(std::uint64_t key);
-
-  std::vector<std::unique_ptr<Shard>> shards_;
-  // Each address pair's shard, chosen when the pair first appears: the shard
-  // given the fewest pairs so far (a function of the input alone). Bounded:
-  // beyond kMaxPairs, new pairs go by their hash.
+  std::size_t assign(std::uint64_t key);
   static constexpr std::size_t kMaxPairs = std::size_t{1} << 18;
+  std::vector<std::uint64_t> pairs_, frames_;
   std::unordered_map<std::uint64_t, std::uint32_t> shard_of_pair_;
   struct RecentPair {  // in front of the map: a capture's busy pairs are few
     std::uint64_t key = 0;
     std::uint32_t shard = 0;
     bool valid = false;
   };
-  std::array<RecentPair, 256> recent_pairs_{};
+  std::array<RecentPair, 256> recent_{};
+};
+
+// One shard's pass over the whole input: every frame goes through frame(), the
+// shard's own are analysed.
+class ShardPass {
+ public:
+  // `tally`: also keep the per-frame tally (timeline, histograms) of the JSON/HTML/metrics reports.
+  ShardPass(unsigned index, unsigned shards, const decode::DecodeOptions& opts, std::uint32_t pmtu_override, bool tally);
+
+  // The next record of the input (frames are numbered from 1 across all inputs).
+  void frame(const capture::Record& rec, std::uint32_t linktype);
+
+  decode::Analyzer& analyzer() { return *analyzer_; }
+  exporters::FlowTally* tally() { return tally_.get(); }
+  std::uint64_t frames() const { return frames_; }       // analysed by this shard
+  std::uint64_t misrouted() const { return misrouted_; }  // see ParallelAnalysis::Result::exact
+  double origin() const { return origin_; }
+
+ private:
+  unsigned index_;
+  ShardAssigner assigner_;
   decode::DecodeOptions opts_;
-  bool tally_ = false;
-  std::uint64_t frame_ = 0;
+  std::unique_ptr<decode::Analyzer> analyzer_;
+  std::unique_ptr<exporters::FlowTally> tally_;
+  std::unique_ptr<decode::DecodedPacket> pkt_;
+  std::unique_ptr<decode::PacketAnalysis> pa_;  // ~12 KB, reused
+  std::uint64_t frame_ = 0, frames_ = 0, misrouted_ = 0;
   std::uint64_t bad_key_frame_ = 0;  // RDMADIAG_JOBS_TEST_BAD_KEY
   double origin_ = 0;
-  bool finished_ = false;
+  bool sweep_pending_ = false;
+  double sweep_now_ = 0;
+};
+
+class ParallelAnalysis {
+ public:
+  ParallelAnalysis(unsigned shards, const decode::DecodeOptions& opts, std::uint32_t pmtu_override, bool tally);
+
+  struct Input {  // what the first shard's reader found in each input
+    std::string path, error;
+    std::uint32_t linktype = 0, snaplen = 0;
+    std::uint64_t records = 0;
+    std::string stop_reason;
+  };
+  struct Result {
+    std::unique_ptr<decode::Analyzer> analyzer;  // merged, finished
+    std::unique_ptr<exporters::FlowTally> tally;  // merged (when asked for)
+    std::vector<Input> inputs;
+    // False when a frame's decoded endpoint addresses put it in another shard
+    // than the light parse did, a CM REP answered a REQ of another shard, or
+    // the readers did not all read the same records: the merge would not be
+    // exact (run one thread).
+    bool exact = true;
+    bool bounds_reached = false;  // a shard reached a flow-table bound (docs/analysis.md)
+    std::vector<std::uint64_t> frames_per_shard;
+  };
+
+  // Reads `paths` in order on every shard's thread (the calling thread is shard
+  // 0's and shows the progress bar when `progress`), then merges.
+  Result run(const std::vector<std::string>& paths, bool progress);
+
+  // The merge of finished passes over the same input (also for tests that feed ShardPass directly).
+  static Result merge(std::vector<std::unique_ptr<ShardPass>>& passes, bool tally);
+
+ private:
+  std::vector<std::unique_ptr<ShardPass>> passes_;
+  bool tally_ = false;
 };
 
 }  // namespace rdmadiag::cli

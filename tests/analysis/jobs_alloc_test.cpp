@@ -1,9 +1,9 @@
 // analyze -j: no heap allocation per packet in the sharded pipeline either (the
-// project rule): the reader's shard key, batching and hand-off, and the
-// workers' decode + analysis + tally + address check. A counting global
-// operator new; after a warm-up that lets every per-flow structure and the
-// batch pool reach their high-water marks, a million more frames through
-// ParallelAnalysis must allocate nothing at all.
+// project rule): every shard's pass over every frame (shard key, assignment,
+// and for its own frames decode + analysis + tally + address check). A counting
+// global operator new; after a warm-up that lets every per-flow structure reach
+// its high-water mark, a million more frames through every ShardPass must
+// allocate nothing at all.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,6 +11,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "bench/capture_gen.h"
 #include "bench/counting_new.h"
@@ -22,8 +23,8 @@ namespace {
 
 namespace decode = rdmadiag::decode;
 
-// Allocations by the pipeline: the reader's (this thread, inside frame()) and
-// the workers'; the generator's own, on this thread between frames, excluded.
+// Allocations by the shards' passes (fed here one after the other, as their
+// threads would each read the file); the generator's own, between frames, excluded.
 std::uint64_t allocations_after_warmup(const std::string& encap, unsigned shards, bool tally, std::uint64_t packets,
                                        std::uint64_t warmup) {
   rdmadiag::bench::GenOptions o;
@@ -32,29 +33,27 @@ std::uint64_t allocations_after_warmup(const std::string& encap, unsigned shards
   o.qps = 4;
   o.loss = 0;  // no anomalies: the anomaly list, which grows geometrically with them, stays empty
   decode::DecodeOptions opts;
-  rdmadiag::cli::ParallelAnalysis par(shards, opts, 0, tally);
+  std::vector<std::unique_ptr<rdmadiag::cli::ShardPass>> passes;
+  for (unsigned i = 0; i < shards; ++i) passes.push_back(std::make_unique<rdmadiag::cli::ShardPass>(i, shards, opts, 0, tally));
   const std::uint32_t linktype = encap == "ib" ? decode::linktype::kInfiniband : decode::linktype::kEthernet;
   std::uint64_t frame = 0, counted = 0, before = 0;
   rdmadiag::capture::Record rec;
   rdmadiag::bench::t_not_counted = true;
   rdmadiag::bench::generate(o, [&](std::uint64_t ts_ns, decode::Bytes b) {
     rdmadiag::bench::t_not_counted = false;
-    if (++frame == warmup + 1) {
-      par.wait_idle();
-      before = g_allocations.load();
-    }
+    if (++frame == warmup + 1) before = g_allocations.load();
     rec.ts_sec = static_cast<std::int64_t>(ts_ns / 1'000'000'000);
     rec.ts_nsec = static_cast<std::uint32_t>(ts_ns % 1'000'000'000);
     rec.caplen = rec.wirelen = static_cast<std::uint32_t>(b.size());
     rec.data = b;
-    par.frame(rec, linktype);
+    for (auto& p : passes) p->frame(rec, linktype);
     rdmadiag::bench::t_not_counted = true;
   });
   rdmadiag::bench::t_not_counted = false;
-  par.wait_idle();
   counted = g_allocations.load() - before;
   EXPECT_GE(frame, packets);
-  auto result = par.finish();
+  for (auto& p : passes) EXPECT_GT(p->frames(), 0u);
+  auto result = rdmadiag::cli::ParallelAnalysis::merge(passes, tally);
   EXPECT_TRUE(result.exact);
   EXPECT_GT(result.analyzer->summary().packets, 0u);
   return counted;
