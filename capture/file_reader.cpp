@@ -91,7 +91,7 @@ namespace {
 constexpr std::size_t kWindow = 8u << 20;
 }  // namespace
 
-// One mapped window; unmapped when the reader and every holder of window() let go.
+// One mapped window; unmapped when the reader lets go of it.
 struct FileReader::Mapping {
   Mapping(const std::uint8_t* b, std::size_t n) : base(b), len(n) {}
   Mapping(const Mapping&) = delete;

@@ -5,8 +5,8 @@
 // Fast path: a regular classic-pcap file is memory-mapped (a window at a time)
 // and its records are handed out in place (no copy per record; libpcap copies
 // each one twice, from the page cache into stdio's buffer and then into its
-// own). A record's data is valid until the next call to next(), as with libpcap
-// (longer for whoever holds window()). libpcap still
+// own). A record's data is valid until the next call to next(), as with libpcap.
+// libpcap still
 // opens the file (link type, snap length, every header check) and takes over
 // at the first record that is not plainly well-formed, so damaged files get
 // libpcap's own verdict. pcapng, standard input and live capture use libpcap.
@@ -49,12 +49,6 @@ class FileReader {
   std::uint64_t records_read() const { return records_; }
   // Byte offset in the file where the next record would start (pcap only; 0 if unknown).
   std::int64_t file_offset() const;
-
-  // For handing records to other threads without copying them: while a caller
-  // holds what window() returned, the bytes of every record next() handed out
-  // since window() last changed stay valid, even after next() moved on. Null
-  // when records come from libpcap (they are then valid only until next()).
-  std::shared_ptr<const void> window() const { return window_; }
 
  private:
   bool next_mapped(Record& rec);
