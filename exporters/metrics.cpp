@@ -61,25 +61,6 @@ struct Series {
 
 std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : b.empty() ? a : a + "," + b; }
 
-void add_into(FlowCounters& sum, const FlowCounters& c) {
-  sum.packets += c.packets;
-  sum.bytes += c.bytes;
-  sum.psn_gaps += c.psn_gaps;
-  sum.psn_missing += c.psn_missing;
-  sum.duplicates += c.duplicates;
-  sum.out_of_order += c.out_of_order;
-  sum.retransmissions += c.retransmissions;
-  sum.icrc_bad += c.icrc_bad;
-  sum.ecn_ce += c.ecn_ce;
-  sum.cnp += c.cnp;
-  sum.acks += c.acks;
-  sum.rnr_naks += c.rnr_naks;
-  for (std::size_t i = 0; i < sum.naks.size(); ++i) sum.naks[i] += c.naks[i];
-  for (std::size_t i = 0; i < sum.latency.counts.size(); ++i) sum.latency.counts[i] += c.latency.counts[i];
-  sum.latency.count += c.latency.count;
-  sum.latency.sum_us += c.latency.sum_us;
-}
-
 }  // namespace
 
 std::string render_metrics(const MetricsInput& in) {
@@ -122,12 +103,12 @@ std::string render_metrics(const MetricsInput& in) {
                               "\",dst=\"" + escape_label(d.dst) + "\",transport=\"" + escape_label(d.transport) + "\"",
                           d.counters});
       } else {
-        add_into(other.counters, d.counters);
+        other.counters.add(d.counters);
         ++aggregated;
       }
     }
     aggregated += in.tally->flows_not_detailed();
-    add_into(other.counters, in.tally->not_detailed());
+    other.counters.add(in.tally->not_detailed());
     if (aggregated) series.push_back(other);
 
     x.family("rdmadiag_metrics_flow_series_limit", "gauge", "Most flows exported with their own labels (--metrics-max-flows).");

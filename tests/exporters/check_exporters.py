@@ -7,6 +7,7 @@ MODE: schema | csv | metrics | html.  Exit 0 pass, 1 fail, 77 skipped (a tool mi
 import csv
 import io
 import json
+import math
 import os
 import shutil
 import socket
@@ -260,6 +261,18 @@ def mode_metrics():
     check(total(capped, "rdmadiag_metrics_flows_aggregated") == len(rep["flows"]) - 1, "cap reported")
     check(total(capped, "rdmadiag_psn_gaps_total") == gaps, "capped series still add up")
     check(any(dict(l).get("flow") == "other" for n, l in capped if n == "rdmadiag_flow_packets_total"), "flow=\"other\" series")
+    # Everything summed into flow="other" (--metrics-max-flows 0) must equal the per-flow series added up
+    # exactly: both go through FlowCounters::add (one merge, exact latency sums).
+    per_flow, all_other = tmp("all.prom"), tmp("other.prom")
+    run("analyze", LOSSY, "--metrics-file", per_flow, "-q")
+    run("analyze", LOSSY, "--metrics-file", all_other, "--metrics-max-flows", "0", "-q")
+    with open(per_flow) as f:
+        pf = parse_exposition(f.read(), "per-flow metrics")
+    with open(all_other) as f:
+        ao = parse_exposition(f.read(), "aggregated metrics")
+    for name in ("rdmadiag_wire_latency_seconds_sum", "rdmadiag_wire_latency_seconds_count", "rdmadiag_flow_packets_total"):
+        exact = math.fsum(v for (n, _), v in pf.items() if n == name)
+        check(abs(total(ao, name, flow="other") - exact) <= 1e-12 * max(1.0, abs(exact)), f"{name}: flow=\"other\" equals the per-flow sum")
     # perftest gauges from the real sweep.
     pm = tmp("perftest.prom")
     run("report", SWEEP, "--metrics-file", pm)
