@@ -9,12 +9,6 @@ namespace rdmadiag::decode {
 
 namespace {
 
-void add_counts(CrcCounts& a, const CrcCounts& b) {
-  a.ok += b.ok;
-  a.bad += b.bad;
-  a.unverifiable += b.unverifiable;
-}
-
 void add_counts(IwarpCrcCounts& a, const IwarpCrcCounts& b) {
   a.ok += b.ok;
   a.bad += b.bad;
@@ -62,7 +56,7 @@ bool AnalyzerMerge::bounds_reached(std::span<Analyzer* const> shards) {
   for (const Analyzer* a : shards) {
     const TransportAnalyzer& t = *a->transport_;
     const IwarpAnalyzer& w = *a->iwarp_;
-    if (t.evicted_ || t.live_cap_reached_ || w.stats_.untracked_connections || a->summary_.qps_capped_) return true;
+    if (t.evicted_ || t.live_cap_reached_ || w.stats_.untracked_connections || a->summary_.queue_pairs_capped()) return true;
     live += t.peak_live_;
     flows += t.summaries_.size();
     conns += w.peak_live_;
@@ -81,53 +75,8 @@ void AnalyzerMerge::merge(std::span<Analyzer* const> shards, Analyzer& out,
                           std::vector<std::vector<std::uint32_t>>& flow_index) {
   const std::size_t n = shards.size();
 
-  // ---- capture summary: sums, the earliest first frame, the latest last frame.
-  CaptureSummary& sum = out.summary_;
-  std::vector<std::uint64_t> diag_frames;
-  for (std::size_t d = 0; d < sum.diags.size(); ++d) {
-    DiagSummary& ds = sum.diags[d];
-    diag_frames.clear();
-    for (const Analyzer* a : shards) {
-      const DiagSummary& x = a->summary_.diags[d];
-      ds.count += x.count;
-      if (x.severity > ds.severity) ds.severity = x.severity;
-      diag_frames.insert(diag_frames.end(), x.first_frames.begin(), x.first_frames.begin() + static_cast<std::ptrdiff_t>(x.first_count));
-    }
-    std::sort(diag_frames.begin(), diag_frames.end());
-    ds.first_count = std::min(diag_frames.size(), ds.first_frames.size());
-    std::copy_n(diag_frames.begin(), ds.first_count, ds.first_frames.begin());
-  }
-  for (const Analyzer* a : shards) {
-    const CaptureSummary& x = a->summary_;
-    if (x.packets) {
-      if (sum.packets == 0 || x.first_frame < sum.first_frame) {
-        sum.first_frame = x.first_frame;
-        sum.first_ts = x.first_ts;
-      }
-      if (sum.packets == 0 || x.last_frame > sum.last_frame) {
-        sum.last_frame = x.last_frame;
-        sum.last_ts = x.last_ts;
-      }
-    }
-    sum.packets += x.packets;
-    sum.bytes += x.bytes;
-    sum.truncated_packets += x.truncated_packets;
-    for (std::size_t i = 0; i < sum.by_transport.size(); ++i) {
-      sum.by_transport[i].packets += x.by_transport[i].packets;
-      sum.by_transport[i].bytes += x.by_transport[i].bytes;
-    }
-    for (std::size_t i = 0; i < sum.by_opcode.size(); ++i) {
-      sum.by_opcode[i].packets += x.by_opcode[i].packets;
-      sum.by_opcode[i].bytes += x.by_opcode[i].bytes;
-    }
-    add_counts(sum.icrc, x.icrc);
-    add_counts(sum.vcrc, x.vcrc);
-    sum.cm_messages += x.cm_messages;
-    sum.mads += x.mads;
-    for (std::uint64_t qp : x.qps_)
-      if (sum.qps_.size() < CaptureSummary::kMaxTrackedQps) sum.qps_.insert(qp);
-    sum.qps_capped_ = sum.qps_capped_ || x.qps_capped_;
-  }
+  // ---- capture summary: each shard's counts added.
+  for (const Analyzer* a : shards) out.summary_.merge(a->summary_);
 
   // ---- IB/RoCE flows: merged index = creation order = (creating frame, order within its shard).
   TransportAnalyzer& t = *out.transport_;
@@ -220,33 +169,12 @@ void AnalyzerMerge::merge(std::span<Analyzer* const> shards, Analyzer& out,
   iw.finished_ = true;
 
   // ---- anomalies: in order of insertion; the cap keeps what one log would keep.
-  AnomalyLog& log = out.anomalies_;
-  struct AnomalyRef {
-    std::uint64_t key;
-    std::size_t shard, pos;
-  };
-  std::vector<AnomalyRef> items;
-  std::uint64_t added = 0;
-  for (std::size_t s = 0; s < n; ++s) {
-    const AnomalyLog& x = shards[s]->anomalies_;
-    for (std::size_t k = 0; k < log.by_kind_.size(); ++k) log.by_kind_[k] += x.by_kind_[k];
-    added += x.items_.size() + x.dropped_;
-    for (std::size_t i = 0; i < x.items_.size(); ++i) items.push_back({x.order_keys_[i], s, i});
-  }
-  std::sort(items.begin(), items.end(), [](const AnomalyRef& a, const AnomalyRef& b) {
-    return std::tie(a.key, a.shard, a.pos) < std::tie(b.key, b.shard, b.pos);
+  std::vector<const AnomalyLog*> logs;
+  for (const Analyzer* a : shards) logs.push_back(&a->anomalies_);
+  out.anomalies_.merge(logs, [&](std::size_t shard, const Anomaly& a) {
+    const auto& map = is_iwarp_kind(a.kind) ? iwarp_index[shard] : flow_index[shard];
+    return a.flow < map.size() ? map[a.flow] : UINT32_MAX;
   });
-  if (items.size() > log.cap_) items.resize(log.cap_);
-  log.items_.reserve(items.size());
-  for (const AnomalyRef& r : items) {
-    Anomaly a = shards[r.shard]->anomalies_.items_[r.pos];
-    if (a.flow != UINT32_MAX) {
-      const auto& map = is_iwarp_kind(a.kind) ? iwarp_index[r.shard] : flow_index[r.shard];
-      a.flow = a.flow < map.size() ? map[a.flow] : UINT32_MAX;
-    }
-    log.items_.push_back(a);
-  }
-  log.dropped_ = added - log.items_.size();
 }
 
 }  // namespace rdmadiag::decode

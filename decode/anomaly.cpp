@@ -1,5 +1,8 @@
 #include "decode/anomaly.h"
 
+#include <algorithm>
+#include <tuple>
+
 namespace rdmadiag::decode {
 
 std::string_view to_string(AnomalyKind k) {
@@ -44,6 +47,31 @@ Severity severity_of(AnomalyKind k) {
     default:
       return Severity::warning;
   }
+}
+
+void AnomalyLog::merge(std::span<const AnomalyLog* const> parts, const FlowRenumber& flow_of) {
+  struct Ref {
+    std::uint64_t key;
+    std::size_t part, pos;
+  };
+  std::vector<Ref> refs;
+  std::uint64_t added = 0;
+  for (std::size_t s = 0; s < parts.size(); ++s) {
+    const AnomalyLog& x = *parts[s];
+    for (std::size_t k = 0; k < by_kind_.size(); ++k) by_kind_[k] += x.by_kind_[k];
+    added += x.items_.size() + x.dropped_;
+    for (std::size_t i = 0; i < x.items_.size(); ++i) refs.push_back({x.order_keys_[i], s, i});
+  }
+  std::sort(refs.begin(), refs.end(),
+            [](const Ref& a, const Ref& b) { return std::tie(a.key, a.part, a.pos) < std::tie(b.key, b.part, b.pos); });
+  if (refs.size() > cap_) refs.resize(cap_);
+  items_.reserve(items_.size() + refs.size());
+  for (const Ref& r : refs) {
+    Anomaly a = parts[r.part]->items_[r.pos];
+    if (a.flow != UINT32_MAX) a.flow = flow_of(r.part, a);
+    items_.push_back(a);
+  }
+  dropped_ += added - refs.size();
 }
 
 }  // namespace rdmadiag::decode

@@ -4,6 +4,8 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -91,6 +93,13 @@ class AnomalyLog {
   }
   std::uint64_t dropped() const { return dropped_; }
 
+  // Fills this empty log from the logs of the shards of a sharded analysis
+  // (analyzer_merge.h): entries in the order one log would have added them
+  // (their order keys; ties by shard), the cap applied to the merged list,
+  // counts per kind summed. `flow_of(shard, a)` renumbers an entry's flow.
+  using FlowRenumber = std::function<std::uint32_t(std::size_t shard, const Anomaly& a)>;
+  void merge(std::span<const AnomalyLog* const> parts, const FlowRenumber& flow_of);
+
  private:
   std::size_t cap_;
   std::vector<Anomaly> items_;
@@ -99,7 +108,6 @@ class AnomalyLog {
   bool keep_order_keys_ = false;
   std::uint64_t order_key_ = 0;
   std::vector<std::uint64_t> order_keys_;
-  friend class AnalyzerMerge;
 };
 
 }  // namespace rdmadiag::decode

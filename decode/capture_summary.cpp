@@ -1,5 +1,7 @@
 #include "decode/capture_summary.h"
 
+#include <algorithm>
+
 namespace rdmadiag::decode {
 
 namespace {
@@ -49,6 +51,50 @@ void CaptureSummary::add(const DecodedPacket& p, std::uint64_t frame, double ts)
     if (d.severity > s.severity) s.severity = d.severity;
     if (s.first_count < s.first_frames.size()) s.first_frames[s.first_count++] = frame;
   }
+}
+
+void DiagSummary::merge(const DiagSummary& o) {
+  count += o.count;
+  if (o.severity > severity) severity = o.severity;
+  // Both lists are in frame order: keep the earliest of the two.
+  std::array<std::uint64_t, kFirstFrames * 2> both{};
+  const auto end = std::merge(first_frames.begin(), first_frames.begin() + static_cast<std::ptrdiff_t>(first_count),
+                              o.first_frames.begin(), o.first_frames.begin() + static_cast<std::ptrdiff_t>(o.first_count),
+                              both.begin());
+  first_count = std::min<std::size_t>(static_cast<std::size_t>(end - both.begin()), kFirstFrames);
+  std::copy_n(both.begin(), first_count, first_frames.begin());
+}
+
+void CaptureSummary::merge(const CaptureSummary& o) {
+  if (o.packets) {
+    if (packets == 0 || o.first_frame < first_frame) {
+      first_frame = o.first_frame;
+      first_ts = o.first_ts;
+    }
+    if (packets == 0 || o.last_frame > last_frame) {
+      last_frame = o.last_frame;
+      last_ts = o.last_ts;
+    }
+  }
+  packets += o.packets;
+  bytes += o.bytes;
+  truncated_packets += o.truncated_packets;
+  for (std::size_t i = 0; i < by_transport.size(); ++i) {
+    by_transport[i].packets += o.by_transport[i].packets;
+    by_transport[i].bytes += o.by_transport[i].bytes;
+  }
+  for (std::size_t i = 0; i < by_opcode.size(); ++i) {
+    by_opcode[i].packets += o.by_opcode[i].packets;
+    by_opcode[i].bytes += o.by_opcode[i].bytes;
+  }
+  icrc.merge(o.icrc);
+  vcrc.merge(o.vcrc);
+  for (std::size_t d = 0; d < diags.size(); ++d) diags[d].merge(o.diags[d]);
+  cm_messages += o.cm_messages;
+  mads += o.mads;
+  for (std::uint64_t qp : o.qps_)
+    if (qps_.size() < kMaxTrackedQps) qps_.insert(qp);
+  qps_capped_ = qps_capped_ || o.qps_capped_;
 }
 
 }  // namespace rdmadiag::decode

@@ -25,6 +25,11 @@ struct CrcCounts {
     else if (s == CrcStatus::bad) ++bad;
     else if (s == CrcStatus::unverifiable) ++unverifiable;
   }
+  void merge(const CrcCounts& o) {
+    ok += o.ok;
+    bad += o.bad;
+    unverifiable += o.unverifiable;
+  }
 };
 
 struct DiagSummary {
@@ -33,6 +38,8 @@ struct DiagSummary {
   Severity severity = Severity::note;
   std::array<std::uint64_t, kFirstFrames> first_frames{};
   std::size_t first_count = 0;
+  // Adds another part's count; keeps the earliest kFirstFrames frames of both.
+  void merge(const DiagSummary& o);
 };
 
 class CaptureSummary {
@@ -41,6 +48,9 @@ class CaptureSummary {
 
   // `frame` is 1-based across all input files; `ts` in seconds.
   void add(const DecodedPacket& p, std::uint64_t frame, double ts);
+  // Adds the summary of another part of the same input (a shard of `analyze -j`,
+  // which saw other frames): the result is what one summary fed both would hold.
+  void merge(const CaptureSummary& o);
 
   std::uint64_t packets = 0;
   std::uint64_t bytes = 0;
@@ -60,7 +70,6 @@ class CaptureSummary {
  private:
   std::unordered_set<std::uint64_t> qps_;
   bool qps_capped_ = false;
-  friend class AnalyzerMerge;
 };
 
 // A stable key for (destination address, destination QP): the QP identity on the wire.
