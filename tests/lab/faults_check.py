@@ -282,10 +282,43 @@ class Judge:
         src, dst, _ = key
         for n in range(last + 1, f):
             r = self.frames.get(n, {})
-            if r.get("src") == dst and r.get("dst") == src and r.get("opcode") in (13, 14, 15, 16, 17, 18) \
-                    and psn_diff(r["psn"], p) >= 0 and psn_diff(r["psn"], p) < 64:
+            if not self.reverse(n, src, dst, (13, 14, 15, 16, 17, 18)):
+                continue
+            # an ACK covers every PSN up to its own (coalescing); a READ response only its own
+            d = psn_diff(r["psn"], p)
+            if d == 0 or (r["opcode"] in (17, 18) and 0 < d < 64):
                 return n
         return None
+
+    def spurious(self, a, subject):
+        """S1: a resend called spurious ("its original was not lost at the
+        capture point") that the requester needed: the original (or, for a
+        re-issued READ, the READ response with that PSN) never reached the wire
+        intact, or the responder NAKed at or below its PSN in the meantime."""
+        key, me, prior = subject
+        p, f, (src, dst, _) = me["psn"], a["frame"], key
+        reads = [r for r in prior if r["opcode"] == 12 and r["dmalen"] is not None
+                 and in_range(p, r["psn"], -(-r["dmalen"] // IB_MTU))]
+        if reads:
+            got = [n for n in range(reads[-1]["frame"] + 1, f) if self.reverse(n, src, dst, (13, 14, 15, 16))
+                   and self.frames[n]["psn"] == p and not self.frames[n]["damaged"]]
+            return None if got else ("S1", f"re-issued READ at PSN {p} called spurious, but no intact READ "
+                                           f"response with PSN {p} reached the wire before it")
+        copies = [r for r in prior if r["psn"] == p and not r["damaged"]]
+        if not copies:
+            return ("S1", f"resend of PSN {p} called spurious, but no intact copy of it was on the wire before")
+        upto = [r for r in prior if r["frame"] <= copies[-1]["frame"]]
+        start = self.current_pass(upto)[0]["frame"]
+        for n in range(start, f):
+            if self.reverse(n, src, dst, (17,)) and self.frames[n]["syndrome"] == NAK_SEQ \
+                    and -65536 < psn_diff(self.frames[n]["psn"], p) <= 0:
+                return ("S1", f"resend of PSN {p} called spurious, but the responder NAKed PSN "
+                              f"{self.frames[n]['psn']} at frame {n} (go-back-N asks for it)")
+        return None
+
+    def reverse(self, n, src, dst, opcodes):
+        r = self.frames.get(n, {})
+        return r.get("src") == dst and r.get("dst") == src and r.get("opcode") in opcodes
 
     def nak(self, a, syndromes):
         r = self.frames.get(a["frame"], {})
@@ -329,7 +362,26 @@ ROCE_RULES = {
     "bad_opcode_sequence": Judge.bad_opcode_sequence,
     "nak_psn_seq_error": lambda j, a: j.nak(a, lambda s: s == NAK_SEQ),
     "rnr_nak": lambda j, a: j.nak(a, lambda s: 0x20 <= s < 0x40),
+    "spurious_retransmission": with_subject(Judge.spurious, "S"),
 }
+# Per-packet verdicts (`packets[].analysis`, --packets) judged like the anomaly
+# of the same meaning: every frame flagged, not only the first of an episode.
+PACKET_FLAGS = (("gap", "psn_gap"), ("duplicate", "psn_duplicate"), ("out_of_order", "psn_out_of_order"),
+                ("retransmission", "retransmission"), ("spurious_retransmission", "spurious_retransmission"))
+
+
+def packet_verdicts(report):
+    """The per-packet flags as anomaly-shaped dicts (source: packet)."""
+    out = []
+    for pkt in report.get("packets") or []:
+        an = pkt.get("analysis") or {}
+        for flag, kind in PACKET_FLAGS:
+            if an.get(flag):
+                v = {"kind": kind, "frame": pkt["frame"], "source": "packet"}
+                if kind == "psn_gap":
+                    v.update(expected_psn=an.get("expected_psn"), count=an["gap"])
+                out.append(v)
+    return out
 
 
 # ------------------------------------------------------------------ iWARP (siw): TCP as the oracle
@@ -410,7 +462,8 @@ def load_boot(run_dir):
 
 
 def analyze(analyzer, pcap):
-    res = subprocess.run([analyzer, "analyze", "--json", "-", pcap], capture_output=True, text=True, timeout=600)
+    res = subprocess.run([analyzer, "analyze", "--json", "-", "--packets", pcap], capture_output=True, text=True,
+                         timeout=600)
     if res.returncode != 0:
         raise SystemExit(f"faults_check: {analyzer} analyze exit {res.returncode}: {res.stderr.strip()[:300]}")
     return json.loads(res.stdout)
@@ -418,8 +471,9 @@ def analyze(analyzer, pcap):
 
 def judge_anomalies(report, judge, ijudge, bounds, step_ok):
     """Every anomaly through its rule: [(step, anomaly, rule, reason)] for the false ones."""
-    false = []
-    for a in sorted(report.get("anomalies") or [], key=lambda x: x["frame"]):
+    false, seen = [], set()
+    verdicts = (report.get("anomalies") or []) + packet_verdicts(report)
+    for a in sorted(verdicts, key=lambda x: (x["frame"], "source" in x)):
         step = step_of(a["frame"], bounds)
         kind = a["kind"]
         if kind in ROCE_RULES:
@@ -431,7 +485,8 @@ def judge_anomalies(report, judge, ijudge, bounds, step_ok):
             bad = ijudge.protocol_error(a, step_ok.get(step, False))
         else:
             bad = None
-        if bad:
+        if bad and (a["frame"], bad[0]) not in seen:
+            seen.add((a["frame"], bad[0]))
             false.append((step, a, bad[0], bad[1]))
     return false
 
