@@ -663,6 +663,11 @@ def table_markdown(results):
         for f in res["false_verdicts"]:
             lines.append(f"- `{os.path.basename(res['run'])}` step {f['step']} frame {f['frame']} "
                          f"{f['kind']} — {f['rule']}: {f['why']}" + (f" (report: \"{f['text']}\")" if f["text"] else ""))
+    for res in results:
+        for row in res["rows"]:
+            for note in row["notes"]:
+                lines.append(f"- note (oracles disagree, not a verdict): `{os.path.basename(res['run'])}` "
+                             f"{row['cell']}: {note}")
     return "\n".join(lines) + "\n"
 
 
