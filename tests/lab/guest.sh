@@ -64,20 +64,27 @@ is_listening() {  # is_listening TCP-LISTENERS-BEFORE CM-LISTENERS-BEFORE
 # (raw `tc -s qdisc`, parsed on the host). Taken before and after every step, so
 # each step's deltas are the kernel's account of that step alone.
 # (bash builtins for the counters: every fork is slow in an emulated VM)
-snapshot() {  # snapshot FILE-PREFIX
+snapshot() {  # snapshot FILE-PREFIX before|after
   local f v
   for f in /sys/class/infiniband/*/ports/*/hw_counters/* /sys/class/infiniband/*/ports/*/counters/*; do
     [ -f "$f" ] || continue
     v=; read -r v <"$f" 2>/dev/null
     printf '%s\t%s\n' "${f#/sys/class/infiniband/}" "$v"
   done >"$1.counters.$2"
-  # /proc/net/snmp: a header line then a value line per protocol.
-  local names values n
-  while read -r names && read -r values; do
-    read -ra n <<<"$names"; read -ra v <<<"$values"
-    for k in "${!n[@]}"; do
-      [ "$k" -gt 0 ] && printf 'snmp/%s%s\t%s\n' "${n[0]%:}" "${n[$k]}" "${v[$k]}"
-    done
+  # /proc/net/snmp: per protocol a line of names, then a line of values with
+  # the same "Proto:" prefix (a protocol may have no lines at all: IcmpMsg).
+  local line k prev=() n v
+  while read -r line; do
+    read -ra n <<<"$line"
+    if [ "${#prev[@]}" -gt 0 ] && [ "${prev[0]}" = "${n[0]}" ]; then
+      v=("${n[@]}")
+      for k in "${!prev[@]}"; do
+        [ "$k" -gt 0 ] && printf 'snmp/%s%s\t%s\n' "${prev[0]%:}" "${prev[$k]}" "${v[$k]:-}"
+      done
+      prev=()
+    else
+      prev=("${n[@]}")
+    fi
   done </proc/net/snmp >>"$1.counters.$2"
   tc -s qdisc show dev eth0 >"$1.qdisc.$2" 2>&1
 }
