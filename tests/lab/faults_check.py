@@ -215,6 +215,9 @@ class Judge:
         if key is None or first is None:
             return ("G0", "gap frame has no BTH in tshark's decode")
         me = self.frames[f]
+        # R1 accepts a resend of any PSN the report called lost, even falsely: that
+        # gap is judged here, the resend claim only for being consistent with it.
+        self.gap_psns[key].append((first, count, f))
         if service_of(me["opcode"]) == "UD":
             return ("G4", "UD has no PSN sequence to lose from (IBA 9.8; UD PSNs are per sender QP, not per flow)")
         if me["opcode"] == 17:
@@ -233,7 +236,6 @@ class Judge:
             for r in self.flows[key]:
                 if r["frame"] > f and in_range(r["psn"], first, count):
                     return ("G2", f"'never resent' but PSN {r['psn']} is on the wire at frame {r['frame']}")
-        self.gap_psns[key].append((first, count, f))
         return None
 
     def duplicate(self, a, subject):
@@ -273,10 +275,14 @@ class Judge:
         return None
 
     def response_seen(self, key, p, prior, f):
-        """A response from the responder covering PSN p, after p's last earlier copy and before f."""
-        last = max((r["frame"] for r in prior if r["psn"] == p or (
-            r["opcode"] == 12 and r["dmalen"] is not None and in_range(p, r["psn"], -(-r["dmalen"] // IB_MTU)))),
-            default=None)
+        """A response from the responder covering PSN p, after p's last earlier
+        copy and before f. Any response acknowledges every request PSN up to its
+        own (IBA 9.7.5.1.1, coalesced and implicit ACKs); a PSN inside a READ's
+        range (a re-issued READ) is answered only by the READ response of that PSN."""
+        reads = [r for r in prior if r["opcode"] == 12 and r["dmalen"] is not None
+                 and r["psn"] != p and in_range(p, r["psn"], -(-r["dmalen"] // IB_MTU))]
+        copies = [r for r in prior if r["psn"] == p]
+        last = max([r["frame"] for r in reads + copies], default=None)
         if last is None:
             return None
         src, dst, _ = key
@@ -284,9 +290,8 @@ class Judge:
             r = self.frames.get(n, {})
             if not self.reverse(n, src, dst, (13, 14, 15, 16, 17, 18)):
                 continue
-            # an ACK covers every PSN up to its own (coalescing); a READ response only its own
             d = psn_diff(r["psn"], p)
-            if d == 0 or (r["opcode"] in (17, 18) and 0 < d < 64):
+            if d == 0 or (not reads and 0 < d < 64):
                 return n
         return None
 
