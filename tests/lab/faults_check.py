@@ -496,10 +496,13 @@ def judge_anomalies(report, judge, ijudge, bounds, step_ok):
     return false
 
 
-def missed_bad_icrc(report, facts):
-    """Frames whose ICRC we find bad but the report does not call bad (C2)."""
+def missed_bad_icrc(report, facts, frames):
+    """RoCE frames (tshark decodes a BTH) whose ICRC we find bad but the report
+    does not call bad (C2). A frame corrupted so that it is no RoCE any more
+    (say the bit flipped made it an IP fragment) is nobody's ICRC to check."""
     called = {a["frame"] for a in report.get("anomalies") or [] if a["kind"] == "icrc_bad"}
-    return [n for n, f in sorted(facts.items()) if f.get("icrc_ok") is False and n not in called]
+    return [n for n, f in sorted(facts.items())
+            if f.get("icrc_ok") is False and n not in called and "psn" in frames.get(n, {})]
 
 
 def side_of(ip, run):
@@ -597,7 +600,7 @@ def judge_boot(run_dir, analyzer):
     step_ok = {i: s.get("server_rc") == 0 and s.get("client_rc") == 0 for i, s in enumerate(steps, 1)}
     false = [{"step": st, "frame": a["frame"], "kind": a["kind"], "rule": rule, "why": why,
               "text": a.get("text", "")} for st, a, rule, why in judge_anomalies(report, judge, ijudge, bounds, step_ok)]
-    for n in missed_bad_icrc(report, facts):
+    for n in missed_bad_icrc(report, facts, frames):
         false.append({"step": step_of(n, bounds), "frame": n, "kind": "icrc_ok", "rule": "C2",
                       "why": "our ICRC is bad, the report does not call it bad", "text": ""})
     wire, verdicts = step_wire_counts(frames, bounds), verdict_counts(report, frames, bounds)
