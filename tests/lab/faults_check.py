@@ -652,9 +652,21 @@ def row_cells(result, row):
     repeats = " ".join(f"{s[0]}.{k}={row['frames'][s][k]}" for s in ("client", "server")
                        for k in ("psn_repeat", "network_copy", "nak_seq", "tcp_resent") if row["frames"][s].get(k))
     frames += f" ({repeats})" if repeats else ""
-    false = " ".join(row["false"]) or "none"
+    false = compact_false(row["false"])
     return [row["cell"], result["fault"], result["side"], "/".join(map(str, row["rc"])), frames, netem,
             fmt_counts(row["kernel"]), fmt_counts(row["verdicts"]), false]
+
+
+def compact_false(entries, listed=6):
+    """'G1@461 R5@512' as is; a long list as counts per rule with first frames."""
+    if len(entries) <= listed:
+        return " ".join(entries) or "none"
+    by_rule = defaultdict(list)
+    for e in entries:
+        rule, _, frame = e.partition("@")
+        by_rule[rule].append(frame)
+    return " ".join(f"{r}×{len(f)}" + (f" (@{','.join(x for x in f[:2] if x)}…)" if any(f) else "")
+                    for r, f in sorted(by_rule.items()))
 
 
 HEADER = ["cell", "fault", "netem on", "rc s/c", "frames c→s/s→c (tshark: repeats)", "netem sent/dropped",
