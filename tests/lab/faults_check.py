@@ -505,7 +505,7 @@ def missed_bad_icrc(report, facts, frames):
             if f.get("icrc_ok") is False and n not in called and "psn" in frames.get(n, {})]
 
 
-def side_of(ip, run):
+def side_of(ip):
     return "server" if ip == "10.77.0.1" else "client" if ip == "10.77.0.2" else None
 
 
@@ -517,7 +517,7 @@ def step_wire_counts(frames, bounds):
     out = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
     seen_tcp = defaultdict(set)
     for n, r in sorted(frames.items()):
-        s, side = step_of(n, bounds), side_of(r.get("src"), None)
+        s, side = step_of(n, bounds), side_of(r.get("src"))
         if side is None:
             continue
         c = out[s][side]
@@ -541,7 +541,7 @@ def verdict_counts(report, frames, bounds):
     """{step: {side that sent the anomaly's frame: {kind: n, psn_missing: n}}}."""
     out = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
     for a in report.get("anomalies") or []:
-        side = side_of(frames.get(a["frame"], {}).get("src"), None) or "?"
+        side = side_of(frames.get(a["frame"], {}).get("src")) or "?"
         c = out[step_of(a["frame"], bounds)][side]
         c[a["kind"]] += 1
         if a["kind"] == "psn_gap":
