@@ -11,7 +11,7 @@ set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp LC_ALL=C
 cd /tmp/lab || exit 1
 # shellcheck disable=SC1091
-. ./job.env   # LAB_ROLE LAB_MODE LAB_DEV LAB_TYPE LAB_MY_IP LAB_PEER_IP LAB_SERVER_IP LAB_NETEM LAB_STEPS LAB_STEP_TIMEOUT LAB_PEER_WAIT
+. ./job.env   # LAB_ROLE LAB_MODE LAB_DEV LAB_TYPE LAB_MY_IP LAB_PEER_IP LAB_SERVER_IP LAB_NETEM LAB_STEPS LAB_STEP_TIMEOUT LAB_PEER_WAIT LAB_MARK_STEPS
 export LAB_ROLE LAB_MODE LAB_DEV LAB_MY_IP LAB_PEER_IP LAB_SERVER_IP
 
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
@@ -59,8 +59,51 @@ is_listening() {  # is_listening TCP-LISTENERS-BEFORE CM-LISTENERS-BEFORE
   has_new_line "$1" "$(listeners)" || has_new_line "$2" "$(cm_listeners)"
 }
 
+# The kernel's own counters at one moment: rxe/siw port counters, the IP/UDP/
+# TCP MIB (siw recovers through TCP: RetransSegs), and netem's qdisc statistics
+# (raw `tc -s qdisc`, parsed on the host). Taken before and after every step, so
+# each step's deltas are the kernel's account of that step alone.
+# (bash builtins for the counters: every fork is slow in an emulated VM)
+snapshot() {  # snapshot FILE-PREFIX before|after
+  local f v
+  for f in /sys/class/infiniband/*/ports/*/hw_counters/* /sys/class/infiniband/*/ports/*/counters/*; do
+    [ -f "$f" ] || continue
+    v=; read -r v <"$f" 2>/dev/null
+    printf '%s\t%s\n' "${f#/sys/class/infiniband/}" "$v"
+  done >"$1.counters.$2"
+  # /proc/net/snmp: per protocol a line of names, then a line of values with
+  # the same "Proto:" prefix (a protocol may have no lines at all: IcmpMsg).
+  local line k prev=() n v
+  while read -r line; do
+    read -ra n <<<"$line"
+    if [ "${#prev[@]}" -gt 0 ] && [ "${prev[0]}" = "${n[0]}" ]; then
+      v=("${n[@]}")
+      for k in "${!prev[@]}"; do
+        [ "$k" -gt 0 ] && printf 'snmp/%s%s\t%s\n' "${prev[0]%:}" "${prev[$k]}" "${v[$k]:-}"
+      done
+      prev=()
+    else
+      prev=("${n[@]}")
+    fi
+  done </proc/net/snmp >>"$1.counters.$2"
+  tc -s qdisc show dev eth0 >"$1.qdisc.$2" 2>&1
+}
+
+# With LAB_MARK_STEPS=1 the client puts one marker datagram on the wire before
+# each step's command (three copies: netem may drop one), UDP to the peer's
+# discard port, payload "rdmadiag-lab step N", so a checker can cut the
+# capture into steps. Off by default: the committed captures carry no markers.
+mark_step() {
+  [ "${LAB_MARK_STEPS:-0}" = 1 ] || return 0
+  local k
+  for k in 1 2 3; do
+    printf 'rdmadiag-lab step %s\n' "$1" >"/dev/udp/$LAB_PEER_IP/9" 2>/dev/null
+  done
+}
+
 for i in $(seq 1 "$LAB_STEPS"); do
   cmd=$(cat "cmd.$i")
+  snapshot "step$i" before
   if [ "$LAB_ROLE" = server ]; then
     before=$(listeners)
     cm_before=$(cm_listeners)
@@ -82,10 +125,12 @@ for i in $(seq 1 "$LAB_STEPS"); do
       sleep 0.2
     done
     sleep 0.3   # the listener exists; let the server reach accept()/rdma_get_cm_event
+    mark_step "$i"
     note "step $i: $cmd"
     timeout -k 5 "$LAB_STEP_TIMEOUT" bash -c "$cmd" >"step$i.stdout" 2>"step$i.stderr"
     rc=$?
   fi
+  snapshot "step$i" after
   echo "$rc" >"step$i.rc"
   note "step $i: exit $rc"
 done
