@@ -432,6 +432,8 @@ class IwarpJudge:
             if r["frame"] < f and seq_overlap(r["seq"], r["tcplen"], first, count):
                 return ("T1", f"TCP bytes {first}.. called lost were on the wire at frame {r['frame']}"
                               f"{' (corrupted: TCP checksum bad)' if self.damaged(r['frame']) else ''}")
+        if a.get("fill") == "reordering":
+            return None  # the report says reordered, which T2 would require
         me = self.frames.get(f, {})
         fills = [r for r in segs if r["frame"] > f and seq_overlap(r["seq"], r["tcplen"], first, 1)]
         if fills and me.get("ipid") is not None and fills[0]["ipid"] is not None \
@@ -543,7 +545,10 @@ def verdict_counts(report, frames, bounds):
     for a in report.get("anomalies") or []:
         side = side_of(frames.get(a["frame"], {}).get("src")) or "?"
         c = out[step_of(a["frame"], bounds)][side]
-        c[a["kind"]] += 1
+        # A TCP hole the report itself calls reordered (filled by bytes sent before
+        # it) claims no loss: it is not counted against netem's drops or TCP's resends.
+        reordered = a["kind"] == "tcp_hole" and a.get("fill") == "reordering"
+        c["tcp_hole_reordered" if reordered else a["kind"]] += 1
         if a["kind"] == "psn_gap":
             c["psn_missing"] += a.get("count", 0)
     return out

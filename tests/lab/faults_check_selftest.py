@@ -87,6 +87,8 @@ def tcp_rules():
     hole = {"flow": 0, "frame": 2, "psn": 1100, "count": 100}
     frames = {1: seg(1, 1000, 1), 2: seg(2, 1200, 3), 3: seg(3, 1100, 2)}
     expect("T2 a reordered segment called lost", fc.IwarpJudge(frames, {}, report).hole(hole), "T2")
+    expect("T2 silent when the report itself says reordered",
+           fc.IwarpJudge(frames, {}, report).hole(dict(hole, fill="reordering")), None)
     frames = {1: seg(1, 1000, 1), 2: seg(2, 1200, 3), 3: seg(3, 1100, 4)}
     expect("T1, T2 silent on a real loss and its resend", fc.IwarpJudge(frames, {}, report).hole(hole), None)
     frames = {1: seg(1, 1000, 1), 2: seg(2, 1100, 2), 3: seg(3, 1200, 3)}
