@@ -168,6 +168,11 @@ void AnalyzerMerge::merge(std::span<Analyzer* const> shards, Analyzer& out,
     }
   iw.finished_ = true;
 
+  // ---- pause analysis: every shard saw every MAC Control frame (ShardPass).
+  std::vector<const PfcAnalyzer*> pfcs;
+  for (const Analyzer* a : shards) pfcs.push_back(a->pfc_.get());
+  out.pfc_->merge(pfcs);
+
   // ---- anomalies: in order of insertion; the cap keeps what one log would keep.
   std::vector<const AnomalyLog*> logs;
   for (const Analyzer* a : shards) logs.push_back(&a->anomalies_);
