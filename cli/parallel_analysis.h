@@ -99,7 +99,8 @@ class ParallelAnalysis {
     std::unique_ptr<exporters::FlowTally> tally;  // merged (when asked for)
     std::vector<Input> inputs;
     // False when a frame's decoded endpoint addresses put it in another shard
-    // than the light parse did, a CM REP answered a REQ of another shard, or
+    // than the light parse did, a CM REP answered a REQ of another shard, the
+    // shards' pause states differ, or
     // the readers did not all read the same records: the merge would not be
     // exact (run one thread).
     bool exact = true;

@@ -95,7 +95,7 @@ def mode_schema():
         if lh:
             check(sum(lh["all"]["counts"]) == lh["all"]["count"], f"{name}: histogram counts add up")
     # Pause frames (docs/pfc.md): with a link speed (times) and without (nulls).
-    for name in sorted(os.listdir(os.path.join(PCAPS, "pfc"))):
+    for name in sorted(n for n in os.listdir(os.path.join(PCAPS, "pfc")) if n.endswith(".pcap")):
         path = os.path.join(PCAPS, "pfc", name)
         for extra in (("--link-speed", "25"), ()):
             rep = analyze_json(path, "--packets", *extra)
