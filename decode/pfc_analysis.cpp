@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "decode/capture_summary.h"
+
 namespace rdmadiag::decode {
 
 PauseDecision classify(const PauseState& s, const PauseFrame& f) {
@@ -145,7 +147,25 @@ void PfcAnalyzer::add_roce(const DecodedPacket& p, std::int64_t ts_ns) {
   }
   const auto n = static_cast<std::size_t>(prio);
   ++roce_.packets[n];
-  if (opts_.link_bps && paused_at(n, ts_ns, p.eth ? &p.eth->src : nullptr)) ++roce_.while_paused[n];
+  if (opts_.link_bps && paused_at(n, ts_ns, p.eth ? &p.eth->src : nullptr)) {
+    ++roce_.while_paused[n];
+    paused_qps_.add(n, queue_pair_key(p));
+  }
+}
+
+void PausedQueuePairs::add(std::size_t n, std::uint64_t key) {
+  if (keys[n].size() < kMaxPausedQps) keys[n].insert(key);
+  else if (!keys[n].contains(key)) capped[n] = true;
+}
+
+// One analyzer holds min(D, kMaxPausedQps) keys of the D distinct ones, and is
+// capped when D > kMaxPausedQps; a shard that capped saw more than that alone.
+void PausedQueuePairs::merge(const PausedQueuePairs& o) {
+  for (std::size_t n = 0; n < kPriorities; ++n) {
+    keys[n].insert(o.keys[n].begin(), o.keys[n].end());
+    capped[n] = capped[n] || o.capped[n] || keys[n].size() > kMaxPausedQps;
+    while (keys[n].size() > kMaxPausedQps) keys[n].erase(keys[n].begin());  // only the count is reported
+  }
 }
 
 void PfcAnalyzer::finish() {
@@ -173,6 +193,7 @@ void PfcAnalyzer::merge(std::span<const PfcAnalyzer* const> shards) {
       roce_.while_paused[n] += s->roce_.while_paused[n];
     }
     roce_.unmapped += s->roce_.unmapped;
+    paused_qps_.merge(s->paused_qps_);
   }
 }
 

@@ -18,6 +18,8 @@
 // priority 3). A packet counts as sent while paused when some tracked sender
 // other than the packet's own Ethernet source had that priority paused at the
 // packet's capture time: what the partner of a paused link still transmits.
+// The distinct queue pairs (destination address and QP) of those packets are
+// counted too, up to kMaxPausedQps per priority.
 //
 // The pass is a pure step (classify) and an update (apply) reporting storms
 // through a narrow sink, per (sender, priority). Memory is bounded: at most
@@ -27,6 +29,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <unordered_set>
 #include <vector>
 
 #include "decode/anomaly.h"
@@ -142,6 +145,17 @@ struct RocePriorityCounts {
   std::uint64_t unmapped = 0;       // no VLAN tag and no IP header (native IB has no priority here)
 };
 
+// The distinct queue pairs sent to while their priority was paused, per
+// priority: a set each, at most kMaxPausedQps (then `capped`: at least that many).
+struct PausedQueuePairs {
+  static constexpr std::size_t kMaxPausedQps = 4096;
+  std::array<std::unordered_set<std::uint64_t>, kPriorities> keys;
+  std::array<bool, kPriorities> capped{};
+  void add(std::size_t priority, std::uint64_t key);
+  // The union with another shard's sets (the result of one analyzer fed both).
+  void merge(const PausedQueuePairs& o);
+};
+
 class PfcAnalyzer {
  public:
   static constexpr std::size_t kMaxSenders = 256;
@@ -161,13 +175,15 @@ class PfcAnalyzer {
 
   const std::vector<PfcSender>& senders() const { return senders_; }
   const RocePriorityCounts& roce() const { return roce_; }
+  const PausedQueuePairs& paused_qps() const { return paused_qps_; }
   std::uint64_t mac_control_frames() const { return mac_control_frames_; }
   std::uint64_t other_opcode_frames() const { return other_opcode_frames_; }
   std::uint64_t untracked_frames() const { return untracked_frames_; }
   bool any() const { return mac_control_frames_ != 0; }
 
   // The results of the shards of analyze -j: the pause results of any shard
-  // (each saw every MAC Control frame; the first is taken), the RoCE counts summed.
+  // (each saw every MAC Control frame; the first is taken), the RoCE counts
+  // summed, the paused queue pairs united.
   void merge(std::span<const PfcAnalyzer* const> shards);
 
   // The priority of a RoCE packet, or -1 when it has none to map.
@@ -183,6 +199,7 @@ class PfcAnalyzer {
   bool reports_anomalies_ = true;
   std::vector<PfcSender> senders_;
   RocePriorityCounts roce_;
+  PausedQueuePairs paused_qps_;
   std::array<std::int64_t, kPriorities> horizon_ns_{};  // no pause of the priority lasts past this (a fast "not paused")
   std::uint64_t mac_control_frames_ = 0, other_opcode_frames_ = 0;
   std::uint64_t untracked_frames_ = 0;  // from senders past kMaxSenders

@@ -49,7 +49,11 @@ Json roce_json(const PfcAnalyzer& a) {
   const RocePriorityCounts& r = a.roce();
   for (std::size_t n = 0; n < kPriorities; ++n)
     if (r.packets[n])
-      arr.push_back({{"priority", n}, {"packets", r.packets[n]}, {"sent_while_paused", count_known(a, r.while_paused[n])}});
+      arr.push_back({{"priority", n},
+                     {"packets", r.packets[n]},
+                     {"sent_while_paused", count_known(a, r.while_paused[n])},
+                     {"qps_while_paused", count_known(a, a.paused_qps().keys[n].size())},
+                     {"qps_while_paused_capped", a.paused_qps().capped[n]}});
   Json overrides = Json::object();
   const auto defaults = PfcOptions::default_dscp_priority();
   for (std::size_t d = 0; d < defaults.size(); ++d)
@@ -129,7 +133,9 @@ void write_pfc_text(std::ostream& out, const PfcAnalyzer& a) {
     if (!r.packets[n]) continue;
     none = false;
     out << fmt(" %zu: %llu", n, static_cast<unsigned long long>(r.packets[n]));
-    if (known) out << fmt(" (%llu while paused)", static_cast<unsigned long long>(r.while_paused[n]));
+    if (known)
+      out << fmt(" (%llu while paused, to %s%zu QPs)", static_cast<unsigned long long>(r.while_paused[n]),
+                 a.paused_qps().capped[n] ? "at least " : "", a.paused_qps().keys[n].size());
   }
   out << (none ? " none\n" : "\n");
 }

@@ -343,3 +343,37 @@ TEST(PfcAnalyzer, MergeTakesOneShardsPausesAndSumsRoce) {
   EXPECT_EQ(merged.roce().packets[1], 1u);
   EXPECT_EQ(merged.mac_control_frames(), 1u);
 }
+
+// The distinct queue pairs sent to while paused: exact below the cap, "at least
+// the cap" above it, and the same whichever way the keys are split over shards.
+TEST(PausedQueuePairs, CapAndMergeDoNotDependOnTheSplit) {
+  constexpr std::size_t kCap = PausedQueuePairs::kMaxPausedQps;
+  for (std::size_t distinct : {kCap - 1, kCap, kCap + 1, 2 * kCap}) {
+    PausedQueuePairs one;
+    for (std::uint64_t k = 0; k < distinct; ++k) one.add(3, k * 7919);
+    EXPECT_EQ(one.keys[3].size(), std::min(distinct, kCap)) << distinct;
+    EXPECT_EQ(one.capped[3], distinct > kCap) << distinct;
+    // Split over three shards, with overlap: shard s gets the keys k with k % 3 != s.
+    PausedQueuePairs merged;
+    for (std::uint64_t s = 0; s < 3; ++s) {
+      PausedQueuePairs part;
+      for (std::uint64_t k = 0; k < distinct; ++k)
+        if (k % 3 != s) part.add(3, k * 7919);
+      merged.merge(part);
+    }
+    EXPECT_EQ(merged.keys[3].size(), one.keys[3].size()) << distinct;
+    EXPECT_EQ(merged.capped[3], one.capped[3]) << distinct;
+    EXPECT_TRUE(merged.keys[0].empty());
+  }
+}
+
+TEST(PfcAnalyzer, QueuePairsSentToWhilePaused) {
+  Pass a(at_gbps(100));
+  a.mac_control(pfc_bytes(0x0a, 0x08, 0xFFFF), 0);
+  const DecodedPacket write = roce_with_pcp(3);
+  a.roce(write, 10 * kUs);
+  a.roce(write, 20 * kUs);  // the same QP again
+  a.roce(write, 400 * kUs); // after the pause: not counted
+  EXPECT_EQ(a.pfc.roce().while_paused[3], 2u);
+  EXPECT_EQ(a.pfc.paused_qps().keys[3].size(), 1u);
+}

@@ -21,7 +21,8 @@ scapy), and for two link speeds plus none:
      frames, quanta total and maximum, continuous pauses, paused time, longest
      pause and storms; per priority the RoCE packets (priority: outer VLAN PCP,
      else DSCP / 8) and those sent while another sender had that priority
-     paused. Without a link speed, every time must be null.
+     paused, and the distinct (destination address, QP) of those. Without a
+     link speed, every time must be null.
 
 Exit status 0 pass, 1 mismatch, 77 tshark missing (CTest: skipped).
 """
@@ -36,7 +37,8 @@ import sys
 
 FIELDS = ["frame.number", "frame.time_epoch", "eth.src", "macc.opcode", "macc.pause_time", "macc.cbfc.enbv"] + \
     [f"macc.cbfc.pause_time.c{n}" for n in range(8)] + \
-    ["vlan.priority", "ip.dsfield.dscp", "udp.dstport", "_ws.malformed", "_ws.short", "_ws.expert.message"]
+    ["vlan.priority", "ip.dsfield.dscp", "ip.dst", "infiniband.bth.destqp", "udp.dstport", "_ws.malformed", "_ws.short",
+     "_ws.expert.message"]
 STORM_S = 0.1  # rdmadiag's default --pause-storm-ms 100
 
 
@@ -168,7 +170,8 @@ def expected_analysis(rows, bps):
         elif r["udp.dstport"] == "4791":
             pcp = r["vlan.priority"].split(",")[0]
             prio = int(pcp) if pcp else int(r["ip.dsfield.dscp"]) // 8
-            roce.setdefault(prio, []).append((ts, r["eth.src"]))
+            qp = (r["ip.dst"], int(r["infiniband.bth.destqp"], 0))
+            roce.setdefault(prio, []).append((ts, r["eth.src"], qp))
     for src in order:
         for n, p in enumerate(senders[src]):
             if p.open:
@@ -176,9 +179,8 @@ def expected_analysis(rows, bps):
                 p.close(p.open[1])
     roce_counts = {}
     for prio, pkts in roce.items():
-        paused = sum(1 for ts, src in pkts
-                     if any(n == prio and s != src and a <= ts <= b for s, n, a, b in intervals))
-        roce_counts[prio] = (len(pkts), paused if bps else None)
+        paused = [qp for ts, src, qp in pkts if any(n == prio and s != src and a <= ts <= b for s, n, a, b in intervals)]
+        roce_counts[prio] = (len(pkts), len(paused) if bps else None, len(set(paused)) if bps else None)
     return senders, order, roce_counts
 
 
@@ -219,7 +221,8 @@ def check_analysis(rows, report, bps, name, errors):
             for k, v in (("paused_us", float(e.paused) / 1e3), ("longest_pause_us", float(e.longest) / 1e3)):
                 if not close_enough(o[k], v if bps else None):
                     errors.append(f"{name} {s['mac']} p{n} {k}: ours {o[k]} != {v if bps else None}")
-    got_roce = {r["priority"]: (r["packets"], r["sent_while_paused"]) for r in pfc["roce"]["by_priority"]}
+    got_roce = {r["priority"]: (r["packets"], r["sent_while_paused"], r["qps_while_paused"])
+                for r in pfc["roce"]["by_priority"]}
     if got_roce != roce:
         errors.append(f"{name}: RoCE by priority ours {got_roce} != {roce}")
     storms = sum(p.storms for s in order for p in senders[s])
