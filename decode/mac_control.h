@@ -7,8 +7,8 @@
 //     octet reserved, bit n of the lower octet enables priority n) and eight
 //     time[n] fields in the same quanta; time[n] is meaningful only when bit n
 //     is set, and 0 resumes priority n.
-// Both go to the reserved multicast 01-80-C2-00-00-01 (31B.1/31D.1; 31B.3.3
-// also lets a receiver act on its own unicast address). Other opcodes (EPON
+// Both go to the reserved multicast 01-80-C2-00-00-01 (Annexes 31B, 31D;
+// a PAUSE may also go to the partner's unicast address). Other opcodes (EPON
 // MPCP, clause 64/77) are decoded to the opcode only.
 #pragma once
 #include <array>
@@ -23,7 +23,7 @@ inline constexpr std::uint16_t kEthertypeMacControl = 0x8808;
 inline constexpr std::uint16_t kMacControlPause = 0x0001;
 inline constexpr std::uint16_t kMacControlPfc = 0x0101;
 inline constexpr std::size_t kPriorities = 8;
-// Bit times per pause quantum (31B.2, 31D.2).
+// Bit times per pause quantum (Annexes 31B, 31D).
 inline constexpr std::uint32_t kBitTimesPerQuantum = 512;
 inline constexpr std::array<std::uint8_t, 6> kMacControlMulticast{0x01, 0x80, 0xC2, 0x00, 0x00, 0x01};
 

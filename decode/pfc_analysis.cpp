@@ -51,7 +51,7 @@ void apply(PauseState& s, PriorityPauses& stats, const PauseDecision& d, const P
     case PauseStep::start:
       s = PauseState{true, f.ts_ns, f.ts_ns, f.length_ns, f.frame, 1};
       break;
-    case PauseStep::refresh:  // the new value replaces the old (802.3 31B.3.2), shorter or longer
+    case PauseStep::refresh:  // the new value replaces the old (802.3 Annex 31B), shorter or longer
       s.timer_ns = f.ts_ns;
       s.timer_length_ns = f.length_ns;
       ++s.frames;

@@ -5,7 +5,7 @@
 //
 // A frame with pause_time/time[n] = q > 0 tells the link partner to stop
 // sending on priority n for q x 512 bit times from its reception; a new frame
-// restarts that timer (31B.3.2: the new value replaces the old), and q = 0
+// restarts that timer (Annex 31B: the new value replaces the old), and q = 0
 // resumes at once (XON). So one sender's pause of one priority is an interval
 // that refreshes extend and XON or expiry end: a continuous pause. PAUSE
 // (802.3x) speaks for every priority. Quanta become time only with the link
@@ -23,8 +23,9 @@
 //
 // The pass is a pure step (classify) and an update (apply) reporting storms
 // through a narrow sink, per (sender, priority). Memory is bounded: at most
-// kMaxSenders senders are tracked; frames from further senders are counted,
-// not tracked. (A small table of its own; the generic flow table replaces it.)
+// kMaxSenders senders are tracked (frames from further senders are counted, not
+// tracked; a small table of its own, until the generic flow table replaces it)
+// and at most kMaxPausedQps queue pairs per priority.
 #pragma once
 #include <array>
 #include <cstdint>

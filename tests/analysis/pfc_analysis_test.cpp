@@ -1,6 +1,6 @@
 // The pause analysis (decode/pfc_analysis.h), step by step. Expected times come
 // from the spec arithmetic, not from the program: a pause quantum is 512 bit
-// times (IEEE 802.3 31B.2, 31D.2), so q quanta last q x 512 / link speed:
+// times (IEEE 802.3 Annexes 31B, 31D), so q quanta last q x 512 / link speed:
 // 5.12 ns a quantum at 100 Gb/s (0xFFFF: 335.5392 us), 51.2 ns at 10 Gb/s.
 #include <gtest/gtest.h>
 

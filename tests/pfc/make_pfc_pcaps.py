@@ -135,7 +135,7 @@ def malformed():
     p.add(0.003, pause(SWITCH, 0x0300), caplen=15)      # snap length inside the opcode
     p.add(0.004, good[:18], caplen=18)                 # the frame itself ends inside the fields (a runt)
     p.add(0.005, pfc(SWITCH, {0: 0x0010}, reserved=0x80))  # reserved octet of the vector set
-    p.add(0.006, pause(SWITCH, 0x0400, dst="02:00:00:00:00:01"))  # unicast destination (31B.3.3 allows it)
+    p.add(0.006, pause(SWITCH, 0x0400, dst="02:00:00:00:00:01"))  # unicast destination (Annex 31B allows it)
     p.add(0.007, good)
     p.write("pfc_malformed.pcap")
 
