@@ -26,6 +26,7 @@ struct Record {
   std::uint32_t caplen = 0;
   std::uint32_t wirelen = 0;
   std::span<const std::uint8_t> data;
+  std::int64_t ts_ns() const { return ts_sec * 1'000'000'000 + ts_nsec; }  // exact, unlike a double of seconds
 };
 
 class FileReader {

@@ -61,7 +61,7 @@ void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype) 
   if (first_ts_ < 0) first_ts_ = ts;
   decode::decode_frame(linktype, rec.data, rec.wirelen, opts_.decode, pkt_);
   decode::PacketAnalysis& pa = pa_;
-  analyzer_->add(pkt_, frame_, ts, pa);
+  analyzer_->add(pkt_, frame_, ts, pa, rec.ts_ns());
   if (!forward_.empty()) {
     auto it = forward_.find(frame_);
     if (it != forward_.end()) {

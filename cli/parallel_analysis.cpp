@@ -46,7 +46,7 @@ std::size_t ShardAssigner::assign(std::uint64_t key) {
 }
 
 ShardPass::ShardPass(unsigned index, unsigned shards, const decode::DecodeOptions& opts, std::uint32_t pmtu_override,
-                     bool tally)
+                     bool tally, const decode::PfcOptions& pfc)
     : index_(index), assigner_(shards), opts_(opts) {
   // For the tests: this frame's shard key is read wrong, as a parse that
   // disagreed with the full decode would (the run must then be repeated on one thread).
@@ -54,6 +54,8 @@ ShardPass::ShardPass(unsigned index, unsigned shards, const decode::DecodeOption
   analyzer_ = std::make_unique<decode::Analyzer>();
   analyzer_->keep_merge_order();
   analyzer_->transport().set_pmtu_override(pmtu_override);
+  analyzer_->pfc().set_options(pfc);
+  analyzer_->pfc().set_reports_anomalies(index == 0);  // the others' storms would be copies (AnalyzerMerge)
   if (tally) tally_ = std::make_unique<exporters::FlowTally>();
   pkt_ = std::make_unique<decode::DecodedPacket>();
   pa_ = std::make_unique<decode::PacketAnalysis>();
@@ -66,6 +68,10 @@ void ShardPass::frame(const capture::Record& rec, std::uint32_t linktype) {
   decode::ShardKey key = decode::shard_key(linktype, rec.data);
   if (frame_ == bad_key_frame_) key.hash ^= 1;
   if (assigner_.shard(frame_, key) != index_) {
+    if (decode::is_pause_state_frame(linktype, rec.data)) {  // pause state: every shard keeps it
+      decode::decode_frame(linktype, rec.data, rec.wirelen, opts_, *pkt_);
+      analyzer_->add_pause_state(*pkt_, frame_, rec.ts_ns());
+    }
     // One analyzer sweeps idle flows after every kSweepFrames-th frame
     // (Analyzer::add): the shard that has that frame does so itself, the others
     // before their next frame (several missed sweep points: one sweep, the latest).
@@ -81,7 +87,7 @@ void ShardPass::frame(const capture::Record& rec, std::uint32_t linktype) {
   }
   if (++frames_ == 1 && tally_) tally_->set_origin(origin_);
   decode::decode_frame(linktype, rec.data, rec.wirelen, opts_, *pkt_);
-  analyzer_->add(*pkt_, frame_, ts, *pa_);
+  analyzer_->add(*pkt_, frame_, ts, *pa_, rec.ts_ns());
   if (tally_) tally_->add(*pkt_, *pa_, frame_, ts);
   // The analysis keys this frame by the addresses the light parse read: every
   // frame of the pair is in this shard.
@@ -89,9 +95,10 @@ void ShardPass::frame(const capture::Record& rec, std::uint32_t linktype) {
 }
 
 ParallelAnalysis::ParallelAnalysis(unsigned shards, const decode::DecodeOptions& opts, std::uint32_t pmtu_override,
-                                   bool tally)
+                                   bool tally, const decode::PfcOptions& pfc)
     : tally_(tally) {
-  for (unsigned i = 0; i < shards; ++i) passes_.push_back(std::make_unique<ShardPass>(i, shards, opts, pmtu_override, tally));
+  for (unsigned i = 0; i < shards; ++i)
+    passes_.push_back(std::make_unique<ShardPass>(i, shards, opts, pmtu_override, tally, pfc));
 }
 
 namespace {
@@ -161,7 +168,7 @@ ParallelAnalysis::Result ParallelAnalysis::merge(std::vector<std::unique_ptr<Sha
     r.frames_per_shard.push_back(p->frames());
   }
   decode::AnalyzerMerge::finish_shards(analyzers);
-  if (decode::AnalyzerMerge::cm_split(analyzers)) r.exact = false;
+  if (decode::AnalyzerMerge::cm_split(analyzers) || decode::AnalyzerMerge::pause_split(analyzers)) r.exact = false;
   r.bounds_reached = decode::AnalyzerMerge::bounds_reached(analyzers);
   r.analyzer = std::make_unique<decode::Analyzer>();
   std::vector<std::vector<std::uint32_t>> flow_index;

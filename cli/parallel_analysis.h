@@ -4,7 +4,8 @@
 // copied or handed between threads), finds each record's shard with a light
 // header parse (decode/shard_key.h) and decodes (ICRC included) and analyses
 // only the records of its own shard, in frame order with their original numbers
-// and times, in its own decode::Analyzer. Skipping a record costs its header
+// and times, in its own decode::Analyzer; every shard also keeps the pause state
+// of every MAC Control frame (decode/shard_key.h is_pause_state_frame). Skipping a record costs its header
 // parse, a few percent of analysing it, so N threads come close to N times one.
 // Which shard an address pair belongs to is decided when the pair first
 // appears, by a rule of the input alone (ShardAssigner), so all threads agree
@@ -54,7 +55,9 @@ class ShardAssigner {
 class ShardPass {
  public:
   // `tally`: also keep the per-frame tally (timeline, histograms) of the JSON/HTML/metrics reports.
-  ShardPass(unsigned index, unsigned shards, const decode::DecodeOptions& opts, std::uint32_t pmtu_override, bool tally);
+  // `pfc`: the pause analysis' options (link speed, storm threshold, DSCP map).
+  ShardPass(unsigned index, unsigned shards, const decode::DecodeOptions& opts, std::uint32_t pmtu_override, bool tally,
+            const decode::PfcOptions& pfc = {});
 
   // The next record of the input (frames are numbered from 1 across all inputs).
   void frame(const capture::Record& rec, std::uint32_t linktype);
@@ -82,7 +85,8 @@ class ShardPass {
 
 class ParallelAnalysis {
  public:
-  ParallelAnalysis(unsigned shards, const decode::DecodeOptions& opts, std::uint32_t pmtu_override, bool tally);
+  ParallelAnalysis(unsigned shards, const decode::DecodeOptions& opts, std::uint32_t pmtu_override, bool tally,
+                   const decode::PfcOptions& pfc = {});
 
   struct Input {  // what the first shard's reader found in each input
     std::string path, error;
@@ -95,7 +99,8 @@ class ParallelAnalysis {
     std::unique_ptr<exporters::FlowTally> tally;  // merged (when asked for)
     std::vector<Input> inputs;
     // False when a frame's decoded endpoint addresses put it in another shard
-    // than the light parse did, a CM REP answered a REQ of another shard, or
+    // than the light parse did, a CM REP answered a REQ of another shard, the
+    // shards' pause states differ, or
     // the readers did not all read the same records: the merge would not be
     // exact (run one thread).
     bool exact = true;

@@ -1,18 +1,27 @@
 #include "decode/analyzer.h"
 
+#include <cmath>
+
 #include "decode/transport_analysis.h"
 
 namespace rdmadiag::decode {
 
 Analyzer::Analyzer()
-    : transport_(std::make_unique<TransportAnalyzer>(anomalies_)), iwarp_(std::make_unique<IwarpAnalyzer>(anomalies_)) {}
+    : transport_(std::make_unique<TransportAnalyzer>(anomalies_)),
+      iwarp_(std::make_unique<IwarpAnalyzer>(anomalies_)),
+      pfc_(std::make_unique<PfcAnalyzer>(anomalies_)) {}
 Analyzer::~Analyzer() = default;
 
-void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out) {
+void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out, std::int64_t ts_ns) {
+  if (ts_ns == kNoNs) ts_ns = std::llround(ts * 1e9);
   out.reset();
   anomalies_.set_order_key(frame);
   summary_.add(p, frame, ts);
-  if (p.is_rdma() && p.has_bth) transport_->add(p, frame, ts, out);
+  if (p.is_rdma() && p.has_bth) {
+    transport_->add(p, frame, ts, out);
+    if (p.transport == Transport::roce_v1 || p.transport == Transport::roce_v2) pfc_->add_roce(p, ts_ns);
+  }
+  if (p.mac_control) pfc_->add_mac_control(p, frame, ts_ns);
   if (p.tcp) {
     iwarp_->add(p, frame, ts, out.iwarp);
     if (!out.iwarp.empty()) {  // an MPA unit ended here: count the frame as iWARP, not as other TCP
@@ -25,6 +34,11 @@ void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, Packe
   if (frame % kSweepFrames == 0) transport_->sweep(ts);
 }
 
+void Analyzer::add_pause_state(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns) {
+  anomalies_.set_order_key(frame);
+  if (p.mac_control) pfc_->add_mac_control(p, frame, ts_ns);
+}
+
 void Analyzer::sweep(double now) { transport_->sweep(now); }
 
 void Analyzer::keep_merge_order() {
@@ -35,6 +49,7 @@ void Analyzer::keep_merge_order() {
 void Analyzer::finish() {
   transport_->finish();
   iwarp_->finish();
+  pfc_->finish();
 }
 
 }  // namespace rdmadiag::decode

@@ -10,6 +10,7 @@
 #include "decode/capture_summary.h"
 #include "decode/iwarp_analysis.h"
 #include "decode/packet.h"
+#include "decode/pfc_analysis.h"
 
 namespace rdmadiag::decode {
 
@@ -56,10 +57,17 @@ class Analyzer {
   // Idle flows are retired after every kSweepFrames-th frame of the input.
   static constexpr std::uint64_t kSweepFrames = 65536;
 
-  // `frame` is 1-based and increasing; `ts` in seconds.
-  void add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
+  // `frame` is 1-based and increasing; `ts` in seconds; `ts_ns` the same time in
+  // integer nanoseconds when the caller has it (the pause analysis works in ns,
+  // finer than a double of seconds since the epoch resolves), else from `ts`.
+  static constexpr std::int64_t kNoNs = INT64_MIN;
+  void add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out, std::int64_t ts_ns = kNoNs);
   // End of input: flush state (pending gaps, open flows) into the results.
   void finish();
+  // analyze -j: a MAC Control frame that another shard analyses. Every shard
+  // keeps the pause state (the RoCE frames it analyses are checked against it);
+  // nothing else is counted here.
+  void add_pause_state(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns);
 
   // A shard of a sharded analysis (analyze -j, analyzer_merge.h) sees only some
   // frames. The sweep after a frame it did not see: `now` is that frame's time.
@@ -73,12 +81,15 @@ class Analyzer {
   const TransportAnalyzer& transport() const { return *transport_; }
   TransportAnalyzer& transport() { return *transport_; }  // e.g. to enable its forward links
   const IwarpAnalyzer& iwarp() const { return *iwarp_; }
+  const PfcAnalyzer& pfc() const { return *pfc_; }
+  PfcAnalyzer& pfc() { return *pfc_; }  // e.g. to set the link speed
 
  private:
   CaptureSummary summary_;
   AnomalyLog anomalies_;
   std::unique_ptr<TransportAnalyzer> transport_;
   std::unique_ptr<IwarpAnalyzer> iwarp_;
+  std::unique_ptr<PfcAnalyzer> pfc_;
   friend class AnalyzerMerge;
 };
 

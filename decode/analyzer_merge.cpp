@@ -49,6 +49,16 @@ bool AnalyzerMerge::cm_split(std::span<Analyzer* const> shards) {
   return false;
 }
 
+bool AnalyzerMerge::pause_split(std::span<Analyzer* const> shards) {
+  if (shards.empty()) return false;
+  const PfcAnalyzer& first = *shards.front()->pfc_;
+  for (const Analyzer* a : shards) {
+    const PfcAnalyzer& x = *a->pfc_;
+    if (x.mac_control_frames() != first.mac_control_frames() || x.senders().size() != first.senders().size()) return true;
+  }
+  return false;
+}
+
 // Conservative: the sum of the shards' peaks bounds what one analyzer would
 // have held at once; while it stays under a bound, one analyzer never reached it.
 bool AnalyzerMerge::bounds_reached(std::span<Analyzer* const> shards) {
@@ -167,6 +177,11 @@ void AnalyzerMerge::merge(std::span<Analyzer* const> shards, Analyzer& out,
       iw.flow_order_keys_.push_back(c.key);
     }
   iw.finished_ = true;
+
+  // ---- pause analysis: every shard saw every MAC Control frame (ShardPass).
+  std::vector<const PfcAnalyzer*> pfcs;
+  for (const Analyzer* a : shards) pfcs.push_back(a->pfc_.get());
+  out.pfc_->merge(pfcs);
 
   // ---- anomalies: in order of insertion; the cap keeps what one log would keep.
   std::vector<const AnomalyLog*> logs;

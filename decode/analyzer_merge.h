@@ -38,6 +38,10 @@ class AnalyzerMerge {
   // have paired them, the shards could not.
   static bool cm_split(std::span<Analyzer* const> shards);
 
+  // Whether the shards' pause states differ (each should have seen every MAC
+  // Control frame: ShardPass); then the merged pause results would not be exact.
+  static bool pause_split(std::span<Analyzer* const> shards);
+
   // Whether a shard reached a bound that one analyzer would have reached at a
   // different point (then the merged results may differ from one thread's).
   static bool bounds_reached(std::span<Analyzer* const> shards);

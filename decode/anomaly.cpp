@@ -30,6 +30,7 @@ std::string_view to_string(AnomalyKind k) {
     case AnomalyKind::ddp_mo_discontinuity: return "ddp_mo_discontinuity";
     case AnomalyKind::rdmap_terminate: return "rdmap_terminate";
     case AnomalyKind::iwarp_resync: return "iwarp_resync";
+    case AnomalyKind::pause_storm: return "pause_storm";
     case AnomalyKind::count_: break;
   }
   return "?";

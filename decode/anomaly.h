@@ -39,12 +39,16 @@ enum class AnomalyKind : std::uint8_t {
   ddp_mo_discontinuity,
   rdmap_terminate,
   iwarp_resync,          // FPDU boundaries found without the MPA negotiation (a note)
+  // Lossless Ethernet (IEEE 802.1Qbb, 802.3 Annex 31B/31D; pfc_analysis.h)
+  pause_storm,           // a priority paused continuously for longer than the storm threshold
   count_
 };
 
 std::string_view to_string(AnomalyKind k);
 // iWARP kinds index the iWARP analysis' flows; the others the IB/RoCE transport flows.
-inline bool is_iwarp_kind(AnomalyKind k) { return k >= AnomalyKind::tcp_hole && k < AnomalyKind::count_; }
+inline bool is_iwarp_kind(AnomalyKind k) { return k >= AnomalyKind::tcp_hole && k <= AnomalyKind::iwarp_resync; }
+// Link-level kinds index no flow (flow is UINT32_MAX); they name a sender's MAC and a priority.
+inline bool is_pause_kind(AnomalyKind k) { return k == AnomalyKind::pause_storm; }
 Severity severity_of(AnomalyKind k);
 
 struct Anomaly {
@@ -58,6 +62,8 @@ struct Anomaly {
   double duration_us = -1;         // e.g. recovery time of a retransmission; -1: none
   std::array<std::uint64_t, 3> related{};  // related frames (the gap a NAK answers, the NAK a resend follows...)
   std::uint8_t related_count = 0;
+  std::int8_t priority = -1;       // pause kinds: the priority (PAUSE: each of the 8)
+  std::uint64_t mac = 0;           // pause kinds: the pause sender's MAC address, 48 bits
   void relate(std::uint64_t f) {
     if (f && related_count < related.size()) related[related_count++] = f;
   }

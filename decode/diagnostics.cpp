@@ -25,6 +25,8 @@ std::string_view to_string(DiagCode code) {
     case DiagCode::bad_mad: return "bad_mad";
     case DiagCode::erf_bad_record: return "erf_bad_record";
     case DiagCode::roce_heuristic: return "roce_v2_heuristic_port";
+    case DiagCode::bad_mac_control: return "bad_mac_control";
+    case DiagCode::pfc_reserved_bits: return "pfc_reserved_bits";
     case DiagCode::count_: break;
   }
   return "?";

@@ -32,6 +32,8 @@ enum class DiagCode : std::uint8_t {
   bad_mad,
   erf_bad_record,
   roce_heuristic,         // RoCEv2 found on a non-standard UDP port (confirmed by ICRC)
+  bad_mac_control,        // a MAC Control frame (PAUSE/PFC) too short for its opcode's fields
+  pfc_reserved_bits,      // PFC priority-enable vector with its reserved upper octet set (802.3 Annex 31D)
   count_                  // keep last
 };
 

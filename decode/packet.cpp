@@ -84,11 +84,21 @@ class FrameDecoder {
     }
   }
 
+  // Only after an Ethernet header: the analysis keys pauses by its source address.
+  void mac_control(std::size_t off) {
+    MacControl m;
+    const auto st = parse_mac_control(at(off), m);
+    if (st != ParseStatus::ok) return header_failed(st, off, DiagCode::bad_mac_control);
+    if (m.reserved_bits) p_.diags.add(DiagCode::pfc_reserved_bits, Severity::warning, off + 2);
+    p_.mac_control = m;
+  }
+
   void ethernet(std::size_t off) {
     EthernetHeader eth;
     const auto st = parse_ethernet(at(off), eth);
     if (st != ParseStatus::ok) return header_failed(st, off, DiagCode::frame_too_short);
     p_.eth = eth;
+    if (eth.ethertype == kEthertypeMacControl) return mac_control(off + eth.header_len);
     ethertype(eth.ethertype, off + eth.header_len);
   }
 

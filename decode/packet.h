@@ -17,6 +17,7 @@
 #include "decode/ib_mad.h"
 #include "decode/ib_transport.h"
 #include "decode/ip.h"
+#include "decode/mac_control.h"
 #include "decode/l4.h"
 #include "decode/sll.h"
 
@@ -65,6 +66,7 @@ struct DecodedPacket {
   std::optional<ErfHeader> erf;
   std::optional<EthernetHeader> eth;
   std::optional<SllHeader> sll;
+  std::optional<MacControl> mac_control;  // Ethernet MAC Control (PAUSE, PFC), eth holds its addresses
   std::optional<Ipv4Header> ipv4;
   std::optional<Ipv6Header> ipv6;
   std::optional<UdpHeader> udp;

@@ -4,6 +4,7 @@
 #include "decode/ethernet.h"
 #include "decode/ib_link.h"
 #include "decode/ip.h"
+#include "decode/mac_control.h"
 #include "decode/sll.h"
 
 namespace rdmadiag::decode {
@@ -70,15 +71,24 @@ ShardKey ethertype_key(const ByteReader& r, std::uint16_t type, std::size_t off)
   }
 }
 
-ShardKey ethernet_key(const ByteReader& r, std::size_t off) {
-  if (!r.has(off, 14)) return {};
+// The Ethertype after up to two VLAN tags, and where the payload starts; false without a whole header.
+bool ethernet_type(const ByteReader& r, std::size_t off, std::uint16_t& type, std::size_t& payload) {
+  if (!r.has(off, 14)) return false;
   std::size_t at = off + 12;
-  std::uint16_t type = r.be16(at);
+  type = r.be16(at);
   for (int tags = 0; tags < 2 && (type == kEthertypeVlan || type == kEthertypeQinQ || type == kEthertypeQinQOld); ++tags) {
     at += 4;
     type = r.be16(at);
   }
-  return ethertype_key(r, type, at + 2);
+  payload = at + 2;
+  return true;
+}
+
+ShardKey ethernet_key(const ByteReader& r, std::size_t off) {
+  std::uint16_t type = 0;
+  std::size_t payload = 0;
+  if (!ethernet_type(r, off, type, payload)) return {};
+  return ethertype_key(r, type, payload);
 }
 
 }  // namespace
@@ -112,6 +122,21 @@ ShardKey shard_key(std::uint32_t lt, Bytes frame) {
     }
     default: return {};
   }
+}
+
+bool is_pause_state_frame(std::uint32_t lt, Bytes frame) {
+  const ByteReader r(frame);
+  std::size_t off = 0;
+  if (lt == linktype::kErf) {
+    ErfHeader h;
+    if (parse_erf(frame, h) != ParseStatus::ok || h.type != kErfTypeEth) return false;
+    off = h.header_len;
+  } else if (lt != linktype::kEthernet) {
+    return false;
+  }
+  std::uint16_t type = 0;
+  std::size_t payload = 0;
+  return ethernet_type(r, off, type, payload) && type == kEthertypeMacControl;
 }
 
 namespace {

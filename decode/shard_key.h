@@ -26,6 +26,11 @@ ShardKey shard_key(std::uint32_t linktype, Bytes frame);
 // From a decoded frame: what the analysis keyed it by. The shards compare this
 // with the reader's key for every frame the analysis keeps state for.
 ShardKey shard_key(const DecodedPacket& p);
+// Whether the frame is an Ethernet MAC Control frame (PAUSE/PFC, mac_control.h):
+// it has no endpoint addresses, but every shard keeps the pause state it sets,
+// since the RoCE frames of every shard are checked against it (pfc_analysis.h).
+// Like the key, a light parse: it accepts every frame decode_frame() decodes as one.
+bool is_pause_state_frame(std::uint32_t linktype, Bytes frame);
 // Whether the analysis keeps state for this frame (so its shard matters).
 inline bool analysis_keyed(const DecodedPacket& p) { return (p.is_rdma() && p.has_bth) || p.tcp.has_value(); }
 

@@ -1,6 +1,8 @@
 #include "exporters/analysis_report.h"
 
 #include "exporters/iwarp_json.h"
+#include "exporters/pfc_report.h"
+#include "exporters/text_format.h"
 
 #include <arpa/inet.h>
 
@@ -13,13 +15,6 @@ namespace rdmadiag::exporters {
 using namespace rdmadiag::decode;
 
 namespace {
-
-template <typename... A>
-std::string fmt(const char* f, A... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, f, args...);
-  return buf;
-}
 
 const FlowSummary* flow_at(const TransportAnalyzer& t, std::uint32_t index) {
   const auto& flows = t.flows();
@@ -116,6 +111,10 @@ Json anomalies_json_with(const AnomalyLog& log, Explain explain_one) {
     j["severity"] = to_string(severity_of(a.kind));
     j["frame"] = a.frame;
     if (a.flow != UINT32_MAX) j["flow"] = a.flow;
+    if (is_pause_kind(a.kind)) {
+      j["priority"] = a.priority;
+      j["mac"] = mac_string(a.mac);
+    }
     j["dest_qp"] = a.dest_qp;
     j["psn"] = a.psn;
     if (a.expected_psn >= 0 && a.kind != AnomalyKind::payload_length_mismatch) j["expected_psn"] = a.expected_psn;
@@ -164,6 +163,7 @@ Json analysis_json(const PacketAnalysis& a) {
 }
 
 std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
+  if (is_pause_kind(a.kind)) return explain_pause(a);  // link level: no queue pair
   std::string who = fmt("QP 0x%06x", a.dest_qp);
   if (const FlowSummary* f = flow_at(t, a.flow))
     who += " " + address_string(f->key, true) + " -> " + address_string(f->key, false);

@@ -1,4 +1,5 @@
 #include "exporters/iwarp_json.h"
+#include "exporters/text_format.h"
 
 #include <cstdio>
 
@@ -7,12 +8,6 @@ namespace rdmadiag::exporters {
 using namespace rdmadiag::decode;
 
 namespace {
-std::string fmt(const char* f, auto... args) {
-  char buf[320];
-  std::snprintf(buf, sizeof buf, f, args...);
-  return buf;
-}
-
 Json ddp_json(const DdpHeader& d) {
   Json j;
   j["tagged"] = d.tagged;

@@ -3,6 +3,7 @@
 #include "decode/transport_analysis.h"
 #include "exporters/analysis_report.h"
 #include "exporters/iwarp_json.h"
+#include "exporters/pfc_report.h"
 
 namespace rdmadiag::exporters {
 
@@ -74,6 +75,7 @@ Json packet_json(const DecodedPacket& p, std::uint64_t frame, double ts) {
                          {"ack", p.tcp->ack}, {"flags", p.tcp->flags}, {"payload_len", p.tcp_payload_len}};
   if (p.ipv4) j["ecn"] = p.ipv4->ecn;
   else if (p.ipv6) j["ecn"] = p.ipv6->ecn();
+  if (p.mac_control) j["mac_control"] = mac_control_json(p);
   if (p.lrh)
     j["lrh"] = {{"vl", p.lrh->vl}, {"lver", p.lrh->lver}, {"sl", p.lrh->sl}, {"lnh", static_cast<int>(p.lrh->lnh)},
                 {"dlid", p.lrh->dlid}, {"slid", p.lrh->slid}, {"pkt_len", p.lrh->pkt_len_words}};
@@ -224,6 +226,7 @@ Json report_members_json(const AnalyzeReport& report, const Json& extra) {
     j["flows"] = flows_json(report.analyzer->transport());
     j["anomalies"] = anomalies_json(*report.analyzer);
     j["iwarp"] = iwarp_report_json(report.analyzer->iwarp());
+    if (report.analyzer->pfc().any()) j["pfc"] = pfc_json(report.analyzer->pfc());
   }
   for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
   return j;

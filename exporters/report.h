@@ -10,7 +10,7 @@
 
 namespace rdmadiag::exporters {
 
-inline constexpr const char* kAnalyzeSchemaVersion = "1.1";  // 1.1: timeline, latency_histograms
+inline constexpr const char* kAnalyzeSchemaVersion = "1.2";  // 1.1: timeline, latency_histograms; 1.2: pfc
 
 struct InputInfo {
   std::string path;

@@ -2,7 +2,8 @@
 
 #include "exporters/analysis_report.h"
 #include "exporters/iwarp_json.h"
-#include "exporters/iwarp_json.h"
+#include "exporters/pfc_report.h"
+#include "exporters/text_format.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -24,12 +25,6 @@ const char* transport_label(Transport t) {
   return "?";
 }
 
-std::string fmt(const char* f, auto... args) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, f, args...);
-  return buf;
-}
-
 std::string human_bytes(std::uint64_t b) {
   if (b >= 10ULL << 30) return fmt("%.1f GiB", static_cast<double>(b) / (1ULL << 30));
   if (b >= 10ULL << 20) return fmt("%.1f MiB", static_cast<double>(b) / (1ULL << 20));
@@ -43,7 +38,9 @@ std::string packet_line(const DecodedPacket& p, std::uint64_t frame, double ts) 
   const std::string src = src_address(p), dst = dst_address(p);
   if (!src.empty()) s += src + " -> " + dst + " ";
   s += transport_label(p.transport);
-  if (!p.has_bth) {
+  if (p.mac_control) {
+    s += " " + mac_control_text(p);
+  } else if (!p.has_bth) {
     if (p.tcp) s += fmt(" TCP %u -> %u len=%u", p.tcp->src_port, p.tcp->dst_port, p.tcp_payload_len);
     else if (p.udp) s += fmt(" UDP %u -> %u len=%u", p.udp->src_port, p.udp->dst_port, p.udp->length);
   } else {
@@ -168,6 +165,7 @@ void write_text_summary(std::ostream& out, const AnalyzeReport& report) {
     write_flow_table(out, report.analyzer->transport());
     write_problems(out, *report.analyzer);
     write_iwarp_text(out, report.analyzer->iwarp());
+    write_pfc_text(out, report.analyzer->pfc());
   }
 }
 

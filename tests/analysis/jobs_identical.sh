@@ -58,6 +58,12 @@ for f in "$pcaps"/*.pcap "$pcaps"/derived/*.pcap; do
 done
 [ "$n" -ge 20 ] || { echo "FAIL: only $n captures found in $pcaps"; fail=1; }
 
+# Pause frames (no IP addresses: every shard keeps their state) among RoCE, with and without a link speed.
+for f in "$pcaps"/pfc/*.pcap; do
+  check "$(basename "$f" .pcap)_10g" --link-speed 10 --pause-storm-ms 20 "$f"
+  check "$(basename "$f" .pcap)" "$f"
+done
+
 # Several files, of different link types, numbered as one input.
 check several "$pcaps/siw_read_bw.pcap" "$pcaps/derived/rxe_ib_lnh3.pcap" "$pcaps/rxe_write_bw_loss.pcap" \
   "$pcaps/derived/rxe_roce_v1.pcap" "$pcaps/lab_rxe_reorder.pcap"

@@ -139,4 +139,31 @@ TEST(AnalyzerMerge, CmExchangeAcrossShardsIsNoticed) {
   }
 }
 
+// PFC frames have no addresses: every shard keeps their state (ShardPass), and
+// the reader's light parse says which frames those are. A shard that missed one
+// is noticed.
+TEST(AnalyzerMerge, PauseFramesInEveryShard) {
+  // 802.3 Annex 31D PFC: priority 3, time 0xFFFF, behind an 802.1Q tag.
+  std::vector<std::uint8_t> f = {0x01, 0x80, 0xC2, 0x00, 0x00, 0x01, 0x02, 0, 0, 0, 0, 0xaa, 0x81, 0x00, 0x60, 0x00,
+                                 0x88, 0x08, 0x01, 0x01, 0x00, 0x08};
+  f.resize(64, 0);
+  f[28] = f[29] = 0xFF;  // time[3]
+  EXPECT_TRUE(decode::is_pause_state_frame(decode::linktype::kEthernet, f));
+  EXPECT_FALSE(decode::shard_key(decode::linktype::kEthernet, f).has_addresses);
+  EXPECT_FALSE(decode::is_pause_state_frame(decode::linktype::kEthernet, roce_frame({1, 2, 3, 4}, {5, 6, 7, 8}, true)));
+  decode::DecodedPacket p;
+  decode::decode_frame(decode::linktype::kEthernet, f, static_cast<std::uint32_t>(f.size()), decode::DecodeOptions{}, p);
+  ASSERT_TRUE(p.mac_control);
+  EXPECT_EQ(p.mac_control->quanta[3], 0xFFFF);
+  for (bool missed : {false, true}) {
+    decode::Analyzer a, b;
+    decode::PacketAnalysis out;
+    a.add(p, 1, 0.1, out);
+    if (!missed) b.add_pause_state(p, 1, 100'000'000);
+    decode::Analyzer* shards[] = {&a, &b};
+    decode::AnalyzerMerge::finish_shards(shards);
+    EXPECT_EQ(decode::AnalyzerMerge::pause_split(shards), missed);
+  }
+}
+
 }  // namespace

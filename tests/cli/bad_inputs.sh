@@ -52,5 +52,8 @@ expect bad_then_good 1 "is a directory" -- "$tmp/dir" "$pcaps/rxe_read_lat.pcap"
 # Bad command lines.
 "$bin" analyze >/dev/null 2>&1; st=$?
 if [ $st -ne 0 ]; then echo "ok   no_files: exit $st"; pass=$((pass + 1)); else echo "FAIL no_files: exit 0"; fail=$((fail + 1)); fi
+expect dscp_out_of_range 2 "dscp-priority 64=1: expected DSCP=PRIORITY" -- --dscp-priority 64=1 "$pcaps/pfc/pfc_basic.pcap"
+expect dscp_garbage 2 "dscp-priority 26=3x: expected" -- --dscp-priority 26=3x "$pcaps/pfc/pfc_basic.pcap"
+expect link_speed_zero 2 "link-speed.*not in range" -- --link-speed 0 "$pcaps/pfc/pfc_basic.pcap"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

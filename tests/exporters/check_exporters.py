@@ -94,6 +94,13 @@ def mode_schema():
         lh = rep.get("latency_histograms")
         if lh:
             check(sum(lh["all"]["counts"]) == lh["all"]["count"], f"{name}: histogram counts add up")
+    # Pause frames (docs/pfc.md): with a link speed (times) and without (nulls).
+    for name in sorted(n for n in os.listdir(os.path.join(PCAPS, "pfc")) if n.endswith(".pcap")):
+        path = os.path.join(PCAPS, "pfc", name)
+        for extra in (("--link-speed", "25"), ()):
+            rep = analyze_json(path, "--packets", *extra)
+            check("pfc" in rep, f"{name}: pfc section")
+            validate(v, rep, f"analyze --json --packets {' '.join(extra)} pfc/{name}")
     # Streaming forms: --jsonl (packet lines, then the report) and capture -r.
     jl = tmp("lossy.jsonl")
     run("analyze", LOSSY, "--jsonl", jl, "-q")

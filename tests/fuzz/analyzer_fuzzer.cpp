@@ -4,7 +4,8 @@
 // Input: [link type selector] then frames as [2-byte length][bytes]; a length
 // with the top bit set says the frame was cut by the snap length (the wire
 // length is 64 bytes longer). Frame timestamps advance by a fuzzed amount, and
-// sometimes go backwards, as they do in merged captures.
+// sometimes go backwards, as they do in merged captures. The pause analysis runs
+// with a link speed (100 Gb/s, storms past 1 ms) so that its timed paths run too.
 #include <cstdint>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 #include "decode/packet.h"
 #include "exporters/analysis_report.h"
 #include "exporters/json_report.h"
+#include "exporters/pfc_report.h"
 #include "tests/fuzz/fuzz_input.h"
 
 using namespace rdmadiag;
@@ -20,6 +22,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::InputCursor in(data, size);
   const std::uint32_t linktype = fuzz::pick_linktype(in.u8());
   decode::Analyzer analyzer;
+  decode::PfcOptions pfc;
+  pfc.link_bps = 100'000'000'000;
+  pfc.storm_seconds = 0.001;
+  analyzer.pfc().set_options(pfc);
   decode::DecodedPacket p;
   decode::PacketAnalysis a;
   std::ostringstream json_text;
@@ -42,6 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   exporters::write_flow_table(text, analyzer.transport());
   exporters::write_problems(text, analyzer.anomalies(), analyzer.transport());
   (void)exporters::flows_json(analyzer.transport()).dump();
-  (void)exporters::anomalies_json(analyzer.anomalies(), analyzer.transport()).dump();
+  (void)exporters::anomalies_json(analyzer).dump();
+  exporters::write_pfc_text(text, analyzer.pfc());
+  (void)exporters::pfc_json(analyzer.pfc()).dump();
   return 0;
 }
