@@ -37,6 +37,10 @@ enum class AnomalyKind : std::uint8_t {
   ddp_mo_discontinuity,
   rdmap_terminate,
   iwarp_resync,          // FPDU boundaries found without the MPA negotiation (a note)
+  ddp_to_discontinuity,  // tagged: an RDMA Write's / Read Response's tagged offset or STag not where it should be
+  rdmap_read_size_mismatch,       // an RDMA Read Response message not the size its Read Request asked for
+  rdmap_read_response_unmatched,  // an RDMA Read Response with no Read Request outstanding
+  mpa_marker_stride,     // markers not every 512 octets (RFC 5044 section 4.3): once per direction
   count_
 };
 
@@ -49,6 +53,7 @@ struct Anomaly {
   AnomalyKind kind;
   std::uint64_t frame = 0;
   std::uint32_t flow = 0;          // index into the analysis' flow list (UINT32_MAX: none)
+  // iWARP kinds give these fields their own meaning (decode/iwarp_analysis.h, IwarpAnomalyFields).
   std::uint32_t dest_qp = 0;
   std::uint32_t psn = 0;
   std::int64_t expected_psn = -1;  // -1: not meaningful

@@ -25,6 +25,8 @@ constexpr std::size_t kHuntKeep = 128u << 10;        // bytes kept while hunting
 constexpr std::uint64_t kHuntGiveUp = 4u << 20;      // bytes scanned before a stream is declared not MPA
 constexpr std::size_t kMaxPendingRequests = 4096;    // outstanding Read / Atomic requests per direction
 constexpr std::size_t kMaxUncapturedRanges = 64;
+constexpr std::uint32_t kMaxMarkerStride = 8192;     // largest marker stride looked for (RFC 5044: 512)
+constexpr std::size_t kStrideDecideBytes = 64u << 10;  // bytes after which the stride is decided on what was seen
 
 struct Endpoint {
   std::array<std::uint8_t, 16> addr{};
@@ -93,6 +95,9 @@ struct IwarpAnalyzer::Connection {
     bool markers = false;
     bool marker_base_known = false;
     std::uint32_t marker_base = 0;
+    std::uint32_t marker_stride = kMpaMarkerInterval;
+    bool stride_settled = false;   // the markers were checked against the stream once
+    bool quiet_framing = false;    // markers at no stride found (said once): no framing report after that
     bool crc = false, crc_known = false;
     bool resynced = false;
     bool reliable = false;     // framed from the negotiation and no byte lost since
@@ -137,11 +142,18 @@ struct IwarpAnalyzer::Connection {
       Bytes ulpdu;
     };
     Cut cut(std::size_t pos, Fpdu& f);
+    enum class Probe : std::uint8_t { fits, need_more, fails };
+    Probe probe_stride(std::uint32_t stride) const;
+    Probe settle_marker_stride();
     bool frame_one();
     bool hunt();
     void accept_resync(std::size_t pos, bool crc_verified);
     void emit(const Fpdu& f);
     void sequence_checks(IwarpPdu& u);
+    void mo_discontinuity(const DdpHeader& d, std::uint32_t expected_mo);
+    void to_discontinuity(const DdpHeader& d, std::uint32_t expected_stag, std::uint64_t expected_to,
+                          std::uint64_t request_frame);
+    Anomaly make_anomaly(AnomalyKind k, std::uint64_t fr) const;
     void anomaly(AnomalyKind k, std::uint64_t fr, std::uint32_t count = 0);
     bool overlaps_uncaptured(std::uint32_t b, std::uint32_t e) const;
     std::uint64_t frame_of_end(std::uint32_t end) const;
@@ -196,11 +208,16 @@ Dir& Dir::peer() { return *conn->dir[1 - index]; }
 std::uint32_t Dir::flow() const { return conn->iwarp_known() ? conn->flow_base + static_cast<std::uint32_t>(index) : UINT32_MAX; }
 IwarpFlowInfo* Dir::info() { return conn->iwarp_known() ? &an->flows_[flow()] : nullptr; }
 
-void Dir::anomaly(AnomalyKind k, std::uint64_t fr, std::uint32_t count) {
+Anomaly Dir::make_anomaly(AnomalyKind k, std::uint64_t fr) const {
   Anomaly a{};
   a.kind = k;
   a.frame = fr;
   a.flow = flow();
+  return a;
+}
+
+void Dir::anomaly(AnomalyKind k, std::uint64_t fr, std::uint32_t count) {
+  Anomaly a = make_anomaly(k, fr);
   a.count = count;
   an->log_.add(a);
 }
@@ -255,10 +272,7 @@ void Dir::stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, s
 void Dir::stream_hole(const TcpHoleEvent& h) {
   if (mode == Mode::not_iwarp) return;
   if (conn->iwarp_known()) {
-    Anomaly a{};
-    a.kind = AnomalyKind::tcp_hole;
-    a.frame = h.frame_detected;
-    a.flow = flow();
+    Anomaly a = make_anomaly(AnomalyKind::tcp_hole, h.frame_detected);
     a.count = h.bytes;
     a.psn = h.seq;
     if (h.frame_resolved != h.frame_detected) a.relate(h.frame_resolved);
@@ -424,7 +438,7 @@ Dir::Cut Dir::cut(std::size_t pos, Fpdu& f) {
     std::uint32_t need = 2;
     while (out.size() < need) {
       const std::uint32_t s = seq + static_cast<std::uint32_t>(i);
-      if (marker_base_known && mpa_marker_at(s, marker_base)) {
+      if (marker_base_known && mpa_marker_at(s, marker_base, marker_stride)) {
         if (!r.has(i, kMpaMarkerLen)) return Cut::need_more;
         ++f.markers;
         if (r.be16(i) != 0 || r.be16(i + 2) != static_cast<std::uint16_t>(s - start)) ++f.marker_errors;
@@ -451,9 +465,66 @@ Dir::Cut Dir::cut(std::size_t pos, Fpdu& f) {
   return Cut::ok;
 }
 
+// Checks the markers a stride puts in the buffer, not the FPDUs (one of those
+// may be corrupt): each must be 0x0000 and a distance back to the start of an
+// FPDU (RFC 5044 section 4.3) whose ULPDU length is possible and whose wire
+// length reaches the marker. Fits after two such markers.
+Dir::Probe Dir::probe_stride(std::uint32_t stride) const {
+  const ByteReader r(view());
+  int checked = 0;
+  for (std::uint32_t g = mpa_next_marker(seq, marker_base, stride); checked < 2; g += stride) {
+    const std::size_t at = g - seq;
+    if (!r.has(at, kMpaMarkerLen)) return Probe::need_more;
+    if (r.be16(at) != 0) return Probe::fails;
+    const std::uint32_t back = r.be16(at + 2), start = g - back;
+    // The buffer starts at an FPDU: a marker in it points no further back.
+    if (seq_lt(start, seq)) return Probe::fails;
+    // An FPDU that starts on a marker position has its header after the marker.
+    const std::size_t header = (start - seq) + (mpa_marker_at(start, marker_base, stride) ? kMpaMarkerLen : 0);
+    if (!r.has(header, 4)) return Probe::need_more;
+    const std::uint32_t len = mpa_fpdu_len(r.be16(header));
+    if (r.be16(header) < kDdpTaggedHeaderLen || back >= len + kMpaMarkerLen * (len / stride + 2)) return Probe::fails;
+    // DDP control (DV 1, reserved 0) and RDMAP version 1, unless a marker splits them.
+    const std::uint32_t h = seq + static_cast<std::uint32_t>(header);
+    const bool split = mpa_next_marker(h + 1, marker_base, stride) - h < 4;
+    if (!split && ((r.u8(header + 2) & 0x3F) != 0x01 || (r.u8(header + 3) & 0xC0) != 0x40)) return Probe::fails;
+    ++checked;
+  }
+  return Probe::fits;
+}
+
+// A marker error (or a bad CRC) with markers in use: before calling the framing
+// broken, finds the stride the sender puts its markers at. A stride other than
+// 512 is said once for the direction, and the stream decoded with it.
+Dir::Probe Dir::settle_marker_stride() {
+  std::uint32_t found = 0;
+  // The smallest stride whose markers all check out (a multiple of it would too).
+  for (std::uint32_t stride = 8; stride <= kMaxMarkerStride && !found; stride += 4) {
+    const Probe p = probe_stride(stride);
+    if (p == Probe::need_more && avail() < kStrideDecideBytes) return Probe::need_more;
+    if (p == Probe::fits) found = stride;
+  }
+  stride_settled = true;
+  if (found == marker_stride) return Probe::fits;
+  anomaly(AnomalyKind::mpa_marker_stride, frame, found);
+  if (found) {
+    marker_stride = found;
+    return Probe::fits;
+  }
+  quiet_framing = true;
+  markers = false;  // hunt for FPDUs by their headers; those a marker falls in are lost
+  return Probe::fails;
+}
+
 bool Dir::frame_one() {
   Fpdu f;
-  const Cut c = cut(0, f);
+  Cut c = cut(0, f);
+  if (c == Cut::need_more && !f.marker_errors) return false;
+  if (markers && !stride_settled && (c != Cut::ok || f.marker_errors || (crc && f.crc_wire != f.crc_computed))) {
+    const Probe p = settle_marker_stride();
+    if (p == Probe::need_more) return false;
+    c = cut(0, f);
+  }
   if (c == Cut::need_more) return false;
   bool bad = c == Cut::bad;
   if (!bad && !f.uncaptured) {
@@ -462,7 +533,7 @@ bool Dir::frame_one() {
     // Without a good CRC to vouch for it, a header that cannot be right means the framing is lost.
     if (plausible == 0 && !crc_ok) bad = true;
   }
-  if (bad || f.marker_errors) anomaly(AnomalyKind::mpa_bad_framing, frame, f.marker_errors);
+  if ((bad || f.marker_errors) && !quiet_framing) anomaly(AnomalyKind::mpa_bad_framing, frame, f.marker_errors);
   if (bad) {
     mode = Mode::hunting;
     hunt_from = 1;
@@ -476,7 +547,7 @@ bool Dir::frame_one() {
 
 void Dir::accept_resync(std::size_t pos, bool crc_verified) {
   conn->identify(conn->ipv6, frame);
-  anomaly(AnomalyKind::iwarp_resync, frame, static_cast<std::uint32_t>(pos));
+  if (!quiet_framing) anomaly(AnomalyKind::iwarp_resync, frame, static_cast<std::uint32_t>(pos));
   ++an->stats_.resyncs;
   IwarpFlowInfo* fi = info();
   ++fi->resyncs;
@@ -498,7 +569,7 @@ bool Dir::hunt() {
   if (markers && marker_base_known) {
     // A marker points back at the header of the FPDU it sits in (RFC 5044 section 4.3).
     for (;;) {
-      const std::uint32_t m = mpa_next_marker(seq + static_cast<std::uint32_t>(hunt_from), marker_base);
+      const std::uint32_t m = mpa_next_marker(seq + static_cast<std::uint32_t>(hunt_from), marker_base, marker_stride);
       const std::size_t mo = m - seq;
       if (!r.has(mo, kMpaMarkerLen)) return false;
       const std::uint32_t start = m - r.be16(mo + 2);
@@ -615,10 +686,7 @@ void Dir::sequence_checks(IwarpPdu& u) {
   const std::uint8_t op = d.opcode();
   const std::uint32_t payload = u.seg.payload_len;
   if (op == static_cast<std::uint8_t>(RdmapOpcode::terminate)) {
-    Anomaly a{};
-    a.kind = AnomalyKind::rdmap_terminate;
-    a.frame = frame;
-    a.flow = flow();
+    Anomaly a = make_anomaly(AnomalyKind::rdmap_terminate, frame);
     a.count = static_cast<std::uint32_t>(u.seg.term.layer) << 16 | static_cast<std::uint32_t>(u.seg.term.error_type) << 8 |
               u.seg.term.error_code;
     an->log_.add(a);
@@ -629,20 +697,18 @@ void Dir::sequence_checks(IwarpPdu& u) {
       if (q.in_message && d.msn != q.msn) q.in_message = false;  // the last segment of the previous message was not seen
       if (!q.in_message) {
         if (q.known && d.msn != q.expected_msn) {
-          Anomaly a{};
-          a.kind = AnomalyKind::ddp_msn_gap;
-          a.frame = frame;
-          a.flow = flow();
+          Anomaly a = make_anomaly(AnomalyKind::ddp_msn_gap, frame);
+          a.dest_qp = d.qn;
           a.psn = d.msn;
           a.expected_psn = q.expected_msn;
           a.count = d.msn - q.expected_msn;
           an->log_.add(a);
         }
-        if (d.mo != 0 && q.known) anomaly(AnomalyKind::ddp_mo_discontinuity, frame, d.mo);
+        if (d.mo != 0 && q.known) mo_discontinuity(d, 0);
         q.in_message = true;
         q.msn = d.msn;
       } else if (d.mo != q.next_mo) {
-        anomaly(AnomalyKind::ddp_mo_discontinuity, frame, d.mo - q.next_mo);
+        mo_discontinuity(d, q.next_mo);
       }
       q.next_mo = d.mo + payload;
       if (d.last) {
@@ -676,27 +742,18 @@ void Dir::sequence_checks(IwarpPdu& u) {
   if (op == static_cast<std::uint8_t>(RdmapOpcode::read_response)) {
     // Read Responses come back in request order (RFC 5040 section 5.2.1).
     if (reads.empty()) {
-      if (reliable && peer().reliable) anomaly(AnomalyKind::response_without_request, frame);
+      if (reliable && peer().reliable) anomaly(AnomalyKind::rdmap_read_response_unmatched, frame);
       return;
     }
     PendingRead& r = reads.front();
-    if (d.stag != r.rq.sink_stag || d.to != r.rq.sink_to + r.done) {
-      Anomaly a{};
-      a.kind = AnomalyKind::ddp_mo_discontinuity;
-      a.frame = frame;
-      a.flow = flow();
-      a.count = static_cast<std::uint32_t>(d.to - (r.rq.sink_to + r.done));
-      a.relate(r.frame);
-      an->log_.add(a);
-    }
+    if (d.stag != r.rq.sink_stag || d.to != r.rq.sink_to + r.done)
+      to_discontinuity(d, r.rq.sink_stag, r.rq.sink_to + r.done, r.frame);
     r.done += payload;
     if (d.last) {
       if (r.done != r.rq.read_size) {
-        Anomaly a{};
-        a.kind = AnomalyKind::payload_length_mismatch;
-        a.frame = frame;
-        a.flow = flow();
+        Anomaly a = make_anomaly(AnomalyKind::rdmap_read_size_mismatch, frame);
         a.count = static_cast<std::uint32_t>(r.done);
+        a.expected_psn = r.rq.read_size;
         a.relate(r.frame);
         an->log_.add(a);
       }
@@ -713,11 +770,29 @@ void Dir::sequence_checks(IwarpPdu& u) {
     return;
   }
   // RDMA Write: the tagged offset runs on within a message.
-  if (write_open && d.stag == write_stag && d.to != write_next_to)
-    anomaly(AnomalyKind::ddp_mo_discontinuity, frame, static_cast<std::uint32_t>(d.to - write_next_to));
+  if (write_open && d.stag == write_stag && d.to != write_next_to) to_discontinuity(d, write_stag, write_next_to, 0);
   write_open = !d.last;
   write_stag = d.stag;
   write_next_to = d.to + payload;
+}
+
+void Dir::mo_discontinuity(const DdpHeader& d, std::uint32_t expected_mo) {
+  Anomaly a = make_anomaly(AnomalyKind::ddp_mo_discontinuity, frame);
+  a.dest_qp = d.qn;
+  a.psn = d.msn;
+  a.count = d.mo;
+  a.expected_psn = expected_mo;
+  an->log_.add(a);
+}
+
+void Dir::to_discontinuity(const DdpHeader& d, std::uint32_t expected_stag, std::uint64_t expected_to,
+                           std::uint64_t request_frame) {
+  Anomaly a = make_anomaly(AnomalyKind::ddp_to_discontinuity, frame);
+  a.psn = d.stag;
+  a.expected_psn = expected_stag;
+  a.count = static_cast<std::uint32_t>(d.to - expected_to);
+  a.relate(request_frame);
+  an->log_.add(a);
 }
 
 IwarpAnalyzer::IwarpAnalyzer(AnomalyLog& log) : log_(log) { scratch_.reserve(70000); }

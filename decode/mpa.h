@@ -53,12 +53,16 @@ ParseStatus parse_mpa_negotiation(Bytes b, MpaNegotiation& out);
 constexpr std::uint32_t mpa_pad(std::uint32_t ulpdu_len) { return (4 - ((2 + ulpdu_len) & 3)) & 3; }
 // FPDU length without markers: header, ULPDU, pad, CRC.
 constexpr std::uint32_t mpa_fpdu_len(std::uint32_t ulpdu_len) { return 2 + ulpdu_len + mpa_pad(ulpdu_len) + kMpaCrcLen; }
-// True if a marker sits at TCP sequence number `seq` when the first FPDU starts at `base`.
-constexpr bool mpa_marker_at(std::uint32_t seq, std::uint32_t base) { return (seq - base) % kMpaMarkerInterval == 0; }
+// True if a marker sits at TCP sequence number `seq` when the first FPDU starts
+// at `base`. `stride` is 512 in RFC 5044; another one is what a non-conforming
+// sender was found to use (the analysis says so once).
+constexpr bool mpa_marker_at(std::uint32_t seq, std::uint32_t base, std::uint32_t stride = kMpaMarkerInterval) {
+  return (seq - base) % stride == 0;
+}
 // The first marker position at or after `seq`.
-constexpr std::uint32_t mpa_next_marker(std::uint32_t seq, std::uint32_t base) {
-  const std::uint32_t rem = (seq - base) % kMpaMarkerInterval;
-  return rem == 0 ? seq : seq + (kMpaMarkerInterval - rem);
+constexpr std::uint32_t mpa_next_marker(std::uint32_t seq, std::uint32_t base, std::uint32_t stride = kMpaMarkerInterval) {
+  const std::uint32_t rem = (seq - base) % stride;
+  return rem == 0 ? seq : seq + (stride - rem);
 }
 
 }  // namespace rdmadiag::decode

@@ -116,11 +116,15 @@ Json anomalies_json_with(const AnomalyLog& log, Explain explain_one) {
     j["severity"] = to_string(severity_of(a.kind));
     j["frame"] = a.frame;
     if (a.flow != UINT32_MAX) j["flow"] = a.flow;
-    j["dest_qp"] = a.dest_qp;
-    j["psn"] = a.psn;
-    if (a.expected_psn >= 0 && a.kind != AnomalyKind::payload_length_mismatch) j["expected_psn"] = a.expected_psn;
-    if (a.kind == AnomalyKind::retransmission) j["cause"] = a.expected_psn == -2 ? "ack_lost" : a.related_count ? "nak_or_gap" : "timeout";
-    if (a.count) j["count"] = a.count;
+    if (is_iwarp_kind(a.kind)) {
+      add_iwarp_anomaly_fields(a, j);
+    } else {
+      j["dest_qp"] = a.dest_qp;
+      j["psn"] = a.psn;
+      if (a.expected_psn >= 0 && a.kind != AnomalyKind::payload_length_mismatch) j["expected_psn"] = a.expected_psn;
+      if (a.kind == AnomalyKind::retransmission) j["cause"] = a.expected_psn == -2 ? "ack_lost" : a.related_count ? "nak_or_gap" : "timeout";
+      if (a.count) j["count"] = a.count;
+    }
     if (a.duration_us >= 0) j["duration_us"] = a.duration_us;
     Json rel = Json::array();
     for (std::size_t i = 0; i < a.related_count; ++i) rel.push_back(a.related[i]);
