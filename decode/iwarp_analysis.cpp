@@ -277,6 +277,7 @@ void Dir::stream_hole(const TcpHoleEvent& h) {
     a.psn = h.seq;
     if (h.frame_resolved != h.frame_detected) a.relate(h.frame_resolved);
     if (h.recovered) a.duration_us = (h.ts_resolved - h.ts_detected) * 1e6;
+    if (h.recovered) a.expected_psn = static_cast<std::int64_t>(h.fill);
     an->log_.add(a);
     if (h.recovered) ++an->stats_.tcp_holes_recovered;
     else {
@@ -880,7 +881,8 @@ void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, 
   unit_in_frame_ = false;
   if (t.syn()) dir.tcp.syn(t.seq);
   const std::uint32_t data_seq = t.syn() ? t.seq + 1 : t.seq;
-  if (p.tcp_payload_len) dir.tcp.segment(data_seq, p.tcp_payload, p.tcp_payload_len, frame, ts, dir);
+  if (p.tcp_payload_len)
+    dir.tcp.segment(data_seq, p.tcp_payload, p.tcp_payload_len, frame, ts, dir, p.ipv4 ? std::int32_t{p.ipv4->id} : -1);
   if (t.ack_flag()) {
     Dir& other = *c.dir[1 - d];
     if (other.tcp.held_bytes()) other.tcp.peer_ack(t.ack, frame, ts, other);

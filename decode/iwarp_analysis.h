@@ -122,7 +122,8 @@ struct IwarpStats {
 //                          size; related: the Read Request
 //   mpa_bad_framing        count = markers whose value was wrong
 //   mpa_marker_stride      count = the stride the markers were found at (0: none found)
-//   tcp_hole               psn = first missing TCP sequence number, count = bytes
+//   tcp_hole               psn = first missing TCP sequence number, count = bytes; recovered (a
+//                          duration): expected_psn = the TcpGapFill that filled it
 //   rdmap_terminate        count = layer << 16 | error type << 8 | error code
 //   iwarp_resync           count = bytes skipped
 class IwarpAnalyzer {

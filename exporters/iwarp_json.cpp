@@ -242,6 +242,10 @@ void add_iwarp_anomaly_fields(const Anomaly& a, Json& j) {
       break;
     case AnomalyKind::tcp_hole:
       j["tcp_seq"] = a.psn;
+      if (a.duration_us >= 0) {
+        const auto fill = static_cast<TcpGapFill>(a.expected_psn);
+        j["fill"] = fill == TcpGapFill::retransmission ? "retransmission" : fill == TcpGapFill::reordering ? "reordering" : "unknown";
+      }
       break;
     default:
       break;
@@ -256,12 +260,23 @@ std::string explain_iwarp(const Anomaly& a, const IwarpAnalyzer& iw) {
   const auto fr = static_cast<unsigned long long>(a.frame);
   const unsigned long long rel = a.related_count ? a.related[0] : 0;
   switch (a.kind) {
-    case AnomalyKind::tcp_hole:
-      if (a.duration_us >= 0)
-        return fmt("%s TCP bytes %u..%u missing at frame %llu (lost before the capture point), retransmitted by frame %llu after %.0f us",
-                   who.c_str(), a.psn, a.psn + a.count, fr, rel, a.duration_us);
-      return fmt("%s TCP hole of %u bytes at sequence %u before frame %llu: never seen in this capture; FPDU boundaries found again after it",
-                 who.c_str(), a.count, a.psn, fr);
+    case AnomalyKind::tcp_hole: {
+      const std::string bytes = fmt("TCP sequence %u..%u (%u bytes)", a.psn, a.psn + a.count - 1, a.count);
+      if (a.duration_us < 0)
+        return fmt("%s %s missing before frame %llu: never seen in this capture; FPDU boundaries found again after it",
+                   who.c_str(), bytes.c_str(), fr);
+      switch (static_cast<TcpGapFill>(a.expected_psn)) {
+        case TcpGapFill::retransmission:
+          return fmt("%s %s missing at frame %llu (lost before the capture point), retransmitted in frame %llu after %.0f us",
+                     who.c_str(), bytes.c_str(), fr, rel, a.duration_us);
+        case TcpGapFill::reordering:
+          return fmt("%s %s arrived late in frame %llu, %.0f us after frame %llu carried bytes beyond them (reordered on the path: its IP ID is older)",
+                     who.c_str(), bytes.c_str(), rel, a.duration_us, fr);
+        case TcpGapFill::unknown: break;
+      }
+      return fmt("%s %s missing at frame %llu, filled by frame %llu after %.0f us (a retransmission or a late segment: no IPv4 ID tells which)",
+                 who.c_str(), bytes.c_str(), fr, rel, a.duration_us);
+    }
     case AnomalyKind::mpa_crc_bad:
       return fmt("%s MPA CRC32c bad at frame %llu: the FPDU was corrupted; the receiver terminates the connection", who.c_str(), fr);
     case AnomalyKind::mpa_bad_framing:
@@ -344,7 +359,7 @@ void write_iwarp_text(std::ostream& out, const IwarpAnalyzer& an) {
                static_cast<unsigned long long>(s.reads_matched), s.read_latency_min_us,
                s.read_latency_sum_us / static_cast<double>(s.reads_matched), s.read_latency_max_us);
   if (s.tcp_holes_recovered + s.tcp_holes_lost)
-    out << fmt("  TCP holes: %llu filled by retransmission, %llu never filled (%llu bytes lost to the capture)\n",
+    out << fmt("  TCP holes: %llu filled later (retransmitted or reordered: see the problems), %llu never filled (%llu bytes lost to the capture)\n",
                static_cast<unsigned long long>(s.tcp_holes_recovered), static_cast<unsigned long long>(s.tcp_holes_lost),
                static_cast<unsigned long long>(s.tcp_bytes_lost));
   for (std::size_t i = 0; i < an.flows().size(); ++i) {
