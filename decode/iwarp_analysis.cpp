@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "decode/crc32c.h"
+#include "decode/ddp_sequence.h"
 #include "decode/flow_ring.h"
 
 namespace rdmadiag::decode {
@@ -23,7 +24,6 @@ namespace {
 constexpr std::size_t kMaxBuffered = 256u << 10;     // bytes held per direction while not framing
 constexpr std::size_t kHuntKeep = 128u << 10;        // bytes kept while hunting for a boundary
 constexpr std::uint64_t kHuntGiveUp = 4u << 20;      // bytes scanned before a stream is declared not MPA
-constexpr std::size_t kMaxPendingRequests = 4096;    // outstanding Read / Atomic requests per direction
 constexpr std::size_t kMaxUncapturedRanges = 64;
 constexpr std::uint32_t kMaxMarkerStride = 8192;     // largest marker stride looked for (RFC 5044: 512)
 constexpr std::size_t kStrideDecideBytes = 64u << 10;  // bytes after which the stride is decided on what was seen
@@ -64,25 +64,6 @@ int plausible_header(const ByteReader& r, std::size_t at) {
 }  // namespace
 
 struct IwarpAnalyzer::Connection {
-  struct QueueState {
-    bool known = false;        // expected_msn is meaningful
-    std::uint32_t expected_msn = 1;
-    bool in_message = false;
-    std::uint32_t msn = 0;
-    std::uint32_t next_mo = 0;
-  };
-  struct PendingRead {
-    RdmaReadRequest rq;
-    std::uint64_t frame;
-    double ts;
-    std::uint64_t done;
-  };
-  struct PendingAtomic {
-    std::uint32_t id;
-    std::uint64_t frame;
-    double ts;
-  };
-
   struct Direction final : TcpStreamSink {
     enum class Mode : std::uint8_t { start, negotiation, await_reply, fpdu, hunting, not_iwarp };
     IwarpAnalyzer* an = nullptr;
@@ -112,12 +93,7 @@ struct IwarpAnalyzer::Connection {
     std::uint64_t hunted = 0;
     std::uint64_t frame = 0;   // the segment being processed
     double ts = 0;
-    std::array<QueueState, 4> queues{};
-    FlowRing<PendingRead> reads;      // Read Requests from the peer, answered in this direction
-    FlowRing<PendingAtomic> atomics;  // Atomic Requests from the peer
-    bool write_open = false;
-    std::uint32_t write_stag = 0;
-    std::uint64_t write_next_to = 0;
+    DdpDirState ddp;  // DDP/RDMAP sequencing (ddp_sequence.h)
 
     explicit Direction(TcpBufferBudget* b) : tcp(b) {}
     Direction& peer();
@@ -149,10 +125,8 @@ struct IwarpAnalyzer::Connection {
     bool hunt();
     void accept_resync(std::size_t pos, bool crc_verified);
     void emit(const Fpdu& f);
+    class DdpReport;
     void sequence_checks(IwarpPdu& u);
-    void mo_discontinuity(const DdpHeader& d, std::uint32_t expected_mo);
-    void to_discontinuity(const DdpHeader& d, std::uint32_t expected_stag, std::uint64_t expected_to,
-                          std::uint64_t request_frame);
     Anomaly make_anomaly(AnomalyKind k, std::uint64_t fr) const;
     void anomaly(AnomalyKind k, std::uint64_t fr, std::uint32_t count = 0);
     bool overlaps_uncaptured(std::uint32_t b, std::uint32_t e) const;
@@ -295,8 +269,7 @@ void Dir::stream_hole(const TcpHoleEvent& h) {
   seq = h.seq + h.bytes;
   hunt_from = 0;
   reliable = false;
-  write_open = false;
-  for (auto& q : queues) q = QueueState{};
+  ddp_reset(ddp, false);
   if (mode == Mode::fpdu || mode == Mode::start || mode == Mode::await_reply || mode == Mode::negotiation)
     mode = Mode::hunting;
 }
@@ -405,10 +378,7 @@ void Dir::negotiation_done(const MpaNegotiation& m) {
 void Dir::start_framing(bool from_negotiation) {
   mode = Mode::fpdu;
   reliable = from_negotiation;
-  for (auto& q : queues) {
-    q = QueueState{};
-    q.known = from_negotiation;  // MSNs start at 1 on every queue (RFC 5041 section 5.3)
-  }
+  ddp_reset(ddp, from_negotiation);  // MSNs start at 1 on every queue (RFC 5041 section 5.3)
   if (IwarpFlowInfo* fi = info()) {
     fi->markers = markers;
     fi->crc = crc;
@@ -682,118 +652,94 @@ void Dir::emit(const Fpdu& f) {
   an->note_unit();
 }
 
-void Dir::sequence_checks(IwarpPdu& u) {
-  const DdpHeader& d = u.seg.ddp;
-  const std::uint8_t op = d.opcode();
-  const std::uint32_t payload = u.seg.payload_len;
-  if (op == static_cast<std::uint8_t>(RdmapOpcode::terminate)) {
-    Anomaly a = make_anomaly(AnomalyKind::rdmap_terminate, frame);
-    a.count = static_cast<std::uint32_t>(u.seg.term.layer) << 16 | static_cast<std::uint32_t>(u.seg.term.error_type) << 8 |
-              u.seg.term.error_code;
-    an->log_.add(a);
-  }
-  if (!d.tagged) {
-    if (d.qn < queues.size()) {
-      QueueState& q = queues[d.qn];
-      if (q.in_message && d.msn != q.msn) q.in_message = false;  // the last segment of the previous message was not seen
-      if (!q.in_message) {
-        if (q.known && d.msn != q.expected_msn) {
-          Anomaly a = make_anomaly(AnomalyKind::ddp_msn_gap, frame);
-          a.dest_qp = d.qn;
-          a.psn = d.msn;
-          a.expected_psn = q.expected_msn;
-          a.count = d.msn - q.expected_msn;
-          an->log_.add(a);
-        }
-        if (d.mo != 0 && q.known) mo_discontinuity(d, 0);
-        q.in_message = true;
-        q.msn = d.msn;
-      } else if (d.mo != q.next_mo) {
-        mo_discontinuity(d, q.next_mo);
-      }
-      q.next_mo = d.mo + payload;
-      if (d.last) {
-        q.in_message = false;
-        q.known = true;
-        q.expected_msn = d.msn + 1;
-      }
-    }
-    if (u.seg.has_read_request) {
-      auto& pend = peer().reads;
-      if (pend.size() >= kMaxPendingRequests) pend.pop_front();
-      pend.push_back(PendingRead{u.seg.read, frame, ts, 0});
-    }
-    if (u.seg.has_atomic_request) {
-      auto& pend = peer().atomics;
-      if (pend.size() >= kMaxPendingRequests) pend.pop_front();
-      pend.push_back(PendingAtomic{u.seg.atomic.request_id, frame, ts});
-    }
-    if (u.seg.has_atomic_response) {
-      for (auto it = atomics.begin(); it != atomics.end(); ++it) {
-        if (it->id != u.seg.atomic_resp.request_id) continue;
-        u.request_frame = it->frame;
-        u.latency_us = (ts - it->ts) * 1e6;
-        ++an->stats_.atomics_matched;
-        atomics.erase(it);
+// What the DDP/RDMAP state machine finds, as anomalies and statistics of the
+// analysis; requests go to the peer direction, which answers them.
+class Dir::DdpReport final : public DdpSink {
+ public:
+  DdpReport(Dir& dir, IwarpPdu& pdu, IwarpStats& stats) : dir_(dir), pdu_(pdu), stats_(stats) {}
+
+  void finding(const DdpEvent& e, DdpFinding f, const DdpPendingRead* request) override {
+    Anomaly a = dir_.make_anomaly(kind_of(f), dir_.frame);
+    const DdpHeader& d = e.ddp;
+    switch (f) {
+      case kTerminate: {
+        const RdmapTerminate& t = pdu_.seg.term;
+        a.count = std::uint32_t{t.layer} << 16 | std::uint32_t{t.error_type} << 8 | t.error_code;
         break;
       }
+      case kMsnGap:
+        a.dest_qp = d.qn;
+        a.psn = d.msn;
+        a.expected_psn = e.expected_msn;
+        a.count = d.msn - e.expected_msn;
+        break;
+      case kMoAtStart: case kMoJump:
+        a.dest_qp = d.qn;
+        a.psn = d.msn;
+        a.count = d.mo;
+        a.expected_psn = f == kMoAtStart ? 0 : e.expected_mo;
+        break;
+      case kToJump:
+        a.psn = d.stag;
+        a.expected_psn = e.expected_stag;
+        a.count = static_cast<std::uint32_t>(d.to - e.expected_to);
+        break;
+      case kReadSizeMismatch:
+        a.count = static_cast<std::uint32_t>(e.read_total);
+        a.expected_psn = request->rq.read_size;
+        break;
+      case kUnmatchedResponse: break;
     }
-    return;
+    if (request) a.relate(request->frame);
+    dir_.an->log_.add(a);
   }
-  if (op == static_cast<std::uint8_t>(RdmapOpcode::read_response)) {
-    // Read Responses come back in request order (RFC 5040 section 5.2.1).
-    if (reads.empty()) {
-      if (reliable && peer().reliable) anomaly(AnomalyKind::rdmap_read_response_unmatched, frame);
-      return;
-    }
-    PendingRead& r = reads.front();
-    if (d.stag != r.rq.sink_stag || d.to != r.rq.sink_to + r.done)
-      to_discontinuity(d, r.rq.sink_stag, r.rq.sink_to + r.done, r.frame);
-    r.done += payload;
-    if (d.last) {
-      if (r.done != r.rq.read_size) {
-        Anomaly a = make_anomaly(AnomalyKind::rdmap_read_size_mismatch, frame);
-        a.count = static_cast<std::uint32_t>(r.done);
-        a.expected_psn = r.rq.read_size;
-        a.relate(r.frame);
-        an->log_.add(a);
-      }
-      u.request_frame = r.frame;
-      u.latency_us = (ts - r.ts) * 1e6;
-      IwarpStats& st = an->stats_;
-      if (st.reads_matched == 0 || u.latency_us < st.read_latency_min_us) st.read_latency_min_us = u.latency_us;
-      if (st.reads_matched == 0 || u.latency_us > st.read_latency_max_us) st.read_latency_max_us = u.latency_us;
-      an->read_latency_sum_.add(u.latency_us);
-      st.read_latency_sum_us = an->read_latency_sum_.value();
-      ++st.reads_matched;
-      reads.pop_front();
-    }
-    return;
+  void read_requested(const RdmaReadRequest& rq) override {
+    auto& pending = dir_.peer().ddp.reads;
+    if (pending.size() >= DdpDirState::kMaxPendingRequests) pending.pop_front();
+    pending.push_back(DdpPendingRead{rq, dir_.frame, dir_.ts, 0});
   }
-  // RDMA Write: the tagged offset runs on within a message.
-  if (write_open && d.stag == write_stag && d.to != write_next_to) to_discontinuity(d, write_stag, write_next_to, 0);
-  write_open = !d.last;
-  write_stag = d.stag;
-  write_next_to = d.to + payload;
-}
+  void atomic_requested(std::uint32_t id) override {
+    auto& pending = dir_.peer().ddp.atomics;
+    if (pending.size() >= DdpDirState::kMaxPendingRequests) pending.pop_front();
+    pending.push_back(DdpPendingAtomic{id, dir_.frame, dir_.ts});
+  }
+  void read_answered(const DdpPendingRead& r) override {
+    pdu_.request_frame = r.frame;
+    pdu_.latency_us = (dir_.ts - r.ts) * 1e6;
+    if (stats_.reads_matched == 0 || pdu_.latency_us < stats_.read_latency_min_us) stats_.read_latency_min_us = pdu_.latency_us;
+    if (stats_.reads_matched == 0 || pdu_.latency_us > stats_.read_latency_max_us) stats_.read_latency_max_us = pdu_.latency_us;
+    dir_.an->read_latency_sum_.add(pdu_.latency_us);
+    stats_.read_latency_sum_us = dir_.an->read_latency_sum_.value();
+    ++stats_.reads_matched;
+  }
+  void atomic_answered(const DdpPendingAtomic& r) override {
+    pdu_.request_frame = r.frame;
+    pdu_.latency_us = (dir_.ts - r.ts) * 1e6;
+    ++stats_.atomics_matched;
+  }
 
-void Dir::mo_discontinuity(const DdpHeader& d, std::uint32_t expected_mo) {
-  Anomaly a = make_anomaly(AnomalyKind::ddp_mo_discontinuity, frame);
-  a.dest_qp = d.qn;
-  a.psn = d.msn;
-  a.count = d.mo;
-  a.expected_psn = expected_mo;
-  an->log_.add(a);
-}
+ private:
+  static AnomalyKind kind_of(DdpFinding f) {
+    switch (f) {
+      case kMsnGap: return AnomalyKind::ddp_msn_gap;
+      case kMoAtStart: case kMoJump: return AnomalyKind::ddp_mo_discontinuity;
+      case kToJump: return AnomalyKind::ddp_to_discontinuity;
+      case kReadSizeMismatch: return AnomalyKind::rdmap_read_size_mismatch;
+      case kUnmatchedResponse: return AnomalyKind::rdmap_read_response_unmatched;
+      case kTerminate: break;
+    }
+    return AnomalyKind::rdmap_terminate;
+  }
+  Dir& dir_;
+  IwarpPdu& pdu_;
+  IwarpStats& stats_;
+};
 
-void Dir::to_discontinuity(const DdpHeader& d, std::uint32_t expected_stag, std::uint64_t expected_to,
-                           std::uint64_t request_frame) {
-  Anomaly a = make_anomaly(AnomalyKind::ddp_to_discontinuity, frame);
-  a.psn = d.stag;
-  a.expected_psn = expected_stag;
-  a.count = static_cast<std::uint32_t>(d.to - expected_to);
-  a.relate(request_frame);
-  an->log_.add(a);
+void Dir::sequence_checks(IwarpPdu& u) {
+  ddp.requests_complete = reliable && peer().reliable;
+  const DdpEvent e = ddp_classify(ddp, u.seg);
+  DdpReport report(*this, u, an->stats_);
+  ddp_apply(ddp, e, u.seg, report);
 }
 
 IwarpAnalyzer::IwarpAnalyzer(AnomalyLog& log) : log_(log) { scratch_.reserve(70000); }
