@@ -108,6 +108,7 @@ struct IwarpAnalyzer::Connection {
     void process();
     void negotiation_done(const MpaNegotiation& m);
     void start_framing(bool from_negotiation);
+    void settle_framing(bool use_markers, bool use_crc, std::uint32_t first_fpdu);
     enum class Cut : std::uint8_t { ok, need_more, bad };
     struct Fpdu {
       std::size_t wire_len = 0;
@@ -281,20 +282,14 @@ void Dir::process() {
         buf.clear();
         off = 0;
         return;
-      case Mode::start: {
-        if (avail() < kMpaKeyLen) {
-          if (tcp.saw_syn() && avail() > 0 && !std::equal(view().begin(), view().end(), kMpaRequestKey.begin()) &&
-              !std::equal(view().begin(), view().end(), kMpaReplyKey.begin()))
-            mode = Mode::not_iwarp;
-          else
-            return;
-          break;
+      case Mode::start:
+        switch (mpa_classify_start(view(), tcp.saw_syn())) {
+          case MpaStreamStart::need_more: return;
+          case MpaStreamStart::negotiation: mode = Mode::negotiation; break;
+          case MpaStreamStart::hunt: mode = Mode::hunting; break;
+          case MpaStreamStart::not_mpa: mode = Mode::not_iwarp; break;
         }
-        if (mpa_key_is(view(), kMpaRequestKey) || mpa_key_is(view(), kMpaReplyKey)) mode = Mode::negotiation;
-        else if (tcp.saw_syn()) mode = Mode::not_iwarp;  // a connection seen from its start that is not MPA
-        else mode = Mode::hunting;
         break;
-      }
       case Mode::negotiation: {
         MpaNegotiation m;
         const auto st = parse_mpa_negotiation(view(), m);
@@ -342,10 +337,9 @@ void Dir::negotiation_done(const MpaNegotiation& m) {
     mode = Mode::await_reply;
     return;
   }
-  // The Reply settles both directions (RFC 5044 section 7.1.5): CRC if either
-  // side asked for it; Markers towards each side that asked to receive them.
   Dir& ini = peer();
-  if (m.reject) {
+  const MpaSettlement settled = mpa_settle(conn->have_request ? &conn->request : nullptr, m);
+  if (settled.rejected) {
     fi->rejected = true;
     ++an->stats_.rejected;
     mode = Mode::not_iwarp;
@@ -354,25 +348,25 @@ void Dir::negotiation_done(const MpaNegotiation& m) {
   }
   if (!conn->negotiated) ++an->stats_.negotiated;
   conn->negotiated = true;
-  const bool use_crc = m.crc || (conn->have_request && conn->request.crc);
   after_negotiation = seq;
-  markers = conn->have_request && conn->request.marker;
-  marker_base_known = true;
-  marker_base = seq;
-  crc = use_crc;
-  crc_known = true;
+  settle_framing(settled.markers_from_responder, settled.crc, seq);
   start_framing(true);
   if (conn->have_request) {
-    ini.markers = m.marker;
-    ini.marker_base_known = true;
-    ini.marker_base = ini.after_negotiation;
-    ini.crc = use_crc;
-    ini.crc_known = true;
+    ini.settle_framing(settled.markers_from_initiator, settled.crc, ini.after_negotiation);
     if (ini.mode == Mode::await_reply) {
       ini.start_framing(true);
       ini.process();
     }
   }
+}
+
+// Framing as the negotiation settled it; markers count from the first FPDU.
+void Dir::settle_framing(bool use_markers, bool use_crc, std::uint32_t first_fpdu) {
+  markers = use_markers;
+  marker_base_known = true;
+  marker_base = first_fpdu;
+  crc = use_crc;
+  crc_known = true;
 }
 
 void Dir::start_framing(bool from_negotiation) {

@@ -49,6 +49,24 @@ bool mpa_key_is(Bytes b, std::string_view key);
 // or a private data length over 512.
 ParseStatus parse_mpa_negotiation(Bytes b, MpaNegotiation& out);
 
+// RFC 5044 section 7.1.5: what the Reply settles for both directions. CRC is
+// used if either side asked for it; Markers go towards each side that asked to
+// receive them (M in its own frame). Without the Request (the capture started
+// after it), the initiator's wishes are unknown: taken as none.
+struct MpaSettlement {
+  bool rejected = false;
+  bool crc = false;
+  bool markers_from_initiator = false;  // the responder set M
+  bool markers_from_responder = false;  // the initiator set M
+};
+MpaSettlement mpa_settle(const MpaNegotiation* request, const MpaNegotiation& reply);
+
+// RFC 5044 section 7.1: what a direction's first bytes make of its stream. A
+// stream seen from its SYN either starts with an MPA key or is not MPA; one
+// seen mid-way is searched for FPDU boundaries.
+enum class MpaStreamStart : std::uint8_t { need_more, negotiation, hunt, not_mpa };
+MpaStreamStart mpa_classify_start(Bytes first, bool from_syn);
+
 // Pad octets after a ULPDU of `ulpdu_len` so that the FPDU (2 + ULPDU + pad) is a multiple of 4.
 constexpr std::uint32_t mpa_pad(std::uint32_t ulpdu_len) { return (4 - ((2 + ulpdu_len) & 3)) & 3; }
 // FPDU length without markers: header, ULPDU, pad, CRC.
