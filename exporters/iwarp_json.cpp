@@ -253,6 +253,27 @@ void add_iwarp_anomaly_fields(const Anomaly& a, Json& j) {
   if (a.count) j["count"] = a.count;
 }
 
+namespace {
+// A tcp_hole: given up, or filled (by what, as TcpGapFill says).
+std::string explain_tcp_hole(const Anomaly& a, const std::string& who, unsigned long long fr, unsigned long long rel) {
+  const std::string bytes = fmt("TCP sequence %u..%u (%u bytes)", a.psn, a.psn + a.count - 1, a.count);
+  if (a.duration_us < 0)
+    return fmt("%s %s missing before frame %llu: never seen in this capture; FPDU boundaries found again after it",
+               who.c_str(), bytes.c_str(), fr);
+  switch (static_cast<TcpGapFill>(a.expected_psn)) {
+    case TcpGapFill::retransmission:
+      return fmt("%s %s missing at frame %llu (lost before the capture point), retransmitted in frame %llu after %.0f us",
+                 who.c_str(), bytes.c_str(), fr, rel, a.duration_us);
+    case TcpGapFill::reordering:
+      return fmt("%s %s arrived late in frame %llu, %.0f us after frame %llu carried bytes beyond them (reordered on the path: its IP ID is older)",
+                 who.c_str(), bytes.c_str(), rel, a.duration_us, fr);
+    case TcpGapFill::unknown: break;
+  }
+  return fmt("%s %s missing at frame %llu, filled by frame %llu after %.0f us (a retransmission or a late segment: no IPv4 ID tells which)",
+             who.c_str(), bytes.c_str(), fr, rel, a.duration_us);
+}
+}  // namespace
+
 std::string explain_iwarp(const Anomaly& a, const IwarpAnalyzer& iw) {
   std::string who = "iWARP";
   if (a.flow < iw.flows().size())
@@ -260,23 +281,8 @@ std::string explain_iwarp(const Anomaly& a, const IwarpAnalyzer& iw) {
   const auto fr = static_cast<unsigned long long>(a.frame);
   const unsigned long long rel = a.related_count ? a.related[0] : 0;
   switch (a.kind) {
-    case AnomalyKind::tcp_hole: {
-      const std::string bytes = fmt("TCP sequence %u..%u (%u bytes)", a.psn, a.psn + a.count - 1, a.count);
-      if (a.duration_us < 0)
-        return fmt("%s %s missing before frame %llu: never seen in this capture; FPDU boundaries found again after it",
-                   who.c_str(), bytes.c_str(), fr);
-      switch (static_cast<TcpGapFill>(a.expected_psn)) {
-        case TcpGapFill::retransmission:
-          return fmt("%s %s missing at frame %llu (lost before the capture point), retransmitted in frame %llu after %.0f us",
-                     who.c_str(), bytes.c_str(), fr, rel, a.duration_us);
-        case TcpGapFill::reordering:
-          return fmt("%s %s arrived late in frame %llu, %.0f us after frame %llu carried bytes beyond them (reordered on the path: its IP ID is older)",
-                     who.c_str(), bytes.c_str(), rel, a.duration_us, fr);
-        case TcpGapFill::unknown: break;
-      }
-      return fmt("%s %s missing at frame %llu, filled by frame %llu after %.0f us (a retransmission or a late segment: no IPv4 ID tells which)",
-                 who.c_str(), bytes.c_str(), fr, rel, a.duration_us);
-    }
+    case AnomalyKind::tcp_hole:
+      return explain_tcp_hole(a, who, fr, rel);
     case AnomalyKind::mpa_crc_bad:
       return fmt("%s MPA CRC32c bad at frame %llu: the FPDU was corrupted; the receiver terminates the connection", who.c_str(), fr);
     case AnomalyKind::mpa_bad_framing:
