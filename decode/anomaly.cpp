@@ -30,6 +30,10 @@ std::string_view to_string(AnomalyKind k) {
     case AnomalyKind::ddp_mo_discontinuity: return "ddp_mo_discontinuity";
     case AnomalyKind::rdmap_terminate: return "rdmap_terminate";
     case AnomalyKind::iwarp_resync: return "iwarp_resync";
+    case AnomalyKind::ddp_to_discontinuity: return "ddp_to_discontinuity";
+    case AnomalyKind::rdmap_read_size_mismatch: return "rdmap_read_size_mismatch";
+    case AnomalyKind::rdmap_read_response_unmatched: return "rdmap_read_response_unmatched";
+    case AnomalyKind::mpa_marker_stride: return "mpa_marker_stride";
     case AnomalyKind::pause_storm: return "pause_storm";
     case AnomalyKind::count_: break;
   }
@@ -41,7 +45,7 @@ Severity severity_of(AnomalyKind k) {
     case AnomalyKind::icrc_bad: case AnomalyKind::vcrc_bad: case AnomalyKind::mpa_crc_bad:
     case AnomalyKind::nak_invalid_request: case AnomalyKind::nak_remote_access: case AnomalyKind::nak_remote_op:
     case AnomalyKind::nak_invalid_rd_request: case AnomalyKind::rdmap_terminate: case AnomalyKind::bad_opcode_sequence:
-    case AnomalyKind::mpa_bad_framing:
+    case AnomalyKind::mpa_bad_framing: case AnomalyKind::mpa_marker_stride:
       return Severity::error;
     case AnomalyKind::iwarp_resync:
       return Severity::note;

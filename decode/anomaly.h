@@ -39,6 +39,10 @@ enum class AnomalyKind : std::uint8_t {
   ddp_mo_discontinuity,
   rdmap_terminate,
   iwarp_resync,          // FPDU boundaries found without the MPA negotiation (a note)
+  ddp_to_discontinuity,  // tagged: an RDMA Write's / Read Response's tagged offset or STag not where it should be
+  rdmap_read_size_mismatch,       // an RDMA Read Response message not the size its Read Request asked for
+  rdmap_read_response_unmatched,  // an RDMA Read Response with no Read Request outstanding
+  mpa_marker_stride,     // markers not every 512 octets (RFC 5044 section 4.3): once per direction
   // Lossless Ethernet (IEEE 802.1Qbb, 802.3 Annex 31B/31D; pfc_analysis.h)
   pause_storm,           // a priority paused continuously for longer than the storm threshold
   count_
@@ -46,7 +50,7 @@ enum class AnomalyKind : std::uint8_t {
 
 std::string_view to_string(AnomalyKind k);
 // iWARP kinds index the iWARP analysis' flows; the others the IB/RoCE transport flows.
-inline bool is_iwarp_kind(AnomalyKind k) { return k >= AnomalyKind::tcp_hole && k <= AnomalyKind::iwarp_resync; }
+inline bool is_iwarp_kind(AnomalyKind k) { return k >= AnomalyKind::tcp_hole && k <= AnomalyKind::mpa_marker_stride; }
 // Link-level kinds index no flow (flow is UINT32_MAX); they name a sender's MAC and a priority.
 inline bool is_pause_kind(AnomalyKind k) { return k == AnomalyKind::pause_storm; }
 Severity severity_of(AnomalyKind k);
@@ -55,6 +59,7 @@ struct Anomaly {
   AnomalyKind kind;
   std::uint64_t frame = 0;
   std::uint32_t flow = 0;          // index into the analysis' flow list (UINT32_MAX: none)
+  // iWARP kinds give these fields their own meaning (decode/iwarp_analysis.h, IwarpAnomalyFields).
   std::uint32_t dest_qp = 0;
   std::uint32_t psn = 0;
   std::int64_t expected_psn = -1;  // -1: not meaningful

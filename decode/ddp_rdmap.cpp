@@ -22,6 +22,16 @@ std::string_view rdmap_opcode_name(std::uint8_t op) {
 
 bool rdmap_opcode_known(std::uint8_t op) { return op <= 11; }
 
+std::string_view ddp_queue_name(std::uint32_t qn) {
+  switch (qn) {
+    case kQueueSend: return "Send";
+    case kQueueReadRequest: return "RDMA Read Request";
+    case kQueueTerminate: return "Terminate";
+    case kQueueAtomic: return "Atomic";
+    default: return "unknown";
+  }
+}
+
 int rdmap_expected_queue(std::uint8_t op) {
   switch (op) {
     case 0: case 2: return -1;

@@ -35,6 +35,8 @@ enum class RdmapOpcode : std::uint8_t {
   atomic_response = 11,   // RFC 7306
 };
 std::string_view rdmap_opcode_name(std::uint8_t opcode);
+// What an untagged queue carries ("Send", "RDMA Read Request", ...; "unknown" past queue 3).
+std::string_view ddp_queue_name(std::uint32_t qn);
 bool rdmap_opcode_known(std::uint8_t opcode);
 // The DDP model and queue each opcode uses (RFC 5040 table 4 / RFC 7306 table 1); -1: tagged.
 int rdmap_expected_queue(std::uint8_t opcode);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "decode/crc32c.h"
+#include "decode/ddp_sequence.h"
 #include "decode/flow_ring.h"
 
 namespace rdmadiag::decode {
@@ -23,8 +24,9 @@ namespace {
 constexpr std::size_t kMaxBuffered = 256u << 10;     // bytes held per direction while not framing
 constexpr std::size_t kHuntKeep = 128u << 10;        // bytes kept while hunting for a boundary
 constexpr std::uint64_t kHuntGiveUp = 4u << 20;      // bytes scanned before a stream is declared not MPA
-constexpr std::size_t kMaxPendingRequests = 4096;    // outstanding Read / Atomic requests per direction
 constexpr std::size_t kMaxUncapturedRanges = 64;
+constexpr std::uint32_t kMaxMarkerStride = 8192;     // largest marker stride looked for (RFC 5044: 512)
+constexpr std::size_t kStrideDecideBytes = 64u << 10;  // bytes after which the stride is decided on what was seen
 
 struct Endpoint {
   std::array<std::uint8_t, 16> addr{};
@@ -62,25 +64,6 @@ int plausible_header(const ByteReader& r, std::size_t at) {
 }  // namespace
 
 struct IwarpAnalyzer::Connection {
-  struct QueueState {
-    bool known = false;        // expected_msn is meaningful
-    std::uint32_t expected_msn = 1;
-    bool in_message = false;
-    std::uint32_t msn = 0;
-    std::uint32_t next_mo = 0;
-  };
-  struct PendingRead {
-    RdmaReadRequest rq;
-    std::uint64_t frame;
-    double ts;
-    std::uint64_t done;
-  };
-  struct PendingAtomic {
-    std::uint32_t id;
-    std::uint64_t frame;
-    double ts;
-  };
-
   struct Direction final : TcpStreamSink {
     enum class Mode : std::uint8_t { start, negotiation, await_reply, fpdu, hunting, not_iwarp };
     IwarpAnalyzer* an = nullptr;
@@ -93,6 +76,9 @@ struct IwarpAnalyzer::Connection {
     bool markers = false;
     bool marker_base_known = false;
     std::uint32_t marker_base = 0;
+    std::uint32_t marker_stride = kMpaMarkerInterval;
+    bool stride_settled = false;   // the markers were checked against the stream once
+    bool quiet_framing = false;    // markers at no stride found (said once): no framing report after that
     bool crc = false, crc_known = false;
     bool resynced = false;
     bool reliable = false;     // framed from the negotiation and no byte lost since
@@ -107,12 +93,7 @@ struct IwarpAnalyzer::Connection {
     std::uint64_t hunted = 0;
     std::uint64_t frame = 0;   // the segment being processed
     double ts = 0;
-    std::array<QueueState, 4> queues{};
-    FlowRing<PendingRead> reads;      // Read Requests from the peer, answered in this direction
-    FlowRing<PendingAtomic> atomics;  // Atomic Requests from the peer
-    bool write_open = false;
-    std::uint32_t write_stag = 0;
-    std::uint64_t write_next_to = 0;
+    DdpDirState ddp;  // DDP/RDMAP sequencing (ddp_sequence.h)
 
     explicit Direction(TcpBufferBudget* b) : tcp(b) {}
     Direction& peer();
@@ -127,6 +108,7 @@ struct IwarpAnalyzer::Connection {
     void process();
     void negotiation_done(const MpaNegotiation& m);
     void start_framing(bool from_negotiation);
+    void settle_framing(bool use_markers, bool use_crc, std::uint32_t first_fpdu);
     enum class Cut : std::uint8_t { ok, need_more, bad };
     struct Fpdu {
       std::size_t wire_len = 0;
@@ -137,11 +119,16 @@ struct IwarpAnalyzer::Connection {
       Bytes ulpdu;
     };
     Cut cut(std::size_t pos, Fpdu& f);
+    enum class Probe : std::uint8_t { fits, need_more, fails };
+    Probe probe_stride(std::uint32_t stride) const;
+    Probe settle_marker_stride();
     bool frame_one();
     bool hunt();
     void accept_resync(std::size_t pos, bool crc_verified);
     void emit(const Fpdu& f);
+    class DdpReport;
     void sequence_checks(IwarpPdu& u);
+    Anomaly make_anomaly(AnomalyKind k, std::uint64_t fr) const;
     void anomaly(AnomalyKind k, std::uint64_t fr, std::uint32_t count = 0);
     bool overlaps_uncaptured(std::uint32_t b, std::uint32_t e) const;
     std::uint64_t frame_of_end(std::uint32_t end) const;
@@ -196,11 +183,16 @@ Dir& Dir::peer() { return *conn->dir[1 - index]; }
 std::uint32_t Dir::flow() const { return conn->iwarp_known() ? conn->flow_base + static_cast<std::uint32_t>(index) : UINT32_MAX; }
 IwarpFlowInfo* Dir::info() { return conn->iwarp_known() ? &an->flows_[flow()] : nullptr; }
 
-void Dir::anomaly(AnomalyKind k, std::uint64_t fr, std::uint32_t count) {
+Anomaly Dir::make_anomaly(AnomalyKind k, std::uint64_t fr) const {
   Anomaly a{};
   a.kind = k;
   a.frame = fr;
   a.flow = flow();
+  return a;
+}
+
+void Dir::anomaly(AnomalyKind k, std::uint64_t fr, std::uint32_t count) {
+  Anomaly a = make_anomaly(k, fr);
   a.count = count;
   an->log_.add(a);
 }
@@ -255,14 +247,12 @@ void Dir::stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, s
 void Dir::stream_hole(const TcpHoleEvent& h) {
   if (mode == Mode::not_iwarp) return;
   if (conn->iwarp_known()) {
-    Anomaly a{};
-    a.kind = AnomalyKind::tcp_hole;
-    a.frame = h.frame_detected;
-    a.flow = flow();
+    Anomaly a = make_anomaly(AnomalyKind::tcp_hole, h.frame_detected);
     a.count = h.bytes;
     a.psn = h.seq;
     if (h.frame_resolved != h.frame_detected) a.relate(h.frame_resolved);
     if (h.recovered) a.duration_us = (h.ts_resolved - h.ts_detected) * 1e6;
+    if (h.recovered) a.expected_psn = static_cast<std::int64_t>(h.fill);
     an->log_.add(a);
     if (h.recovered) ++an->stats_.tcp_holes_recovered;
     else {
@@ -280,8 +270,7 @@ void Dir::stream_hole(const TcpHoleEvent& h) {
   seq = h.seq + h.bytes;
   hunt_from = 0;
   reliable = false;
-  write_open = false;
-  for (auto& q : queues) q = QueueState{};
+  ddp_reset(ddp, false);
   if (mode == Mode::fpdu || mode == Mode::start || mode == Mode::await_reply || mode == Mode::negotiation)
     mode = Mode::hunting;
 }
@@ -293,20 +282,14 @@ void Dir::process() {
         buf.clear();
         off = 0;
         return;
-      case Mode::start: {
-        if (avail() < kMpaKeyLen) {
-          if (tcp.saw_syn() && avail() > 0 && !std::equal(view().begin(), view().end(), kMpaRequestKey.begin()) &&
-              !std::equal(view().begin(), view().end(), kMpaReplyKey.begin()))
-            mode = Mode::not_iwarp;
-          else
-            return;
-          break;
+      case Mode::start:
+        switch (mpa_classify_start(view(), tcp.saw_syn())) {
+          case MpaStreamStart::need_more: return;
+          case MpaStreamStart::negotiation: mode = Mode::negotiation; break;
+          case MpaStreamStart::hunt: mode = Mode::hunting; break;
+          case MpaStreamStart::not_mpa: mode = Mode::not_iwarp; break;
         }
-        if (mpa_key_is(view(), kMpaRequestKey) || mpa_key_is(view(), kMpaReplyKey)) mode = Mode::negotiation;
-        else if (tcp.saw_syn()) mode = Mode::not_iwarp;  // a connection seen from its start that is not MPA
-        else mode = Mode::hunting;
         break;
-      }
       case Mode::negotiation: {
         MpaNegotiation m;
         const auto st = parse_mpa_negotiation(view(), m);
@@ -354,10 +337,9 @@ void Dir::negotiation_done(const MpaNegotiation& m) {
     mode = Mode::await_reply;
     return;
   }
-  // The Reply settles both directions (RFC 5044 section 7.1.5): CRC if either
-  // side asked for it; Markers towards each side that asked to receive them.
   Dir& ini = peer();
-  if (m.reject) {
+  const MpaSettlement settled = mpa_settle(conn->have_request ? &conn->request : nullptr, m);
+  if (settled.rejected) {
     fi->rejected = true;
     ++an->stats_.rejected;
     mode = Mode::not_iwarp;
@@ -366,20 +348,11 @@ void Dir::negotiation_done(const MpaNegotiation& m) {
   }
   if (!conn->negotiated) ++an->stats_.negotiated;
   conn->negotiated = true;
-  const bool use_crc = m.crc || (conn->have_request && conn->request.crc);
   after_negotiation = seq;
-  markers = conn->have_request && conn->request.marker;
-  marker_base_known = true;
-  marker_base = seq;
-  crc = use_crc;
-  crc_known = true;
+  settle_framing(settled.markers_from_responder, settled.crc, seq);
   start_framing(true);
   if (conn->have_request) {
-    ini.markers = m.marker;
-    ini.marker_base_known = true;
-    ini.marker_base = ini.after_negotiation;
-    ini.crc = use_crc;
-    ini.crc_known = true;
+    ini.settle_framing(settled.markers_from_initiator, settled.crc, ini.after_negotiation);
     if (ini.mode == Mode::await_reply) {
       ini.start_framing(true);
       ini.process();
@@ -387,13 +360,19 @@ void Dir::negotiation_done(const MpaNegotiation& m) {
   }
 }
 
+// Framing as the negotiation settled it; markers count from the first FPDU.
+void Dir::settle_framing(bool use_markers, bool use_crc, std::uint32_t first_fpdu) {
+  markers = use_markers;
+  marker_base_known = true;
+  marker_base = first_fpdu;
+  crc = use_crc;
+  crc_known = true;
+}
+
 void Dir::start_framing(bool from_negotiation) {
   mode = Mode::fpdu;
   reliable = from_negotiation;
-  for (auto& q : queues) {
-    q = QueueState{};
-    q.known = from_negotiation;  // MSNs start at 1 on every queue (RFC 5041 section 5.3)
-  }
+  ddp_reset(ddp, from_negotiation);  // MSNs start at 1 on every queue (RFC 5041 section 5.3)
   if (IwarpFlowInfo* fi = info()) {
     fi->markers = markers;
     fi->crc = crc;
@@ -424,7 +403,7 @@ Dir::Cut Dir::cut(std::size_t pos, Fpdu& f) {
     std::uint32_t need = 2;
     while (out.size() < need) {
       const std::uint32_t s = seq + static_cast<std::uint32_t>(i);
-      if (marker_base_known && mpa_marker_at(s, marker_base)) {
+      if (marker_base_known && mpa_marker_at(s, marker_base, marker_stride)) {
         if (!r.has(i, kMpaMarkerLen)) return Cut::need_more;
         ++f.markers;
         if (r.be16(i) != 0 || r.be16(i + 2) != static_cast<std::uint16_t>(s - start)) ++f.marker_errors;
@@ -451,9 +430,66 @@ Dir::Cut Dir::cut(std::size_t pos, Fpdu& f) {
   return Cut::ok;
 }
 
+// Checks the markers a stride puts in the buffer, not the FPDUs (one of those
+// may be corrupt): each must be 0x0000 and a distance back to the start of an
+// FPDU (RFC 5044 section 4.3) whose ULPDU length is possible and whose wire
+// length reaches the marker. Fits after two such markers.
+Dir::Probe Dir::probe_stride(std::uint32_t stride) const {
+  const ByteReader r(view());
+  int checked = 0;
+  for (std::uint32_t g = mpa_next_marker(seq, marker_base, stride); checked < 2; g += stride) {
+    const std::size_t at = g - seq;
+    if (!r.has(at, kMpaMarkerLen)) return Probe::need_more;
+    if (r.be16(at) != 0) return Probe::fails;
+    const std::uint32_t back = r.be16(at + 2), start = g - back;
+    // The buffer starts at an FPDU: a marker in it points no further back.
+    if (seq_lt(start, seq)) return Probe::fails;
+    // An FPDU that starts on a marker position has its header after the marker.
+    const std::size_t header = (start - seq) + (mpa_marker_at(start, marker_base, stride) ? kMpaMarkerLen : 0);
+    if (!r.has(header, 4)) return Probe::need_more;
+    const std::uint32_t len = mpa_fpdu_len(r.be16(header));
+    if (r.be16(header) < kDdpTaggedHeaderLen || back >= len + kMpaMarkerLen * (len / stride + 2)) return Probe::fails;
+    // DDP control (DV 1, reserved 0) and RDMAP version 1, unless a marker splits them.
+    const std::uint32_t h = seq + static_cast<std::uint32_t>(header);
+    const bool split = mpa_next_marker(h + 1, marker_base, stride) - h < 4;
+    if (!split && ((r.u8(header + 2) & 0x3F) != 0x01 || (r.u8(header + 3) & 0xC0) != 0x40)) return Probe::fails;
+    ++checked;
+  }
+  return Probe::fits;
+}
+
+// A marker error (or a bad CRC) with markers in use: before calling the framing
+// broken, finds the stride the sender puts its markers at. A stride other than
+// 512 is said once for the direction, and the stream decoded with it.
+Dir::Probe Dir::settle_marker_stride() {
+  std::uint32_t found = 0;
+  // The smallest stride whose markers all check out (a multiple of it would too).
+  for (std::uint32_t stride = 8; stride <= kMaxMarkerStride && !found; stride += 4) {
+    const Probe p = probe_stride(stride);
+    if (p == Probe::need_more && avail() < kStrideDecideBytes) return Probe::need_more;
+    if (p == Probe::fits) found = stride;
+  }
+  stride_settled = true;
+  if (found == marker_stride) return Probe::fits;
+  anomaly(AnomalyKind::mpa_marker_stride, frame, found);
+  if (found) {
+    marker_stride = found;
+    return Probe::fits;
+  }
+  quiet_framing = true;
+  markers = false;  // hunt for FPDUs by their headers; those a marker falls in are lost
+  return Probe::fails;
+}
+
 bool Dir::frame_one() {
   Fpdu f;
-  const Cut c = cut(0, f);
+  Cut c = cut(0, f);
+  if (c == Cut::need_more && !f.marker_errors) return false;
+  if (markers && !stride_settled && (c != Cut::ok || f.marker_errors || (crc && f.crc_wire != f.crc_computed))) {
+    const Probe p = settle_marker_stride();
+    if (p == Probe::need_more) return false;
+    c = cut(0, f);
+  }
   if (c == Cut::need_more) return false;
   bool bad = c == Cut::bad;
   if (!bad && !f.uncaptured) {
@@ -462,7 +498,7 @@ bool Dir::frame_one() {
     // Without a good CRC to vouch for it, a header that cannot be right means the framing is lost.
     if (plausible == 0 && !crc_ok) bad = true;
   }
-  if (bad || f.marker_errors) anomaly(AnomalyKind::mpa_bad_framing, frame, f.marker_errors);
+  if ((bad || f.marker_errors) && !quiet_framing) anomaly(AnomalyKind::mpa_bad_framing, frame, f.marker_errors);
   if (bad) {
     mode = Mode::hunting;
     hunt_from = 1;
@@ -476,7 +512,7 @@ bool Dir::frame_one() {
 
 void Dir::accept_resync(std::size_t pos, bool crc_verified) {
   conn->identify(conn->ipv6, frame);
-  anomaly(AnomalyKind::iwarp_resync, frame, static_cast<std::uint32_t>(pos));
+  if (!quiet_framing) anomaly(AnomalyKind::iwarp_resync, frame, static_cast<std::uint32_t>(pos));
   ++an->stats_.resyncs;
   IwarpFlowInfo* fi = info();
   ++fi->resyncs;
@@ -498,7 +534,7 @@ bool Dir::hunt() {
   if (markers && marker_base_known) {
     // A marker points back at the header of the FPDU it sits in (RFC 5044 section 4.3).
     for (;;) {
-      const std::uint32_t m = mpa_next_marker(seq + static_cast<std::uint32_t>(hunt_from), marker_base);
+      const std::uint32_t m = mpa_next_marker(seq + static_cast<std::uint32_t>(hunt_from), marker_base, marker_stride);
       const std::size_t mo = m - seq;
       if (!r.has(mo, kMpaMarkerLen)) return false;
       const std::uint32_t start = m - r.be16(mo + 2);
@@ -610,114 +646,94 @@ void Dir::emit(const Fpdu& f) {
   an->note_unit();
 }
 
-void Dir::sequence_checks(IwarpPdu& u) {
-  const DdpHeader& d = u.seg.ddp;
-  const std::uint8_t op = d.opcode();
-  const std::uint32_t payload = u.seg.payload_len;
-  if (op == static_cast<std::uint8_t>(RdmapOpcode::terminate)) {
-    Anomaly a{};
-    a.kind = AnomalyKind::rdmap_terminate;
-    a.frame = frame;
-    a.flow = flow();
-    a.count = static_cast<std::uint32_t>(u.seg.term.layer) << 16 | static_cast<std::uint32_t>(u.seg.term.error_type) << 8 |
-              u.seg.term.error_code;
-    an->log_.add(a);
-  }
-  if (!d.tagged) {
-    if (d.qn < queues.size()) {
-      QueueState& q = queues[d.qn];
-      if (q.in_message && d.msn != q.msn) q.in_message = false;  // the last segment of the previous message was not seen
-      if (!q.in_message) {
-        if (q.known && d.msn != q.expected_msn) {
-          Anomaly a{};
-          a.kind = AnomalyKind::ddp_msn_gap;
-          a.frame = frame;
-          a.flow = flow();
-          a.psn = d.msn;
-          a.expected_psn = q.expected_msn;
-          a.count = d.msn - q.expected_msn;
-          an->log_.add(a);
-        }
-        if (d.mo != 0 && q.known) anomaly(AnomalyKind::ddp_mo_discontinuity, frame, d.mo);
-        q.in_message = true;
-        q.msn = d.msn;
-      } else if (d.mo != q.next_mo) {
-        anomaly(AnomalyKind::ddp_mo_discontinuity, frame, d.mo - q.next_mo);
-      }
-      q.next_mo = d.mo + payload;
-      if (d.last) {
-        q.in_message = false;
-        q.known = true;
-        q.expected_msn = d.msn + 1;
-      }
-    }
-    if (u.seg.has_read_request) {
-      auto& pend = peer().reads;
-      if (pend.size() >= kMaxPendingRequests) pend.pop_front();
-      pend.push_back(PendingRead{u.seg.read, frame, ts, 0});
-    }
-    if (u.seg.has_atomic_request) {
-      auto& pend = peer().atomics;
-      if (pend.size() >= kMaxPendingRequests) pend.pop_front();
-      pend.push_back(PendingAtomic{u.seg.atomic.request_id, frame, ts});
-    }
-    if (u.seg.has_atomic_response) {
-      for (auto it = atomics.begin(); it != atomics.end(); ++it) {
-        if (it->id != u.seg.atomic_resp.request_id) continue;
-        u.request_frame = it->frame;
-        u.latency_us = (ts - it->ts) * 1e6;
-        ++an->stats_.atomics_matched;
-        atomics.erase(it);
+// What the DDP/RDMAP state machine finds, as anomalies and statistics of the
+// analysis; requests go to the peer direction, which answers them.
+class Dir::DdpReport final : public DdpSink {
+ public:
+  DdpReport(Dir& dir, IwarpPdu& pdu, IwarpStats& stats) : dir_(dir), pdu_(pdu), stats_(stats) {}
+
+  void finding(const DdpEvent& e, DdpFinding f, const DdpPendingRead* request) override {
+    Anomaly a = dir_.make_anomaly(kind_of(f), dir_.frame);
+    const DdpHeader& d = e.ddp;
+    switch (f) {
+      case kTerminate: {
+        const RdmapTerminate& t = pdu_.seg.term;
+        a.count = std::uint32_t{t.layer} << 16 | std::uint32_t{t.error_type} << 8 | t.error_code;
         break;
       }
+      case kMsnGap:
+        a.dest_qp = d.qn;
+        a.psn = d.msn;
+        a.expected_psn = e.expected_msn;
+        a.count = d.msn - e.expected_msn;
+        break;
+      case kMoAtStart: case kMoJump:
+        a.dest_qp = d.qn;
+        a.psn = d.msn;
+        a.count = d.mo;
+        a.expected_psn = f == kMoAtStart ? 0 : e.expected_mo;
+        break;
+      case kToJump:
+        a.psn = d.stag;
+        a.expected_psn = e.expected_stag;
+        a.count = static_cast<std::uint32_t>(d.to - e.expected_to);
+        break;
+      case kReadSizeMismatch:
+        a.count = static_cast<std::uint32_t>(e.read_total);
+        a.expected_psn = request->rq.read_size;
+        break;
+      case kUnmatchedResponse: break;
     }
-    return;
+    if (request) a.relate(request->frame);
+    dir_.an->log_.add(a);
   }
-  if (op == static_cast<std::uint8_t>(RdmapOpcode::read_response)) {
-    // Read Responses come back in request order (RFC 5040 section 5.2.1).
-    if (reads.empty()) {
-      if (reliable && peer().reliable) anomaly(AnomalyKind::response_without_request, frame);
-      return;
-    }
-    PendingRead& r = reads.front();
-    if (d.stag != r.rq.sink_stag || d.to != r.rq.sink_to + r.done) {
-      Anomaly a{};
-      a.kind = AnomalyKind::ddp_mo_discontinuity;
-      a.frame = frame;
-      a.flow = flow();
-      a.count = static_cast<std::uint32_t>(d.to - (r.rq.sink_to + r.done));
-      a.relate(r.frame);
-      an->log_.add(a);
-    }
-    r.done += payload;
-    if (d.last) {
-      if (r.done != r.rq.read_size) {
-        Anomaly a{};
-        a.kind = AnomalyKind::payload_length_mismatch;
-        a.frame = frame;
-        a.flow = flow();
-        a.count = static_cast<std::uint32_t>(r.done);
-        a.relate(r.frame);
-        an->log_.add(a);
-      }
-      u.request_frame = r.frame;
-      u.latency_us = (ts - r.ts) * 1e6;
-      IwarpStats& st = an->stats_;
-      if (st.reads_matched == 0 || u.latency_us < st.read_latency_min_us) st.read_latency_min_us = u.latency_us;
-      if (st.reads_matched == 0 || u.latency_us > st.read_latency_max_us) st.read_latency_max_us = u.latency_us;
-      an->read_latency_sum_.add(u.latency_us);
-      st.read_latency_sum_us = an->read_latency_sum_.value();
-      ++st.reads_matched;
-      reads.pop_front();
-    }
-    return;
+  void read_requested(const RdmaReadRequest& rq) override {
+    auto& pending = dir_.peer().ddp.reads;
+    if (pending.size() >= DdpDirState::kMaxPendingRequests) pending.pop_front();
+    pending.push_back(DdpPendingRead{rq, dir_.frame, dir_.ts, 0});
   }
-  // RDMA Write: the tagged offset runs on within a message.
-  if (write_open && d.stag == write_stag && d.to != write_next_to)
-    anomaly(AnomalyKind::ddp_mo_discontinuity, frame, static_cast<std::uint32_t>(d.to - write_next_to));
-  write_open = !d.last;
-  write_stag = d.stag;
-  write_next_to = d.to + payload;
+  void atomic_requested(std::uint32_t id) override {
+    auto& pending = dir_.peer().ddp.atomics;
+    if (pending.size() >= DdpDirState::kMaxPendingRequests) pending.pop_front();
+    pending.push_back(DdpPendingAtomic{id, dir_.frame, dir_.ts});
+  }
+  void read_answered(const DdpPendingRead& r) override {
+    pdu_.request_frame = r.frame;
+    pdu_.latency_us = (dir_.ts - r.ts) * 1e6;
+    if (stats_.reads_matched == 0 || pdu_.latency_us < stats_.read_latency_min_us) stats_.read_latency_min_us = pdu_.latency_us;
+    if (stats_.reads_matched == 0 || pdu_.latency_us > stats_.read_latency_max_us) stats_.read_latency_max_us = pdu_.latency_us;
+    dir_.an->read_latency_sum_.add(pdu_.latency_us);
+    stats_.read_latency_sum_us = dir_.an->read_latency_sum_.value();
+    ++stats_.reads_matched;
+  }
+  void atomic_answered(const DdpPendingAtomic& r) override {
+    pdu_.request_frame = r.frame;
+    pdu_.latency_us = (dir_.ts - r.ts) * 1e6;
+    ++stats_.atomics_matched;
+  }
+
+ private:
+  static AnomalyKind kind_of(DdpFinding f) {
+    switch (f) {
+      case kMsnGap: return AnomalyKind::ddp_msn_gap;
+      case kMoAtStart: case kMoJump: return AnomalyKind::ddp_mo_discontinuity;
+      case kToJump: return AnomalyKind::ddp_to_discontinuity;
+      case kReadSizeMismatch: return AnomalyKind::rdmap_read_size_mismatch;
+      case kUnmatchedResponse: return AnomalyKind::rdmap_read_response_unmatched;
+      case kTerminate: break;
+    }
+    return AnomalyKind::rdmap_terminate;
+  }
+  Dir& dir_;
+  IwarpPdu& pdu_;
+  IwarpStats& stats_;
+};
+
+void Dir::sequence_checks(IwarpPdu& u) {
+  ddp.requests_complete = reliable && peer().reliable;
+  const DdpEvent e = ddp_classify(ddp, u.seg);
+  DdpReport report(*this, u, an->stats_);
+  ddp_apply(ddp, e, u.seg, report);
 }
 
 IwarpAnalyzer::IwarpAnalyzer(AnomalyLog& log) : log_(log) { scratch_.reserve(70000); }
@@ -805,7 +821,8 @@ void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, 
   unit_in_frame_ = false;
   if (t.syn()) dir.tcp.syn(t.seq);
   const std::uint32_t data_seq = t.syn() ? t.seq + 1 : t.seq;
-  if (p.tcp_payload_len) dir.tcp.segment(data_seq, p.tcp_payload, p.tcp_payload_len, frame, ts, dir);
+  if (p.tcp_payload_len)
+    dir.tcp.segment(data_seq, p.tcp_payload, p.tcp_payload_len, frame, ts, dir, p.ipv4 ? std::int32_t{p.ipv4->id} : -1);
   if (t.ack_flag()) {
     Dir& other = *c.dir[1 - d];
     if (other.tcp.held_bytes()) other.tcp.peer_ack(t.ack, frame, ts, other);

@@ -113,6 +113,19 @@ struct IwarpStats {
   std::uint64_t tcp_retransmitted_segments = 0;
 };
 
+// What the fields of an iWARP Anomaly hold (the struct's names are IB's):
+//   ddp_msn_gap            dest_qp = QN, psn = MSN seen, expected_psn = the MSN next on that queue
+//   ddp_mo_discontinuity   dest_qp = QN, psn = MSN, count = MO seen, expected_psn = the MO expected
+//   ddp_to_discontinuity   psn = STag seen, expected_psn = STag expected, count = TO seen - TO expected
+//                          (mod 2^32); related: the Read Request (Read Responses; none for RDMA Writes)
+//   rdmap_read_size_mismatch  count = bytes the Read Response carried, expected_psn = the Read Request's
+//                          size; related: the Read Request
+//   mpa_bad_framing        count = markers whose value was wrong
+//   mpa_marker_stride      count = the stride the markers were found at (0: none found)
+//   tcp_hole               psn = first missing TCP sequence number, count = bytes; recovered (a
+//                          duration): expected_psn = the TcpGapFill that filled it
+//   rdmap_terminate        count = layer << 16 | error type << 8 | error code
+//   iwarp_resync           count = bytes skipped
 class IwarpAnalyzer {
  public:
   static constexpr std::size_t kMaxConnections = 16384;

@@ -39,4 +39,29 @@ ParseStatus parse_mpa_negotiation(Bytes b, MpaNegotiation& m) {
   return ParseStatus::ok;
 }
 
+MpaSettlement mpa_settle(const MpaNegotiation* request, const MpaNegotiation& reply) {
+  MpaSettlement s;
+  s.rejected = reply.reject;
+  if (s.rejected) return s;
+  s.crc = reply.crc || (request && request->crc);
+  s.markers_from_initiator = reply.marker;
+  s.markers_from_responder = request && request->marker;
+  return s;
+}
+
+MpaStreamStart mpa_classify_start(Bytes first, bool from_syn) {
+  const auto is_prefix_of = [&](std::string_view key) {
+    for (std::size_t i = 0; i < first.size() && i < key.size(); ++i)
+      if (first[i] != static_cast<std::uint8_t>(key[i])) return false;
+    return true;
+  };
+  const bool may_be_key = is_prefix_of(kMpaRequestKey) || is_prefix_of(kMpaReplyKey);
+  if (first.size() < kMpaKeyLen) {
+    if (from_syn && !first.empty() && !may_be_key) return MpaStreamStart::not_mpa;
+    return MpaStreamStart::need_more;
+  }
+  if (may_be_key) return MpaStreamStart::negotiation;
+  return from_syn ? MpaStreamStart::not_mpa : MpaStreamStart::hunt;
+}
+
 }  // namespace rdmadiag::decode

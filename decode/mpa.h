@@ -49,16 +49,38 @@ bool mpa_key_is(Bytes b, std::string_view key);
 // or a private data length over 512.
 ParseStatus parse_mpa_negotiation(Bytes b, MpaNegotiation& out);
 
+// RFC 5044 section 7.1.5: what the Reply settles for both directions. CRC is
+// used if either side asked for it; Markers go towards each side that asked to
+// receive them (M in its own frame). Without the Request (the capture started
+// after it), the initiator's wishes are unknown: taken as none.
+struct MpaSettlement {
+  bool rejected = false;
+  bool crc = false;
+  bool markers_from_initiator = false;  // the responder set M
+  bool markers_from_responder = false;  // the initiator set M
+};
+MpaSettlement mpa_settle(const MpaNegotiation* request, const MpaNegotiation& reply);
+
+// RFC 5044 section 7.1: what a direction's first bytes make of its stream. A
+// stream seen from its SYN either starts with an MPA key or is not MPA; one
+// seen mid-way is searched for FPDU boundaries.
+enum class MpaStreamStart : std::uint8_t { need_more, negotiation, hunt, not_mpa };
+MpaStreamStart mpa_classify_start(Bytes first, bool from_syn);
+
 // Pad octets after a ULPDU of `ulpdu_len` so that the FPDU (2 + ULPDU + pad) is a multiple of 4.
 constexpr std::uint32_t mpa_pad(std::uint32_t ulpdu_len) { return (4 - ((2 + ulpdu_len) & 3)) & 3; }
 // FPDU length without markers: header, ULPDU, pad, CRC.
 constexpr std::uint32_t mpa_fpdu_len(std::uint32_t ulpdu_len) { return 2 + ulpdu_len + mpa_pad(ulpdu_len) + kMpaCrcLen; }
-// True if a marker sits at TCP sequence number `seq` when the first FPDU starts at `base`.
-constexpr bool mpa_marker_at(std::uint32_t seq, std::uint32_t base) { return (seq - base) % kMpaMarkerInterval == 0; }
+// True if a marker sits at TCP sequence number `seq` when the first FPDU starts
+// at `base`. `stride` is 512 in RFC 5044; another one is what a non-conforming
+// sender was found to use (the analysis says so once).
+constexpr bool mpa_marker_at(std::uint32_t seq, std::uint32_t base, std::uint32_t stride = kMpaMarkerInterval) {
+  return (seq - base) % stride == 0;
+}
 // The first marker position at or after `seq`.
-constexpr std::uint32_t mpa_next_marker(std::uint32_t seq, std::uint32_t base) {
-  const std::uint32_t rem = (seq - base) % kMpaMarkerInterval;
-  return rem == 0 ? seq : seq + (kMpaMarkerInterval - rem);
+constexpr std::uint32_t mpa_next_marker(std::uint32_t seq, std::uint32_t base, std::uint32_t stride = kMpaMarkerInterval) {
+  const std::uint32_t rem = (seq - base) % stride;
+  return rem == 0 ? seq : seq + (stride - rem);
 }
 
 }  // namespace rdmadiag::decode

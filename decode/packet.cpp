@@ -115,6 +115,11 @@ class FrameDecoder {
     const auto st = parse_erf(frame_, h);
     if (st != ParseStatus::ok) return header_failed(st, 0, DiagCode::erf_bad_record);
     p_.erf = h;
+    // The record header is not part of the packet: its lengths (byte totals,
+    // per-flow bytes, JSON "len") are those of what follows it, as tshark's
+    // frame.len / frame.cap_len for LINKTYPE_ERF.
+    p_.caplen = static_cast<std::uint32_t>(frame_.size() - h.header_len);
+    p_.wirelen = wirelen_ - h.header_len;
     std::size_t end = h.rlen ? std::min<std::size_t>(h.rlen, wirelen_) : wirelen_;
     switch (h.type) {
       case kErfTypeInfiniband: native_ib(h.header_len, end); break;

@@ -9,7 +9,7 @@ TcpStream::~TcpStream() { release(held_bytes_); }
 TcpStream::TcpStream(TcpStream&& o) noexcept
     : budget_(o.budget_), started_(o.started_), saw_syn_(o.saw_syn_), next_(o.next_), held_(std::move(o.held_)),
       held_bytes_(o.held_bytes_), gap_open_(o.gap_open_), gap_seq_(o.gap_seq_), gap_frame_(o.gap_frame_),
-      gap_ts_(o.gap_ts_), gap_filled_(o.gap_filled_), stats_(o.stats_) {
+      gap_ts_(o.gap_ts_), gap_fill_(o.gap_fill_), stats_(o.stats_) {
   o.held_bytes_ = 0;
   o.held_.clear();
 }
@@ -31,14 +31,13 @@ void TcpStream::syn(std::uint32_t seq) {
 
 void TcpStream::deliver(std::uint32_t seq, Bytes captured, std::uint32_t wire_len, std::uint64_t frame, double ts,
                         TcpStreamSink& sink) {
-  if (gap_open_) gap_filled_ += wire_len;
   stats_.bytes += wire_len;
   next_ = seq + wire_len;
   sink.stream_data(seq, captured, wire_len, frame, ts);
 }
 
 void TcpStream::segment(std::uint32_t seq, Bytes captured, std::uint32_t wire_len, std::uint64_t frame, double ts,
-                        TcpStreamSink& sink) {
+                        TcpStreamSink& sink, std::int32_t ip_id) {
   if (wire_len == 0) return;
   ++stats_.segments;
   if (!started_) {  // the capture started after the SYN: take this segment as the stream's start
@@ -58,19 +57,13 @@ void TcpStream::segment(std::uint32_t seq, Bytes captured, std::uint32_t wire_le
     wire_len -= trim;
   }
   if (seq == next_) {
+    if (gap_open_) note_fill(ip_id);
     deliver(seq, captured, wire_len, frame, ts, sink);
     drain(frame, ts, sink);
     return;
   }
   // Beyond a gap: hold a copy until the gap is filled.
   ++stats_.out_of_order_segments;
-  if (!gap_open_) {
-    gap_open_ = true;
-    gap_seq_ = next_;
-    gap_frame_ = frame;
-    gap_ts_ = ts;
-    gap_filled_ = 0;
-  }
   auto it = std::lower_bound(held_.begin(), held_.end(), seq, [](const Held& h, std::uint32_t s) { return seq_lt(h.seq, s); });
   if (it != held_.end() && it->seq == seq) {
     if (it->wire_len >= wire_len) {
@@ -81,17 +74,47 @@ void TcpStream::segment(std::uint32_t seq, Bytes captured, std::uint32_t wire_le
     release(it->data.size());
     it = held_.erase(it);
   }
-  Held h{seq, wire_len, frame, ts, std::vector<std::uint8_t>(captured.begin(), captured.end())};
+  Held h{seq, wire_len, frame, ts, ip_id, std::vector<std::uint8_t>(captured.begin(), captured.end())};
   held_bytes_ += h.data.size();
   if (budget_) budget_->used += h.data.size();
   held_.insert(it, std::move(h));
+  if (!gap_open_) open_gap();
   while (!held_.empty() && (held_bytes_ > kMaxOutOfOrderBytes || held_.size() > kMaxOutOfOrderSegments ||
                             (budget_ && budget_->used > budget_->limit)))
     give_up_first_gap(frame, ts, sink);
 }
 
+void TcpStream::open_gap() {
+  gap_open_ = true;
+  gap_seq_ = next_;
+  gap_fill_ = TcpGapFill::unknown;
+  // Detected by the first segment captured beyond it.
+  const auto first = std::min_element(held_.begin(), held_.end(), [](const Held& a, const Held& b) { return a.frame < b.frame; });
+  gap_frame_ = first->frame;
+  gap_ts_ = first->ts;
+}
+
+void TcpStream::note_fill(std::int32_t ip_id) {
+  const std::int32_t after = held_.front().ip_id;
+  if (ip_id < 0 || after < 0 || ip_id == after) {
+    gap_fill_ = TcpGapFill::unknown;
+    return;
+  }
+  const bool newer = static_cast<std::int16_t>(static_cast<std::uint16_t>(ip_id - after)) > 0;
+  gap_fill_ = newer ? TcpGapFill::retransmission : TcpGapFill::reordering;
+}
+
+// The bytes before held_.front() have all arrived: the gap is recovered.
+void TcpStream::close_gap(std::uint64_t frame, double ts, TcpStreamSink& sink) {
+  gap_open_ = false;
+  ++stats_.holes_recovered;
+  const TcpHoleEvent ev{gap_seq_, held_.front().seq - gap_seq_, gap_frame_, gap_ts_, frame, ts, true, gap_fill_};
+  sink.stream_hole(ev);
+}
+
 void TcpStream::drain(std::uint64_t frame, double ts, TcpStreamSink& sink) {
   while (!held_.empty() && seq_leq(held_.front().seq, next_)) {
+    if (gap_open_) close_gap(frame, ts, sink);
     Held h = std::move(held_.front());
     held_.erase(held_.begin());
     release(h.data.size());
@@ -104,17 +127,9 @@ void TcpStream::drain(std::uint64_t frame, double ts, TcpStreamSink& sink) {
     stats_.overlap_bytes += trim;
     Bytes data(h.data);
     data = data.subspan(std::min<std::size_t>(trim, data.size()));
-    const bool was_open = gap_open_;
-    gap_open_ = false;  // bytes of held segments are not retransmissions into the gap
     deliver(next_, data, h.wire_len - trim, h.frame, h.ts, sink);
-    gap_open_ = was_open;
   }
-  if (gap_open_ && held_.empty()) {
-    gap_open_ = false;
-    ++stats_.holes_recovered;
-    TcpHoleEvent ev{gap_seq_, gap_filled_, gap_frame_, gap_ts_, frame, ts, true};
-    sink.stream_hole(ev);
-  }
+  if (!gap_open_ && !held_.empty()) open_gap();  // the next gap, further on
 }
 
 void TcpStream::give_up_first_gap(std::uint64_t frame, double ts, TcpStreamSink& sink) {
@@ -123,18 +138,11 @@ void TcpStream::give_up_first_gap(std::uint64_t frame, double ts, TcpStreamSink&
   ++stats_.holes_lost;
   stats_.bytes_lost += missing;
   stats_.bytes += missing;
-  TcpHoleEvent ev{next_, missing, gap_frame_, gap_ts_, frame, ts, false};
+  const TcpHoleEvent ev{next_, missing, gap_frame_, gap_ts_, frame, ts, false, TcpGapFill::unknown};
   gap_open_ = false;
   next_ = held_.front().seq;
   sink.stream_hole(ev);
   drain(frame, ts, sink);
-  if (!held_.empty()) {  // another gap further on: it is detected from here
-    gap_open_ = true;
-    gap_seq_ = next_;
-    gap_frame_ = held_.front().frame;
-    gap_ts_ = held_.front().ts;
-    gap_filled_ = 0;
-  }
 }
 
 void TcpStream::peer_ack(std::uint32_t ack, std::uint64_t frame, double ts, TcpStreamSink& sink) {

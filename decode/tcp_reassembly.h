@@ -19,6 +19,13 @@ namespace rdmadiag::decode {
 constexpr bool seq_lt(std::uint32_t a, std::uint32_t b) { return static_cast<std::int32_t>(a - b) < 0; }
 constexpr bool seq_leq(std::uint32_t a, std::uint32_t b) { return static_cast<std::int32_t>(a - b) <= 0; }
 
+// What filled a gap, told by the IPv4 Identification of the segment that
+// filled it against that of the segment after the gap (captured before it):
+// senders that number their packets in order (Linux: per connection) give a
+// resend a newer ID than what it sent after the original, and a late original
+// an older one. Unknown without IDs (IPv6) or when they do not move.
+enum class TcpGapFill : std::uint8_t { unknown, retransmission, reordering };
+
 // A gap in the byte stream seen at the capture point.
 struct TcpHoleEvent {
   std::uint32_t seq = 0;             // first missing byte
@@ -27,7 +34,8 @@ struct TcpHoleEvent {
   double ts_detected = 0;
   std::uint64_t frame_resolved = 0;  // the segment that filled it (recovered) or the frame where it was given up
   double ts_resolved = 0;
-  bool recovered = false;            // filled later by retransmissions: no byte is missing from the stream
+  bool recovered = false;            // filled later: no byte is missing from the stream
+  TcpGapFill fill = TcpGapFill::unknown;  // recovered: by what
 };
 
 class TcpStreamSink {
@@ -72,9 +80,10 @@ class TcpStream {
 
   // A SYN at `seq`: the stream's data starts at seq + 1.
   void syn(std::uint32_t seq);
-  // One segment's payload (after the SYN octet, if any).
+  // One segment's payload (after the SYN octet, if any); `ip_id`: its IPv4
+  // Identification, -1 if none.
   void segment(std::uint32_t seq, Bytes captured, std::uint32_t wire_len, std::uint64_t frame, double ts,
-               TcpStreamSink& sink);
+               TcpStreamSink& sink, std::int32_t ip_id = -1);
   // An acknowledgement from the peer: bytes acknowledged beyond a gap reached the
   // receiver without passing the capture point, so the gap will never fill.
   void peer_ack(std::uint32_t ack, std::uint64_t frame, double ts, TcpStreamSink& sink);
@@ -93,12 +102,16 @@ class TcpStream {
     std::uint32_t wire_len;
     std::uint64_t frame;
     double ts;
+    std::int32_t ip_id;
     std::vector<std::uint8_t> data;  // captured bytes (may be fewer than wire_len)
   };
   void deliver(std::uint32_t seq, Bytes captured, std::uint32_t wire_len, std::uint64_t frame, double ts,
                TcpStreamSink& sink);
   void drain(std::uint64_t frame, double ts, TcpStreamSink& sink);
   void give_up_first_gap(std::uint64_t frame, double ts, TcpStreamSink& sink);
+  void open_gap();
+  void close_gap(std::uint64_t frame, double ts, TcpStreamSink& sink);
+  void note_fill(std::int32_t ip_id);
   void release(std::size_t n);
 
   TcpBufferBudget* budget_;
@@ -107,11 +120,12 @@ class TcpStream {
   std::uint32_t next_ = 0;
   std::vector<Held> held_;  // sorted by seq
   std::size_t held_bytes_ = 0;
+  // The first gap (next_ .. held_.front().seq): each gap is reported on its own.
   bool gap_open_ = false;
   std::uint32_t gap_seq_ = 0;
-  std::uint64_t gap_frame_ = 0;
+  std::uint64_t gap_frame_ = 0;   // the first frame with bytes beyond it
   double gap_ts_ = 0;
-  std::uint32_t gap_filled_ = 0;  // bytes retransmitted into the gap so far
+  TcpGapFill gap_fill_ = TcpGapFill::unknown;
   TcpStreamStats stats_;
 };
 

@@ -519,6 +519,10 @@ const char* anomaly_summary(AnomalyKind k) {
     case AnomalyKind::ddp_mo_discontinuity: return "DDP message offset discontinuity";
     case AnomalyKind::rdmap_terminate: return "RDMAP Terminate";
     case AnomalyKind::iwarp_resync: return "iWARP framing found without the MPA negotiation";
+    case AnomalyKind::ddp_to_discontinuity: return "DDP tagged offset or STag discontinuity";
+    case AnomalyKind::rdmap_read_size_mismatch: return "RDMA Read Response not the size requested";
+    case AnomalyKind::rdmap_read_response_unmatched: return "RDMA Read Response without a Read Request";
+    case AnomalyKind::mpa_marker_stride: return "MPA markers not every 512 octets";
     default: return "rdmadiag anomaly";
   }
 }
@@ -628,7 +632,7 @@ void register_protocol() {
     switch (kind) {
       case AnomalyKind::psn_gap: case AnomalyKind::psn_duplicate: case AnomalyKind::psn_out_of_order:
       case AnomalyKind::retransmission: case AnomalyKind::tcp_hole: case AnomalyKind::ddp_msn_gap:
-      case AnomalyKind::ddp_mo_discontinuity:
+      case AnomalyKind::ddp_mo_discontinuity: case AnomalyKind::ddp_to_discontinuity:
         group = PI_SEQUENCE;
         break;
       case AnomalyKind::nak_psn_seq_error: case AnomalyKind::nak_invalid_request: case AnomalyKind::nak_remote_access:
@@ -639,7 +643,7 @@ void register_protocol() {
       case AnomalyKind::icrc_bad: case AnomalyKind::vcrc_bad: case AnomalyKind::mpa_crc_bad:
         group = PI_CHECKSUM;
         break;
-      case AnomalyKind::mpa_bad_framing:
+      case AnomalyKind::mpa_bad_framing: case AnomalyKind::mpa_marker_stride:
         group = PI_MALFORMED;
         break;
       case AnomalyKind::iwarp_resync:

@@ -115,11 +115,15 @@ Json anomalies_json_with(const AnomalyLog& log, Explain explain_one) {
       j["priority"] = a.priority;
       j["mac"] = mac_string(a.mac);
     }
-    j["dest_qp"] = a.dest_qp;
-    j["psn"] = a.psn;
-    if (a.expected_psn >= 0 && a.kind != AnomalyKind::payload_length_mismatch) j["expected_psn"] = a.expected_psn;
-    if (a.kind == AnomalyKind::retransmission) j["cause"] = a.expected_psn == -2 ? "ack_lost" : a.related_count ? "nak_or_gap" : "timeout";
-    if (a.count) j["count"] = a.count;
+    if (is_iwarp_kind(a.kind)) {
+      add_iwarp_anomaly_fields(a, j);
+    } else {
+      j["dest_qp"] = a.dest_qp;
+      j["psn"] = a.psn;
+      if (a.expected_psn >= 0 && a.kind != AnomalyKind::payload_length_mismatch) j["expected_psn"] = a.expected_psn;
+      if (a.kind == AnomalyKind::retransmission) j["cause"] = a.expected_psn == -2 ? "ack_lost" : a.related_count ? "nak_or_gap" : "timeout";
+      if (a.count) j["count"] = a.count;
+    }
     if (a.duration_us >= 0) j["duration_us"] = a.duration_us;
     Json rel = Json::array();
     for (std::size_t i = 0; i < a.related_count; ++i) rel.push_back(a.related[i]);

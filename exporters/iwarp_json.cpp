@@ -214,6 +214,61 @@ std::string iwarp_packet_text(const IwarpFrame& f) {
   return s;
 }
 
+void add_iwarp_anomaly_fields(const Anomaly& a, Json& j) {
+  switch (a.kind) {
+    case AnomalyKind::ddp_msn_gap:
+      j["qn"] = a.dest_qp;
+      j["msn"] = a.psn;
+      j["expected_msn"] = a.expected_psn;
+      break;
+    case AnomalyKind::ddp_mo_discontinuity:
+      j["qn"] = a.dest_qp;
+      j["msn"] = a.psn;
+      j["mo"] = a.count;
+      j["expected_mo"] = a.expected_psn;
+      return;  // count is the MO
+    case AnomalyKind::ddp_to_discontinuity:
+      j["stag"] = a.psn;
+      j["expected_stag"] = a.expected_psn;
+      j["to_offset"] = static_cast<std::int32_t>(a.count);
+      return;
+    case AnomalyKind::rdmap_read_size_mismatch:
+      j["read_size"] = a.expected_psn;
+      break;
+    case AnomalyKind::tcp_hole:
+      j["tcp_seq"] = a.psn;
+      if (a.duration_us >= 0) {
+        const auto fill = static_cast<TcpGapFill>(a.expected_psn);
+        j["fill"] = fill == TcpGapFill::retransmission ? "retransmission" : fill == TcpGapFill::reordering ? "reordering" : "unknown";
+      }
+      break;
+    default:
+      break;
+  }
+  if (a.count) j["count"] = a.count;
+}
+
+namespace {
+// A tcp_hole: given up, or filled (by what, as TcpGapFill says).
+std::string explain_tcp_hole(const Anomaly& a, const std::string& who, unsigned long long fr, unsigned long long rel) {
+  const std::string bytes = fmt("TCP sequence %u..%u (%u bytes)", a.psn, a.psn + a.count - 1, a.count);
+  if (a.duration_us < 0)
+    return fmt("%s %s missing before frame %llu: never seen in this capture; FPDU boundaries found again after it",
+               who.c_str(), bytes.c_str(), fr);
+  switch (static_cast<TcpGapFill>(a.expected_psn)) {
+    case TcpGapFill::retransmission:
+      return fmt("%s %s missing at frame %llu (lost before the capture point), retransmitted in frame %llu after %.0f us",
+                 who.c_str(), bytes.c_str(), fr, rel, a.duration_us);
+    case TcpGapFill::reordering:
+      return fmt("%s %s arrived late in frame %llu, %.0f us after frame %llu carried bytes beyond them (reordered on the path: its IP ID is older)",
+                 who.c_str(), bytes.c_str(), rel, a.duration_us, fr);
+    case TcpGapFill::unknown: break;
+  }
+  return fmt("%s %s missing at frame %llu, filled by frame %llu after %.0f us (a retransmission or a late segment: no IPv4 ID tells which)",
+             who.c_str(), bytes.c_str(), fr, rel, a.duration_us);
+}
+}  // namespace
+
 std::string explain_iwarp(const Anomaly& a, const IwarpAnalyzer& iw) {
   std::string who = "iWARP";
   if (a.flow < iw.flows().size())
@@ -222,21 +277,47 @@ std::string explain_iwarp(const Anomaly& a, const IwarpAnalyzer& iw) {
   const unsigned long long rel = a.related_count ? a.related[0] : 0;
   switch (a.kind) {
     case AnomalyKind::tcp_hole:
-      if (a.duration_us >= 0)
-        return fmt("%s TCP bytes %u..%u missing at frame %llu (lost before the capture point), retransmitted by frame %llu after %.0f us",
-                   who.c_str(), a.psn, a.psn + a.count, fr, rel, a.duration_us);
-      return fmt("%s TCP hole of %u bytes at sequence %u before frame %llu: never seen in this capture; FPDU boundaries found again after it",
-                 who.c_str(), a.count, a.psn, fr);
+      return explain_tcp_hole(a, who, fr, rel);
     case AnomalyKind::mpa_crc_bad:
       return fmt("%s MPA CRC32c bad at frame %llu: the FPDU was corrupted; the receiver terminates the connection", who.c_str(), fr);
     case AnomalyKind::mpa_bad_framing:
-      return fmt("%s MPA framing broken at frame %llu (impossible ULPDU length, header or marker)", who.c_str(), fr);
-    case AnomalyKind::ddp_msn_gap:
-      return fmt("%s DDP MSN %u at frame %llu, expected %lld: untagged messages missing or repeated", who.c_str(), a.psn,
-                 fr, static_cast<long long>(a.expected_psn));
-    case AnomalyKind::ddp_mo_discontinuity:
-      return fmt("%s DDP offset discontinuity at frame %llu (off by %d bytes)%s", who.c_str(), fr,
-                 static_cast<int>(a.count), rel ? fmt("; RDMA Read Request at frame %llu", rel).c_str() : "");
+      if (a.count)
+        return fmt("%s MPA framing broken at frame %llu: %u marker%s not holding the distance back to the FPDU's header",
+                   who.c_str(), fr, a.count, a.count == 1 ? "" : "s");
+      return fmt("%s MPA framing broken at frame %llu: an impossible ULPDU length or DDP/RDMAP header; FPDU boundaries are searched for again",
+                 who.c_str(), fr);
+    case AnomalyKind::mpa_marker_stride:
+      if (a.count)
+        return fmt("%s MPA markers every %u octets of the TCP stream, not every 512 (RFC 5044 section 4.3), from frame %llu; FPDUs decoded with that stride",
+                   who.c_str(), a.count, fr);
+      return fmt("%s MPA markers negotiated but not every 512 octets of the TCP stream (RFC 5044 section 4.3), from frame %llu; no stride found, FPDU boundaries searched for without them",
+                 who.c_str(), fr);
+    case AnomalyKind::ddp_msn_gap: {
+      const auto q = ddp_queue_name(a.dest_qp);
+      const auto want = static_cast<std::uint32_t>(a.expected_psn);
+      if (static_cast<std::int32_t>(a.psn - want) > 0)
+        return fmt("%s DDP queue %u (%.*s) MSN %u at frame %llu where MSN %u was next: MSN %s never sent on this queue (the TCP stream before it is complete at the capture point)",
+                   who.c_str(), a.dest_qp, static_cast<int>(q.size()), q.data(), a.psn, fr, want,
+                   a.psn - want == 1 ? fmt("%u", want).c_str() : fmt("%u..%u", want, a.psn - 1).c_str());
+      return fmt("%s DDP queue %u (%.*s) MSN %u at frame %llu where MSN %u was next: a message number used again on this queue",
+                 who.c_str(), a.dest_qp, static_cast<int>(q.size()), q.data(), a.psn, fr, want);
+    }
+    case AnomalyKind::ddp_mo_discontinuity: {
+      const auto q = ddp_queue_name(a.dest_qp);
+      return fmt("%s DDP queue %u (%.*s) MSN %u at frame %llu: message offset %u where %llu was next",
+                 who.c_str(), a.dest_qp, static_cast<int>(q.size()), q.data(), a.psn, fr, a.count,
+                 static_cast<unsigned long long>(a.expected_psn));
+    }
+    case AnomalyKind::ddp_to_discontinuity: {
+      const auto off = static_cast<std::int32_t>(a.count);
+      const auto want = static_cast<std::uint32_t>(a.expected_psn);
+      std::string s = a.related_count ? fmt("%s RDMA Read Response at frame %llu", who.c_str(), fr)
+                                      : fmt("%s RDMA Write at frame %llu", who.c_str(), fr);
+      if (a.psn != want) s += fmt(" to STag 0x%08x, not 0x%08x", a.psn, want);
+      if (off) s += fmt(" at a tagged offset %+d bytes from where %s", off, a.related_count ? "it should continue" : "the message's previous segment ended");
+      if (a.related_count) s += fmt(" (Read Request at frame %llu)", rel);
+      return s;
+    }
     case AnomalyKind::rdmap_terminate:
       return fmt("%s RDMAP Terminate at frame %llu: %s layer, error type %u, code 0x%02x (%s)", who.c_str(), fr,
                  std::string(terminate_layer_name(static_cast<std::uint8_t>(a.count >> 16))).c_str(), (a.count >> 8) & 0xFF,
@@ -246,11 +327,11 @@ std::string explain_iwarp(const Anomaly& a, const IwarpAnalyzer& iw) {
                      .c_str());
     case AnomalyKind::iwarp_resync:
       return fmt("%s FPDU boundary found without the MPA negotiation at frame %llu (%u bytes skipped)", who.c_str(), fr, a.count);
-    case AnomalyKind::response_without_request:
-      return fmt("%s RDMA Read Response at frame %llu without an outstanding Read Request", who.c_str(), fr);
-    case AnomalyKind::payload_length_mismatch:
-      return fmt("%s RDMA Read Response ends at frame %llu after %u bytes, not the size the request at frame %llu asked for",
-                 who.c_str(), fr, a.count, rel);
+    case AnomalyKind::rdmap_read_response_unmatched:
+      return fmt("%s RDMA Read Response at frame %llu without an outstanding RDMA Read Request on this connection", who.c_str(), fr);
+    case AnomalyKind::rdmap_read_size_mismatch:
+      return fmt("%s RDMA Read Response ends at frame %llu after %u bytes; the RDMA Read Request at frame %llu asked for %llu",
+                 who.c_str(), fr, a.count, rel, static_cast<unsigned long long>(a.expected_psn));
     default:
       return fmt("%s %s at frame %llu", who.c_str(), std::string(to_string(a.kind)).c_str(), fr);
   }
@@ -279,7 +360,7 @@ void write_iwarp_text(std::ostream& out, const IwarpAnalyzer& an) {
                static_cast<unsigned long long>(s.reads_matched), s.read_latency_min_us,
                s.read_latency_sum_us / static_cast<double>(s.reads_matched), s.read_latency_max_us);
   if (s.tcp_holes_recovered + s.tcp_holes_lost)
-    out << fmt("  TCP holes: %llu filled by retransmission, %llu never filled (%llu bytes lost to the capture)\n",
+    out << fmt("  TCP holes: %llu filled later (retransmitted or reordered: see the problems), %llu never filled (%llu bytes lost to the capture)\n",
                static_cast<unsigned long long>(s.tcp_holes_recovered), static_cast<unsigned long long>(s.tcp_holes_lost),
                static_cast<unsigned long long>(s.tcp_bytes_lost));
   for (std::size_t i = 0; i < an.flows().size(); ++i) {

@@ -19,6 +19,9 @@ Json iwarp_report_json(const decode::IwarpAnalyzer& a);
 std::string iwarp_packet_text(const decode::IwarpFrame& f);
 // One line for an iWARP anomaly (flow indexes IwarpAnalyzer::flows()).
 std::string explain_iwarp(const decode::Anomaly& a, const decode::IwarpAnalyzer& iw);
+// The fields of an iWARP anomaly's JSON object, named in iWARP's terms (qn, msn,
+// stag, tcp_seq...) rather than the IB names of decode::Anomaly's members.
+void add_iwarp_anomaly_fields(const decode::Anomaly& a, Json& j);
 void write_iwarp_text(std::ostream& out, const decode::IwarpAnalyzer& a);
 
 }  // namespace rdmadiag::exporters

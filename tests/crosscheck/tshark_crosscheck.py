@@ -390,6 +390,12 @@ def check_file(path, rdmadiag, tshark, verbose=False):
     for fr in sorted(set(ours) | set(theirs)):
         p = ours.get(fr, {})
         t = theirs.get(fr)
+        # Frame lengths on every frame (not just IB ones): a link-layer record
+        # header (ERF) is not part of the packet, for tshark nor for us.
+        for label, tf in (("len", "frame.len"), ("caplen", "frame.cap_len")):
+            if p and t is not None and t.get(tf, "").strip():
+                if p.get(label) != int(t[tf]):
+                    res.mismatches.append((fr, label, fmt(p.get(label), "int"), t[tf]))
         t_has = t is not None and t["infiniband.bth.opcode"].strip() != ""
         o_has = "opcode" in p
         if not (t_has or o_has):

@@ -6,8 +6,10 @@
 #include <string_view>
 #include <vector>
 
+#include "decode/analyzer.h"
 #include "decode/crc.h"
 #include "decode/packet.h"
+#include "decode/transport_analysis.h"
 
 using namespace rdmadiag::decode;
 
@@ -107,6 +109,77 @@ TEST(NativeIb, ErfType21Record) {
   EXPECT_EQ(p.ib.bth.psn, 0x123456u);
   EXPECT_EQ(p.icrc, CrcStatus::ok);
   EXPECT_EQ(p.vcrc, CrcStatus::ok);
+}
+
+namespace {
+// An ERF type 21 record around `pkt` (what ibdump writes), with `ext`
+// extension headers (type bit 0x80 chains them).
+std::vector<std::uint8_t> erf_ib_record(const std::vector<std::uint8_t>& pkt, int ext) {
+  std::vector<std::uint8_t> rec = {0, 0, 0, 0, 0, 0, 0, 0, kErfTypeInfiniband, 0x04, 0, 0, 0, 0, 0, 0};
+  if (ext) rec[8] |= 0x80;
+  for (int i = 0; i < ext; ++i) {
+    std::vector<std::uint8_t> e(8, 0);
+    e[0] = static_cast<std::uint8_t>(i + 1 < ext ? 0x80 | 0x01 : 0x01);
+    rec.insert(rec.end(), e.begin(), e.end());
+  }
+  const std::size_t rlen = rec.size() + pkt.size();
+  rec[10] = static_cast<std::uint8_t>(rlen >> 8);
+  rec[11] = static_cast<std::uint8_t>(rlen);
+  rec[14] = static_cast<std::uint8_t>(pkt.size() >> 8);
+  rec[15] = static_cast<std::uint8_t>(pkt.size());
+  rec.insert(rec.end(), pkt.begin(), pkt.end());
+  return rec;
+}
+}  // namespace
+
+// Regression (issue 15, class 5a): the ERF record header was counted in the
+// packet's length, so every byte total of an ibdump capture was 16 bytes per
+// packet too high. The IB packet's length comes from its own bytes: LRH PktLen
+// counts 4-byte words from the LRH to the ICRC, and the 2-byte VCRC follows
+// (IBA Vol 1 section 7.7.8); tshark's frame.len on ERF says the same.
+TEST(NativeIb, ErfRecordHeaderIsNotCountedInThePacketLength) {
+  const auto pkt = native_ib_send(0);
+  const std::uint32_t ib_len = (static_cast<std::uint32_t>(pkt[4] & 0x07) << 8 | pkt[5]) * 4 + 2;
+  ASSERT_EQ(ib_len, pkt.size());
+  for (int ext : {0, 2}) {
+    const auto rec = erf_ib_record(pkt, ext);
+    DecodedPacket p;
+    decode_frame(linktype::kErf, Bytes(rec), static_cast<std::uint32_t>(rec.size()), {}, p);
+    ASSERT_TRUE(p.erf);
+    EXPECT_EQ(p.erf->header_len, 16u + 8u * ext);
+    EXPECT_EQ(p.wirelen, ib_len);
+    EXPECT_EQ(p.caplen, ib_len);
+    EXPECT_EQ(p.vcrc, CrcStatus::ok);
+    // Cut by a snap length: still the packet's lengths, the captured part shorter.
+    decode_frame(linktype::kErf, Bytes(rec.data(), rec.size() - 6), static_cast<std::uint32_t>(rec.size()), {}, p);
+    EXPECT_EQ(p.wirelen, ib_len);
+    EXPECT_EQ(p.caplen, ib_len - 6);
+  }
+}
+
+// The same through the analysis: capture summary, per-transport and per-opcode
+// totals and the queue pair's byte count hold the IB packets' bytes only.
+TEST(NativeIb, ErfByteTotalsCountIbPacketsOnly) {
+  const auto pkt = native_ib_send(0);
+  const auto rec = erf_ib_record(pkt, 1);
+  Analyzer an;
+  PacketAnalysis out;
+  constexpr int kPackets = 3;
+  for (int i = 0; i < kPackets; ++i) {
+    auto r = rec;
+    r[r.size() - pkt.size() + 8 + 11] = static_cast<std::uint8_t>(0x56 + i);  // next PSN (ICRC no longer matters here)
+    DecodedPacket p;
+    decode_frame(linktype::kErf, Bytes(r), static_cast<std::uint32_t>(r.size()), {}, p);
+    an.add(p, static_cast<std::uint64_t>(i + 1), i * 1e-3, out);
+  }
+  an.finish();
+  const std::uint64_t want = kPackets * pkt.size();
+  EXPECT_EQ(an.summary().packets, static_cast<std::uint64_t>(kPackets));
+  EXPECT_EQ(an.summary().bytes, want);
+  EXPECT_EQ(an.summary().by_transport[static_cast<std::size_t>(Transport::ib)].bytes, want);
+  EXPECT_EQ(an.summary().by_opcode[0x04].bytes, want);
+  ASSERT_EQ(an.transport().flows().size(), 1u);
+  EXPECT_EQ(an.transport().flows()[0].bytes, want);
 }
 
 TEST(NativeIb, FlippedBitsAreCaughtByTheRightCrc) {

@@ -38,7 +38,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   decode::DecodedPacket p;
   decode::decode_frame(linktype, frame, caplen + extra_wire, opts, p);
 
-  require(p.caplen == caplen);
+  // The packet's lengths: an ERF record header is not part of it (tshark's frame.len).
+  const std::uint32_t link_header = p.erf ? p.erf->header_len : 0;
+  require(p.caplen == caplen - link_header);
+  require(p.wirelen == caplen + extra_wire - link_header);
   require(inside(p.payload, frame));
   require(inside(p.tcp_payload, frame));
   require(p.payload.size() <= p.payload_len);

@@ -12,170 +12,9 @@
 #include <vector>
 
 #include "capture/file_reader.h"
-#include "decode/analyzer.h"
-#include "decode/iwarp_analysis.h"
+#include "stream_fixture.h"
 
-using namespace rdmadiag::decode;
-using Buf = std::vector<std::uint8_t>;
-
-namespace {
-
-std::uint32_t crc32c_bitwise(const std::uint8_t* b, std::size_t n) {
-  std::uint32_t c = 0xFFFFFFFF;
-  for (std::size_t i = 0; i < n; ++i) {
-    c ^= b[i];
-    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
-  }
-  return ~c;
-}
-void be16(Buf& b, std::uint32_t v) { b.push_back(std::uint8_t(v >> 8)); b.push_back(std::uint8_t(v)); }
-void be32(Buf& b, std::uint32_t v) { be16(b, v >> 16); be16(b, v & 0xFFFF); }
-void be64(Buf& b, std::uint64_t v) { be32(b, std::uint32_t(v >> 32)); be32(b, std::uint32_t(v)); }
-
-Buf mpa_frame(bool request, bool marker, bool crc) {
-  const std::string key = request ? "MPA ID Req Frame" : "MPA ID Rep Frame";
-  Buf b(key.begin(), key.end());
-  b.push_back(std::uint8_t((marker ? 0x80 : 0) | (crc ? 0x40 : 0) | 0x10));
-  b.push_back(2);    // revision 2 (RFC 6581)
-  be16(b, 4);
-  be16(b, 0x8000 | 8);  // P, IRD 8
-  be16(b, 0x8000 | 4);  // write RTR, ORD 4
-  return b;
-}
-
-// ULPDU of an untagged Send (QN 0) with `payload` bytes, or a tagged RDMA Write.
-Buf send_ulpdu(std::uint32_t msn, std::size_t payload, bool last = true, std::uint32_t mo = 0) {
-  Buf u = {std::uint8_t(0x01 | (last ? 0x40 : 0)), 0x43};
-  be32(u, 0);
-  be32(u, 0);      // QN
-  be32(u, msn);
-  be32(u, mo);
-  for (std::size_t i = 0; i < payload; ++i) u.push_back(std::uint8_t(i * 7 + msn));
-  return u;
-}
-Buf write_ulpdu(std::uint32_t stag, std::uint64_t to, std::size_t payload, bool last) {
-  Buf u = {std::uint8_t(0x81 | (last ? 0x40 : 0)), 0x40};
-  be32(u, stag);
-  be64(u, to);
-  for (std::size_t i = 0; i < payload; ++i) u.push_back(std::uint8_t(i));
-  return u;
-}
-
-// Writes FPDUs into one direction's byte stream, inserting markers when asked:
-// a marker at every sequence number base + 512k, holding the distance back to the
-// start of the FPDU it is in (0 when it sits where an FPDU starts).
-struct StreamWriter {
-  Buf wire;
-  std::uint32_t start_seq = 0;     // sequence number of wire[0]
-  bool markers = false;
-  std::uint32_t base = 0;          // sequence number of the first FPDU
-  bool crc = true;
-  void raw(const Buf& b) { wire.insert(wire.end(), b.begin(), b.end()); }
-  std::uint32_t seq_now() const { return start_seq + std::uint32_t(wire.size()); }
-  void put(std::uint8_t v, std::uint32_t fpdu_start) {
-    if (markers && (seq_now() - base) % 512 == 0) {
-      Buf m;
-      be16(m, 0);
-      be16(m, seq_now() - fpdu_start);
-      raw(m);
-    }
-    wire.push_back(v);
-  }
-  void fpdu(const Buf& ulpdu) {
-    const std::uint32_t s = seq_now();
-    const std::size_t at = wire.size();
-    Buf logical;
-    be16(logical, std::uint32_t(ulpdu.size()));
-    logical.insert(logical.end(), ulpdu.begin(), ulpdu.end());
-    while ((logical.size() & 3) != 0) logical.push_back(0);
-    for (auto v : logical) put(v, s);
-    // A marker due right where the CRC starts is on the wire before it: covered.
-    if (markers && (seq_now() - base) % 512 == 0) {
-      Buf m;
-      be16(m, 0);
-      be16(m, seq_now() - s);
-      raw(m);
-    }
-    const std::uint32_t c = crc ? crc32c_bitwise(wire.data() + at, wire.size() - at) : 0;
-    for (int i = 0; i < 4; ++i) put(std::uint8_t(c >> (8 * i)), s);
-  }
-};
-
-struct Segment {
-  int dir;  // 0: initiator -> responder
-  std::uint32_t seq;
-  Buf data;
-  std::uint16_t flags = 0x18;
-};
-
-struct Harness {
-  Analyzer an;
-  std::uint64_t frame = 0;
-  std::vector<IwarpPdu> units;
-  std::map<std::uint64_t, std::size_t> units_at;
-  void send(const Segment& s, std::uint32_t ack = 0) {
-    DecodedPacket p;
-    Ipv4Header ip{};
-    ip.src = s.dir == 0 ? std::array<std::uint8_t, 4>{10, 0, 0, 2} : std::array<std::uint8_t, 4>{10, 0, 0, 1};
-    ip.dst = s.dir == 0 ? std::array<std::uint8_t, 4>{10, 0, 0, 1} : std::array<std::uint8_t, 4>{10, 0, 0, 2};
-    p.ipv4 = ip;
-    TcpHeader t{};
-    t.src_port = s.dir == 0 ? 40000 : 18515;
-    t.dst_port = s.dir == 0 ? 18515 : 40000;
-    t.seq = s.seq;
-    t.ack = ack;
-    t.flags = s.flags;
-    p.tcp = t;
-    p.tcp_payload = Bytes(s.data);
-    p.tcp_payload_len = std::uint32_t(s.data.size());
-    p.wirelen = 54 + p.tcp_payload_len;
-    PacketAnalysis pa;
-    ++frame;
-    an.add(p, frame, double(frame) * 1e-3, pa);
-    for (const IwarpPdu& u : pa.iwarp) units.push_back(u);
-    units_at[frame] = pa.iwarp.size;
-  }
-  std::vector<IwarpPdu> fpdus() const {
-    std::vector<IwarpPdu> v;
-    for (const auto& u : units)
-      if (u.kind == IwarpPdu::Kind::fpdu) v.push_back(u);
-    return v;
-  }
-  std::uint64_t anomalies(AnomalyKind k) const { return an.anomalies().count(k); }
-};
-
-constexpr std::uint32_t kIsnI = 1000, kIsnR = 5000000;
-
-// Handshake + MPA Request/Reply; returns the writers positioned after them.
-void negotiate(Harness& h, StreamWriter& ini, StreamWriter& res, bool markers, bool crc) {
-  h.send({0, kIsnI, {}, 0x02});
-  h.send({1, kIsnR, {}, 0x12});
-  ini.start_seq = kIsnI + 1;
-  res.start_seq = kIsnR + 1;
-  const Buf req = mpa_frame(true, markers, crc), rep = mpa_frame(false, markers, crc);
-  h.send({0, ini.start_seq, req});
-  h.send({1, res.start_seq, rep});
-  ini.start_seq += std::uint32_t(req.size());
-  res.start_seq += std::uint32_t(rep.size());
-  ini.markers = res.markers = markers;
-  ini.base = ini.start_seq;
-  res.base = res.start_seq;
-  ini.crc = res.crc = crc;
-}
-
-// Cuts a writer's wire bytes into segments of the given sizes (cycling).
-std::vector<Segment> cut(const StreamWriter& w, int dir, std::vector<std::size_t> sizes) {
-  std::vector<Segment> out;
-  std::size_t off = 0, k = 0;
-  while (off < w.wire.size()) {
-    const std::size_t n = std::min(sizes[k++ % sizes.size()], w.wire.size() - off);
-    out.push_back({dir, w.start_seq + std::uint32_t(off), Buf(w.wire.begin() + std::ptrdiff_t(off), w.wire.begin() + std::ptrdiff_t(off + n))});
-    off += n;
-  }
-  return out;
-}
-
-}  // namespace
+using namespace iwarp_fixture;
 
 TEST(IwarpStream, NegotiationAndFpdusSplitAcrossAndPackedInSegments) {
   for (std::vector<std::size_t> sizes : {std::vector<std::size_t>{1}, {3}, {7, 50}, {1448}, {100000}}) {
@@ -344,7 +183,10 @@ struct CaptureRun {
   std::uint64_t fpdus = 0;
   std::map<std::uint64_t, std::vector<IwarpPdu>> by_frame;  // by the frame an FPDU ended in
   std::map<AnomalyKind, std::uint64_t> anomalies;
+  std::vector<Anomaly> holes;  // tcp_hole, in the order reported
   std::uint64_t resyncs = 0;
+  std::map<std::pair<int, int>, std::uint64_t> old_data_segments;  // (src port, dst port) -> resends of delivered bytes
+  std::map<std::uint64_t, std::pair<int, int>> hole_fills;         // frame filling a hole -> direction
 };
 
 CaptureRun run_capture(const std::string& name, std::uint64_t skip = 0) {
@@ -367,26 +209,44 @@ CaptureRun run_capture(const std::string& name, std::uint64_t skip = 0) {
   an.finish();
   out.fpdus = an.iwarp().stats().fpdus;
   out.resyncs = an.iwarp().stats().resyncs;
+  for (const IwarpFlowInfo& f : an.iwarp().flows())
+    out.old_data_segments[{f.src_port, f.dst_port}] += f.tcp.retransmitted_segments;
+  for (const Anomaly& a : an.anomalies().items())
+    if (a.kind == AnomalyKind::tcp_hole) out.holes.push_back(a);
+  for (const Anomaly& a : out.holes) {
+    const IwarpFlowInfo& f = an.iwarp().flows().at(a.flow);
+    if (a.related_count) out.hole_fills[a.related[0]] = {f.src_port, f.dst_port};
+  }
   for (std::size_t k = 0; k < std::size_t(AnomalyKind::count_); ++k)
     if (an.anomalies().count(AnomalyKind(k))) out.anomalies[AnomalyKind(k)] = an.anomalies().count(AnomalyKind(k));
   return out;
 }
 
-// FPDUs tshark decoded (iwarp_mpa.ulpdulength occurrences), from the .tsv beside the capture.
-std::uint64_t tshark_fpdus(const std::string& name) {
+// The tshark decode beside a capture (X.tshark.tsv): one map of column -> value per frame.
+std::vector<std::map<std::string, std::string>> tshark_rows(const std::string& name) {
   std::ifstream in(std::string(RDMADIAG_PCAP_DIR) + "/" + name + ".tshark.tsv");
   std::string line;
   std::getline(in, line);
   std::vector<std::string> head;
   std::stringstream hs(line);
   for (std::string c; std::getline(hs, c, '\t');) head.push_back(c);
-  const auto col = std::size_t(std::find(head.begin(), head.end(), "iwarp_mpa.ulpdulength") - head.begin());
-  std::uint64_t n = 0;
+  std::vector<std::map<std::string, std::string>> rows;
   while (std::getline(in, line)) {
-    std::vector<std::string> cols;
+    std::map<std::string, std::string> row;
     std::stringstream ls(line);
-    for (std::string c; std::getline(ls, c, '\t');) cols.push_back(c);
-    if (col < cols.size() && !cols[col].empty()) n += 1 + std::count(cols[col].begin(), cols[col].end(), ',');
+    std::size_t i = 0;
+    for (std::string c; std::getline(ls, c, '\t') && i < head.size(); ++i) row[head[i]] = c;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// FPDUs tshark decoded (iwarp_mpa.ulpdulength occurrences).
+std::uint64_t tshark_fpdus(const std::string& name) {
+  std::uint64_t n = 0;
+  for (auto& row : tshark_rows(name)) {
+    const std::string& v = row["iwarp_mpa.ulpdulength"];
+    if (!v.empty()) n += 1 + std::count(v.begin(), v.end(), ',');
   }
   return n;
 }
@@ -401,14 +261,64 @@ TEST(IwarpCaptures, LossFreeCapturesDecodeEveryFpduWithoutAnomalies) {
   }
 }
 
-TEST(IwarpCaptures, LossyCaptureReportsHolesAndDecodesEveryFpdu) {
+// Every gap is its own hole, where tshark sees it (tcp.analysis.lost_segment: the
+// segment after bytes it never saw), as large as the bytes tshark never saw
+// before it (its relative seq minus the highest end seen before in that
+// direction). Each was filled by a resend: the filling segment's IP ID is newer
+// than the one after the gap (Linux numbers a connection's packets in order).
+// Issue 15: the first two gaps (frames 162, 171) were reported as one hole of
+// 2708 bytes from frame 162, a range of which 1448..2708 had been captured.
+TEST(IwarpCaptures, LossyCaptureReportsEachHoleAsTsharkSeesIt) {
   const CaptureRun r = run_capture("lab_siw_write_bw_loss.pcap");
-  EXPECT_EQ(r.anomalies.count(AnomalyKind::tcp_hole) ? r.anomalies.at(AnomalyKind::tcp_hole) : 0, 2u);
-  EXPECT_EQ(r.anomalies.size(), 1u);  // nothing else: the retransmissions filled both holes
+  struct Gap { std::uint64_t frame; std::uint32_t bytes; long ip_id; };
+  std::vector<Gap> gaps;
+  std::map<std::uint64_t, long> ip_id;
+  std::map<std::string, std::uint64_t> end;  // per source port: highest seq + len so far
+  for (auto& row : tshark_rows("lab_siw_write_bw_loss")) {
+    if (row["tcp.len"].empty() || row["tcp.len"] == "0") continue;
+    const std::uint64_t fr = std::stoull(row["frame.number"]), seq = std::stoull(row["tcp.seq"]), len = std::stoull(row["tcp.len"]);
+    ip_id[fr] = std::stol(row["ip.id"], nullptr, 16);
+    if (row["tcp.analysis.lost_segment"] == "1")
+      gaps.push_back({fr, std::uint32_t(seq - end[row["tcp.srcport"]]), ip_id[fr]});
+    end[row["tcp.srcport"]] = std::max(end[row["tcp.srcport"]], seq + len);
+  }
+  ASSERT_EQ(gaps.size(), 3u);
+  ASSERT_EQ(r.holes.size(), gaps.size());
+  for (std::size_t i = 0; i < gaps.size(); ++i) {
+    SCOPED_TRACE(gaps[i].frame);
+    EXPECT_EQ(r.holes[i].frame, gaps[i].frame);
+    EXPECT_EQ(r.holes[i].count, gaps[i].bytes);
+    ASSERT_EQ(r.holes[i].related_count, 1u);
+    EXPECT_GT(std::int16_t(std::uint16_t(ip_id.at(r.holes[i].related[0]) - gaps[i].ip_id)), 0);  // sent after
+    EXPECT_EQ(r.holes[i].expected_psn, std::int64_t(TcpGapFill::retransmission));
+  }
+  EXPECT_EQ(r.anomalies.size(), 1u);  // nothing else: the resends filled every hole
   // tshark (no out-of-order reassembly) misses the FPDUs right after each hole; we decode them all:
   // 60 RDMA Writes of 4096 bytes in 3 FPDUs each, and the Send exchanges.
   EXPECT_GE(r.fpdus, tshark_fpdus("lab_siw_write_bw_loss"));
   EXPECT_EQ(r.fpdus, 180u + 32u);
+}
+
+// Every segment we count as a resend of bytes already delivered is one tshark
+// flags (tcp.analysis.retransmission / fast_retransmission), per direction; the
+// other frames tshark flags are ones that filled a hole we report.
+TEST(IwarpCaptures, TcpResendsAreTheOnesTsharkFlags) {
+  for (const char* name : {"siw_write_lat", "siw_mpacrc_write_lat", "siw_read_bw", "lab_siw_send_lat", "lab_siw_read_lat",
+                           "lab_siw_write_bw_loss"}) {
+    SCOPED_TRACE(name);
+    const CaptureRun r = run_capture(std::string(name) + ".pcap");
+    std::map<std::pair<int, int>, std::uint64_t> flagged;
+    for (auto& row : tshark_rows(name)) {
+      if (row["tcp.len"].empty() || row["tcp.len"] == "0") continue;
+      if (row["tcp.analysis.retransmission"].empty() && row["tcp.analysis.fast_retransmission"].empty()) continue;
+      const std::pair<int, int> dir{std::stoi(row["tcp.srcport"]), std::stoi(row["tcp.dstport"])};
+      const auto fill = r.hole_fills.find(std::stoull(row["frame.number"]));
+      if (fill == r.hole_fills.end()) ++flagged[dir];
+      else EXPECT_EQ(fill->second, dir);
+    }
+    for (const auto& [dir, n] : r.old_data_segments) EXPECT_EQ(n, flagged[dir]) << dir.first << " -> " << dir.second;
+    for (const auto& [dir, n] : flagged) EXPECT_EQ(n, r.old_data_segments.count(dir) ? r.old_data_segments.at(dir) : 0u);
+  }
 }
 
 // The capture cut to start mid-connection: every FPDU the full capture has after

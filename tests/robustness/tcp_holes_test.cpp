@@ -159,3 +159,44 @@ TEST(TcpHoles, SegmentsFromFarOutsideTheWindowAreBounded) {
   EXPECT_EQ(budget.used, 0u);
   EXPECT_TRUE(sink.order_ok);
 }
+
+// Two gaps open at once are two holes, each with its own bytes and the frame
+// that first showed bytes beyond it (issue 15: they were one hole spanning both,
+// claiming captured bytes missing). What filled each is told by IPv4 IDs: a
+// resend carries a newer ID than the segment after the gap, a late original an
+// older one; without IDs it is not guessed.
+TEST(TcpHoles, TwoGapsAreTwoHolesAndIpIdsTellResendFromReordering) {
+  const auto data = pattern(60, 3);
+  struct Case { std::int32_t fill_id_base; TcpGapFill want; };
+  for (const Case c : {Case{100, TcpGapFill::retransmission}, Case{0, TcpGapFill::reordering}, Case{-1, TcpGapFill::unknown}}) {
+    SCOPED_TRACE(int(c.want));
+    TcpStream s;
+    RecordingSink sink;
+    s.syn(kIsn);
+    auto seg = [&](std::size_t from, std::size_t n, std::uint64_t frame, std::int32_t id) {
+      s.segment(kIsn + 1 + std::uint32_t(from), Bytes(data).subspan(from, n), std::uint32_t(n), frame, double(frame), sink,
+                c.fill_id_base < 0 ? -1 : id);
+    };
+    seg(0, 10, 1, 10);    // IDs 10.. in the order the sender sent the originals: bytes 10..14 (ID 11)
+    seg(15, 15, 2, 12);   // and 30..34 (ID 13) did not reach the capture point
+    seg(35, 25, 3, 14);
+    seg(10, 5, 4, c.fill_id_base + 11);
+    seg(30, 5, 5, c.fill_id_base + 13);
+    EXPECT_TRUE(sink.order_ok);
+    ASSERT_EQ(sink.holes.size(), 2u);
+    EXPECT_EQ(sink.holes[0].seq, kIsn + 1 + 10);
+    EXPECT_EQ(sink.holes[0].bytes, 5u);
+    EXPECT_EQ(sink.holes[0].frame_detected, 2u);
+    EXPECT_EQ(sink.holes[0].frame_resolved, 4u);
+    EXPECT_EQ(sink.holes[1].seq, kIsn + 1 + 30);
+    EXPECT_EQ(sink.holes[1].bytes, 5u);
+    EXPECT_EQ(sink.holes[1].frame_detected, 3u);
+    EXPECT_EQ(sink.holes[1].frame_resolved, 5u);
+    for (const auto& h : sink.holes) {
+      EXPECT_TRUE(h.recovered);
+      EXPECT_EQ(h.fill, c.want);
+    }
+    EXPECT_EQ(s.stats().holes_recovered, 2u);
+    EXPECT_EQ(sink.bytes.size(), data.size());
+  }
+}
