@@ -54,6 +54,7 @@ struct Anomaly {
   std::int64_t expected_psn = -1;  // -1: not meaningful
   std::uint32_t count = 0;         // e.g. PSNs missing in a gap, bytes in a TCP hole
   double duration_us = -1;         // e.g. recovery time of a retransmission; -1: none
+  std::uint8_t cause = 0;          // IB/RoCE retransmission: why it was made (ResendCause, rc_requester.h)
   std::array<std::uint64_t, 3> related{};  // related frames (the gap a NAK answers, the NAK a resend follows...)
   std::uint8_t related_count = 0;
   void relate(std::uint64_t f) {

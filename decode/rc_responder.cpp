@@ -1,0 +1,230 @@
+// Responses on a reliable connection: IBA Vol 1 §9.7.5, 9.7.5.1.3, 9.7.5.2, 9.9.4.
+#include "decode/rc_responder.h"
+
+namespace rdmadiag::decode {
+
+namespace {
+
+bool starts_response(OpKind k) { return k == OpKind::read_response_first || k == OpKind::read_response_only; }
+bool ends_response(OpKind k) { return k == OpKind::read_response_last || k == OpKind::read_response_only; }
+
+ResponseEvent classify_read(const ResponseCursor& r, const RequesterState* q, const SeqPacket& p) {
+  ResponseEvent e{RespStep::read_data};
+  if (r.recent.has_copy(p.psn, p.ip_id, p.ts, -1)) {
+    e.step = RespStep::read_duplicate;  // the same IPv4 ID: a copy made by the network
+  } else if (q && q->answered.holds(p.psn)) {
+    e.step = RespStep::read_resent;     // the capture holds this PSN already: answered again
+  } else if (!starts_response(p.kind) && r.in_read_response) {
+    const std::int32_t d = psn_diff(p.psn, r.expected);
+    if (d > 0) {
+      e.step = RespStep::read_gap;
+      e.missing = static_cast<std::uint32_t>(d);
+    } else if (d < 0 && !q) {
+      e.step = RespStep::read_resent;   // no record of the PSNs answered: an older PSN was sent again
+    }
+  }
+  return e;
+}
+
+// Completes the requests whose PSNs end at or before `upto`; latency for those asking for an ACK.
+void complete_upto(RequesterState& q, std::uint32_t upto, const SeqPacket& p, SeqSink& resp, SeqSink& req) {
+  if (!q.acked_valid || psn_diff(upto, q.acked_through) > 0) {
+    q.acked_valid = true;
+    q.acked_through = upto;
+  }
+  while (!q.pending.empty() && psn_diff(q.pending.front().last, upto) <= 0) {
+    const PendingRequest r = q.pending.front();
+    q.pending.pop_front();
+    if (r.op == OpClass::read || !r.ack_req) continue;  // a READ completes with its data, not an ACK
+    const double us = (p.ts - r.ts) * 1e6;
+    req.stats().latency[static_cast<std::size_t>(r.op)].add(us);
+    resp.verdict().request_frame = r.frame;
+    resp.verdict().latency_us = us;
+    resp.link(r.frame, p.frame, us);
+  }
+}
+
+// Responders answer every copy of a request in order (IBA 9.7.5.1.2): an answer
+// for the resent PSN counts, one beyond it closes the count.
+void count_answer(RequesterState& q, std::uint32_t psn, SeqSink& req) {
+  if (!q.spur.open) return;
+  if (psn == q.spur.psn) ++q.spur.answers;
+  else if (psn_diff(psn, q.spur.psn) > 0) spurious_verdict(q, req, psn_diff(psn, q.spur.psn) < kRestartJump);
+}
+
+void apply_ack(RequesterState* q, const SeqPacket& p, SeqSink& resp, SeqSink* req) {
+  ++resp.stats().acks;
+  if (!q) return;
+  count_answer(*q, p.psn, *req);
+  complete_upto(*q, p.psn, p, resp, *req);
+  resp.verdict().expected_psn = q->resend_next;
+}
+
+AnomalyKind nak_kind(const Aeth& aeth, FlowSummary& s) {
+  if (aeth.kind() == AethKind::rnr_nak) {
+    ++s.rnr_naks;
+    return AnomalyKind::rnr_nak;
+  }
+  ++s.naks[aeth.value()];
+  static constexpr AnomalyKind kNak[] = {AnomalyKind::nak_psn_seq_error, AnomalyKind::nak_invalid_request,
+                                         AnomalyKind::nak_remote_access, AnomalyKind::nak_remote_op,
+                                         AnomalyKind::nak_invalid_rd_request};
+  return kNak[aeth.value()];
+}
+
+// Links a NAK to what it answers: a PSN sequence error to the loss (or corrupt
+// packet) at its PSN, any other NAK to the request.
+void link_nak(RequesterState& q, Anomaly& a, const SeqPacket& p, SeqSink& resp) {
+  if (a.kind == AnomalyKind::nak_psn_seq_error) {
+    if (OpenLoss* l = q.loss_at(p.psn, false)) {
+      a.relate(l->frame);
+      resp.verdict().nak_gap_frame = l->frame;
+      l->nak_frame = p.frame;
+      resp.relate(l->anomaly, p.frame);
+    }
+    return;
+  }
+  for (const PendingRequest& r : q.pending)
+    if (psn_diff(p.psn, r.first) >= 0 && psn_diff(r.last, p.psn) >= 0) {
+      a.relate(r.frame);
+      resp.verdict().request_frame = r.frame;
+      return;
+    }
+}
+
+void apply_nak(RequesterState* q, const SeqPacket& p, SeqSink& resp, SeqSink* req) {
+  Anomaly a{nak_kind(p.aeth, resp.stats())};
+  a.frame = p.frame;
+  a.psn = p.psn;
+  if (a.kind == AnomalyKind::rnr_nak) a.duration_us = p.aeth.rnr_timer_ms() * 1000.0;
+  if (q) {
+    a.expected_psn = q->resend_next;
+    // The responder expects PSN `psn`: everything before it is acknowledged (IBA 9.7.5.2.2).
+    complete_upto(*q, (p.psn - 1) & kPsnMask, p, resp, *req);
+    link_nak(*q, a, p, resp);
+    q->nak_frame = p.frame;
+    q->nak_ts = p.ts;
+    q->nak_psn = p.psn;
+  }
+  resp.report(a);
+}
+
+// A READ sent while no PMTU was known holds one PSN so far; its response
+// packets, following on from it in order, show how many it occupies.
+void extend_unknown_read(RequesterState& q, const SeqPacket& p) {
+  if (starts_response(p.kind) || !q.read_span_unknown || q.pending.empty()) return;
+  PendingRequest& r = q.pending[q.pending.size() - 1];
+  const std::uint32_t most = std::max<std::uint32_t>((r.read_len + 255) / 256, 1);
+  if (r.op == OpClass::read && r.first == q.read_psn && ((r.last + 1) & kPsnMask) == p.psn &&
+      static_cast<std::uint32_t>(psn_diff(p.psn, r.first)) < most)
+    r.last = p.psn;
+}
+
+// Which READ is this data for? The last packet of a response completes it.
+// Returns the segment size its span shows (0: none).
+std::uint32_t match_read(RequesterState& q, bool complete, const SeqPacket& p, SeqSink& resp, SeqSink& req) {
+  for (auto it = q.pending.begin(); it != q.pending.end(); ++it) {
+    if (it->op != OpClass::read || psn_diff(p.psn, it->first) < 0 || psn_diff(it->last, p.psn) < 0) continue;
+    resp.verdict().request_frame = it->frame;
+    if (!complete) return 0;
+    const double us = (p.ts - it->ts) * 1e6;
+    resp.verdict().latency_us = us;
+    req.stats().latency[static_cast<std::size_t>(OpClass::read)].add(us);
+    resp.link(it->frame, p.frame, us);
+    const std::uint32_t span = static_cast<std::uint32_t>(psn_diff(p.psn, it->first)) + 1;
+    const std::uint32_t segment = span > 1 && it->read_len ? (it->read_len + span - 1) / span : 0;
+    // Data for a READ also acknowledges every request before it (IBA 9.7.5.1.3).
+    const std::uint32_t last = it->last;
+    q.pending.erase(q.pending.begin(), it + 1);
+    complete_upto(q, last, p, resp, req);
+    return segment;
+  }
+  return 0;
+}
+
+std::uint32_t apply_read(ResponseCursor& r, RequesterState* q, const ResponseEvent& e, const SeqPacket& p, SeqSink& resp,
+                         SeqSink* req) {
+  PacketVerdict& v = resp.verdict();
+  if (!starts_response(p.kind) && r.in_read_response) v.expected_psn = r.expected;
+  if (e.step == RespStep::read_duplicate) {
+    ++resp.stats().duplicates;
+    v.duplicate = true;
+    Anomaly a{AnomalyKind::psn_duplicate};
+    a.frame = p.frame;
+    a.psn = p.psn;
+    a.expected_psn = r.expected;
+    resp.report(a);
+    return 0;  // a copy: the stream is unchanged
+  }
+  if (e.step == RespStep::read_gap) {
+    RequesterState unpaired;  // no record of the requester: the gap is reported, not followed
+    report_loss(q ? *q : unpaired, true, r.expected, e.missing, p, resp);
+  }
+  if (e.step == RespStep::read_resent) {
+    ++resp.stats().resent_responses;
+    v.retransmission = true;
+  }
+  r.in_read_response = !ends_response(p.kind);
+  r.expected = (p.psn + 1) & kPsnMask;
+  r.recent.add(p.psn, p.ip_id, p.ts);
+  if (!q) return 0;
+  if (!r.in_read_response) count_answer(*q, p.psn, *req);
+  mark_seen(*q, true, p.psn, 1, p, resp);
+  extend_unknown_read(*q, p);
+  return match_read(*q, !r.in_read_response, p, resp, *req);
+}
+
+void apply_atomic(RequesterState* q, const ResponseEvent& e, const SeqPacket& p, SeqSink& resp, SeqSink* req) {
+  ++resp.stats().acks;
+  if (e.step == RespStep::atomic_replay) {
+    ++resp.stats().resent_responses;
+    resp.verdict().retransmission = true;
+  }
+  if (!q) return;
+  count_answer(*q, p.psn, *req);
+  mark_seen(*q, true, p.psn, 1, p, resp);
+  for (auto it = q->pending.begin(); it != q->pending.end(); ++it) {
+    if (it->first != p.psn) continue;
+    const double us = (p.ts - it->ts) * 1e6;
+    resp.verdict().request_frame = it->frame;
+    resp.verdict().latency_us = us;
+    req->stats().latency[static_cast<std::size_t>(OpClass::atomic)].add(us);
+    resp.link(it->frame, p.frame, us);
+    q->pending.erase(it);
+    break;
+  }
+  complete_upto(*q, p.psn, p, resp, *req);
+}
+
+}  // namespace
+
+ResponseEvent classify(const ResponseCursor& r, const RequesterState* q, const SeqPacket& p) {
+  switch (p.kind) {
+    case OpKind::acknowledge: {
+      const AethKind k = p.aeth.kind();
+      if (k == AethKind::ack) return {RespStep::ack};
+      if (k == AethKind::rnr_nak || (k == AethKind::nak && p.aeth.value() <= 4)) return {RespStep::nak};
+      return {RespStep::ignored};  // reserved syndromes: nothing more to link
+    }
+    case OpKind::read_response_first: case OpKind::read_response_middle:
+    case OpKind::read_response_last: case OpKind::read_response_only:
+      return classify_read(r, q, p);
+    case OpKind::atomic_acknowledge:
+      return {q && q->answered.holds(p.psn) ? RespStep::atomic_replay : RespStep::atomic_ack};
+    default:
+      return {RespStep::ignored};
+  }
+}
+
+std::uint32_t apply(ResponseCursor& r, RequesterState* q, const ResponseEvent& e, const SeqPacket& p, SeqSink& resp,
+                    SeqSink* req) {
+  switch (e.step) {
+    case RespStep::ack: apply_ack(q, p, resp, req); return 0;
+    case RespStep::nak: apply_nak(q, p, resp, req); return 0;
+    case RespStep::atomic_ack: case RespStep::atomic_replay: apply_atomic(q, e, p, resp, req); return 0;
+    case RespStep::ignored: return 0;
+    default: return apply_read(r, q, e, p, resp, req);
+  }
+}
+
+}  // namespace rdmadiag::decode
