@@ -34,7 +34,10 @@ bool reissued_mid_read(const RequesterState& q, std::uint32_t psn) {
 // Why a resend with no NAK before it was made.
 ResendCause cause_without_nak(const RequesterState& q, const SeqPacket& p, const OpenLoss* loss) {
   if (loss) return loss->corrupt ? ResendCause::corrupt : ResendCause::request_loss;
-  if (p.kind == OpKind::read_request && (q.loss_at(p.psn, true) || reissued_mid_read(q, p.psn)))
+  // A READ whose response PSN the capture lacks while it holds later ones: the
+  // responder answers in order, so that response was lost before the capture point.
+  const bool response_missing = !q.answered.holds(p.psn) && q.answered.covers(p.psn);
+  if (p.kind == OpKind::read_request && (q.loss_at(p.psn, true) || response_missing || reissued_mid_read(q, p.psn)))
     return ResendCause::response_loss;
   return ResendCause::timer;
 }
@@ -43,7 +46,9 @@ ResendCause cause_without_nak(const RequesterState& q, const SeqPacket& p, const
 RequesterEvent classify_older(const RequesterState& q, const SeqPacket& p) {
   RequesterEvent e;
   const OpenLoss* loss = q.loss_at(p.psn, false);
-  const double within = !loss && !q.nak_frame ? kTimeoutSilenceSeconds : -1;
+  // Without an IPv4 ID, a copy right behind its original is the network's, unless
+  // the requester has a reason to resend (a loss, a NAK, a resend under way).
+  const double within = !loss && !q.nak_frame && !q.resending ? kTimeoutSilenceSeconds : -1;
   if (q.recent.has_copy(p.psn, p.ip_id, p.ts, within)) {
     e.step = ReqStep::duplicate;
     return e;
@@ -158,7 +163,7 @@ void report_episode(RequesterState& q, const RequesterEvent& e, const SeqPacket&
   a.psn = p.psn;
   a.expected_psn = q.high_next;
   a.count = 1;
-  a.cause = static_cast<std::uint8_t>(e.cause);
+  a.cause = e.cause;
   if (q.nak_frame) a.relate(q.nak_frame);
   if (!loss && !response)
     for (OpenLoss& l : q.losses)
@@ -167,6 +172,7 @@ void report_episode(RequesterState& q, const RequesterEvent& e, const SeqPacket&
         break;
       }
   if (loss) a.relate(loss->frame);
+  if (loss && loss->corrupt) a.cause = ResendCause::corrupt;  // what the NAK answered: a bit error
   q.episode_anomaly = sink.report(a);
   // The response stream's gap is recovered on the other flow: say there what answered it.
   if (loss && response) sink.relate(loss->anomaly, p.frame);
@@ -203,14 +209,20 @@ void apply_corrupt(RequesterState& q, const SeqPacket& p, SeqSink& sink) {
   l.corrupt = true;
   open_loss(q, l);
   mark_seen(q, false, p.psn, p.span, p, sink);
-  q.high_next = (p.psn + p.span) & kPsnMask;
-  if (!q.resending) q.resend_next = q.high_next;
   q.msg.kind = MessageState::Kind::unknown;
+  const std::uint32_t next = (p.psn + p.span) & kPsnMask;
+  if (q.resending && p.psn == q.resend_next) {
+    q.resend_next = next;  // a corrupt copy in a resend: the resend goes on past it
+    if (psn_diff(next, q.high_next) >= 0) q.resending = false;
+    return;
+  }
+  q.high_next = next;
+  if (!q.resending) q.resend_next = q.high_next;
 }
 
 // Moves the cursors past a request that took its place in the sequence (IBA 9.7.2, 9.7.5.2.2):
 // `high_next` one past the highest PSN seen, `resend_next` the next PSN a resend must carry.
-void advance(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink) {
+void advance(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, bool unplaced, SeqSink& sink) {
   const std::uint32_t next = (p.psn + p.span) & kPsnMask;
   if (e.step == ReqStep::resend) {
     q.resend_next = next;
@@ -219,7 +231,10 @@ void advance(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, Seq
     // New data while a resend was incomplete: what it did not resend is lost again
     // (only what the capture does not hold: nothing, unless a NAK made it needed again).
     const std::int32_t left = psn_diff(q.high_next, q.resend_next);
-    if (left > 0 && e.step != ReqStep::restart) report_skipped(q, q.resend_next, static_cast<std::uint32_t>(left), p, sink);
+    if (left > 0 && e.step != ReqStep::restart && !(unplaced && left == 1)) {
+      report_skipped(q, false, q.resend_next, static_cast<std::uint32_t>(left), p, sink);
+      q.msg.kind = MessageState::Kind::unknown;  // what came before this packet is incomplete
+    }
     q.resending = false;
   }
   if (e.step == ReqStep::restart || psn_diff(next, q.high_next) > 0) q.high_next = next;
@@ -284,8 +299,9 @@ std::uint32_t before_request(RequesterState& q, const SeqPacket& p, SeqSink& sin
 RequesterEvent classify(const RequesterState& q, const SeqPacket& p) {
   RequesterEvent e;
   if (p.corrupt) {
-    // Only a corrupt packet right at the next PSN is taken for what it says it is.
-    e.step = q.started && p.psn == q.high_next && p.span_known ? ReqStep::corrupt : ReqStep::corrupt_other;
+    // Only a corrupt packet right at the next PSN (new, or of the resend) is taken for what it says it is.
+    const bool next = p.psn == q.high_next || (q.resending && p.psn == q.resend_next);
+    e.step = q.started && next && p.span_known ? ReqStep::corrupt : ReqStep::corrupt_other;
     return e;
   }
   if (!q.started) {
@@ -305,10 +321,14 @@ RequesterEvent classify(const RequesterState& q, const SeqPacket& p) {
 }
 
 void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink) {
+  // One PSN skipped right after a corrupt packet whose PSN could not be trusted:
+  // the capture holds that packet, most likely with a damaged PSN. Not a loss.
+  const bool unplaced = q.corrupt_unplaced && !p.corrupt;
+  if (!p.corrupt) q.corrupt_unplaced = false;
   PacketVerdict& v = sink.verdict();
   v.expected_psn = !q.started ? -1 : static_cast<std::int64_t>(q.resending ? q.resend_next : q.high_next);
   switch (e.step) {
-    case ReqStep::corrupt_other: return;
+    case ReqStep::corrupt_other: q.corrupt_unplaced = true; return;
     case ReqStep::corrupt: apply_corrupt(q, p, sink); return;
     case ReqStep::duplicate:
       ++sink.stats().duplicates;
@@ -334,21 +354,21 @@ void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSi
       break;
     case ReqStep::gap:
       // New PSNs beyond anything seen: those in between never passed the capture point.
-      report_loss(q, false, q.high_next, e.ahead, p, sink);
+      if (!(unplaced && e.ahead == 1)) report_loss(q, false, q.high_next, e.ahead, p, sink);
       q.msg.kind = MessageState::Kind::unknown;
       break;
     case ReqStep::resend:
       apply_resend(q, e, p, sink);
       if (e.ahead) {
         // Skipped by the resend: lost (again) before the capture point, unless the capture holds them.
-        report_skipped(q, q.resend_next, e.ahead, p, sink);
+        if (!(unplaced && e.ahead == 1)) report_skipped(q, false, q.resend_next, e.ahead, p, sink);
         q.msg.kind = MessageState::Kind::unknown;
       }
       break;
     case ReqStep::in_order: break;
   }
   mark_seen(q, false, p.psn, p.span, p, sink);
-  advance(q, e, p, sink);
+  advance(q, e, p, unplaced, sink);
   remember(q, p);
 }
 
@@ -391,17 +411,19 @@ bool report_loss(RequesterState& q, bool response, std::uint32_t first, std::uin
   return true;
 }
 
-void report_skipped(RequesterState& q, std::uint32_t first, std::uint32_t count, const SeqPacket& at, SeqSink& sink) {
-  report_loss(q, false, first, count, at, sink);
-  if (!q.resend_after_nak || count > PsnWindow::kBits) return;
-  // After a NAK the responder discarded these (IBA 9.7.5.2.2): their resend is
-  // missing here, though an earlier copy passed. Not a lost PSN (the capture holds
-  // it), but what a NAK for it answers; open until the resend comes.
-  const std::uint32_t held = count - q.sent.not_held(first, count);
+void report_skipped(RequesterState& q, bool response, std::uint32_t first, std::uint32_t count, const SeqPacket& at,
+                    SeqSink& sink) {
+  report_loss(q, response, first, count, at, sink);
+  if ((!response && !q.resend_after_nak) || count > PsnWindow::kBits) return;
+  // Re-sent after a NAK (the responder discarded them, IBA 9.7.5.2.2) or for a
+  // re-issued READ, but missing here, though an earlier copy passed. Not a lost
+  // PSN (the capture holds it), but what a NAK or re-issue answers; open until resent.
+  const std::uint32_t held = count - (response ? q.answered : q.sent).not_held(first, count);
   if (!held) return;
   sink.stats().lost_resends += held;
   OpenLoss l = loss_of(first, count, held, at);
   l.resend_hole = true;
+  l.response = response;
   open_loss(q, l);
 }
 

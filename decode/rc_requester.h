@@ -130,6 +130,7 @@ struct RequesterState {
   std::vector<OpenLoss> losses;
   RecentCopies recent;
   MessageState msg;
+  bool corrupt_unplaced = false;   // the last packet was corrupt with a PSN that fit nowhere
   bool read_span_unknown = false;  // the last READ's span waits for the next PSN
   std::uint32_t read_psn = 0, read_len = 0;
 
@@ -152,14 +153,6 @@ enum class ReqStep : std::uint8_t {
   stray,         // an older copy than the resend in progress: changes nothing
   corrupt,       // bad CRC at the next PSN: held (not lost), its receiver drops it
   corrupt_other, // bad CRC elsewhere: its fields cannot be trusted, only counted
-};
-
-enum class ResendCause : std::uint8_t {
-  nak,            // after a NAK or RNR NAK (IBA 9.7.5.2)
-  request_loss,   // fills PSNs lost before the capture point (transport timer)
-  corrupt,        // resends a packet captured corrupt
-  response_loss,  // a READ re-issued because its response packets were lost (IBA 9.7.6.1)
-  timer,          // none of the above: its original and answers passed the capture point
 };
 
 struct RequesterEvent {
@@ -190,7 +183,9 @@ bool report_loss(RequesterState& q, bool response, std::uint32_t first, std::uin
                  SeqSink& sink);
 // PSNs a resend skipped: lost if the capture never held them; after a NAK, a hole
 // in the resend (counted in lost_resends) if it did.
-void report_skipped(RequesterState& q, std::uint32_t first, std::uint32_t count, const SeqPacket& at, SeqSink& sink);
+// READ responses: PSNs a response skipped (`response`), a hole if re-sent ones.
+void report_skipped(RequesterState& q, bool response, std::uint32_t first, std::uint32_t count, const SeqPacket& at,
+                    SeqSink& sink);
 // Marks `span` PSNs from `psn` (requests, or READ responses / atomic ACKs) seen,
 // and closes what an intact packet fills of the open losses.
 void mark_seen(RequesterState& q, bool response, std::uint32_t psn, std::uint32_t span, const SeqPacket& at,

@@ -8,21 +8,37 @@ namespace {
 bool starts_response(OpKind k) { return k == OpKind::read_response_first || k == OpKind::read_response_only; }
 bool ends_response(OpKind k) { return k == OpKind::read_response_last || k == OpKind::read_response_only; }
 
+const PendingRequest* read_holding(const RequesterState& q, std::uint32_t psn) {
+  for (const PendingRequest& r : q.pending)
+    if (r.op == OpClass::read && psn_diff(psn, r.first) >= 0 && psn_diff(r.last, psn) >= 0) return &r;
+  return nullptr;
+}
+
 ResponseEvent classify_read(const ResponseCursor& r, const RequesterState* q, const SeqPacket& p) {
   ResponseEvent e{RespStep::read_data};
+  e.first = r.expected;
   if (r.recent.has_copy(p.psn, p.ip_id, p.ts, -1)) {
     e.step = RespStep::read_duplicate;  // the same IPv4 ID: a copy made by the network
-  } else if (q && q->answered.holds(p.psn)) {
-    e.step = RespStep::read_resent;     // the capture holds this PSN already: answered again
+    return e;
+  }
+  // The capture holds this PSN already: answered again (a re-issued READ).
+  e.resent = q ? q->answered.holds(p.psn) : false;
+  if (starts_response(p.kind) && r.in_read_response && r.read_last_known && psn_diff(r.read_last, r.expected) >= 0 &&
+      psn_diff(p.psn, r.read_last) > 0) {
+    // A new response while the last one had not ended: its tail was lost.
+    e.missing = static_cast<std::uint32_t>(psn_diff(r.read_last, r.expected)) + 1;
   } else if (!starts_response(p.kind) && r.in_read_response) {
     const std::int32_t d = psn_diff(p.psn, r.expected);
-    if (d > 0) {
-      e.step = RespStep::read_gap;
-      e.missing = static_cast<std::uint32_t>(d);
-    } else if (d < 0 && !q) {
-      e.step = RespStep::read_resent;   // no record of the PSNs answered: an older PSN was sent again
+    if (d > 0) e.missing = static_cast<std::uint32_t>(d);
+    if (d < 0 && !q) e.resent = true;  // no record of the PSNs answered: an older PSN was sent again
+  } else if (!starts_response(p.kind) && q) {
+    // The middle of a response with no start: its first packets were lost.
+    if (const PendingRequest* read = read_holding(*q, p.psn); read && read->first != p.psn) {
+      e.first = read->first;
+      e.missing = static_cast<std::uint32_t>(psn_diff(p.psn, read->first));
     }
   }
+  if (e.missing) e.step = RespStep::read_gap;
   return e;
 }
 
@@ -81,6 +97,8 @@ void link_nak(RequesterState& q, Anomaly& a, const SeqPacket& p, SeqSink& resp) 
       resp.verdict().nak_gap_frame = l->frame;
       l->nak_frame = p.frame;
       resp.relate(l->anomaly, p.frame);
+    } else if (q.sent.holds(p.psn)) {
+      a.count = 1;  // its last copy passed the capture point: lost or discarded after it
     }
     return;
   }
@@ -122,10 +140,13 @@ void extend_unknown_read(RequesterState& q, const SeqPacket& p) {
 
 // Which READ is this data for? The last packet of a response completes it.
 // Returns the segment size its span shows (0: none).
-std::uint32_t match_read(RequesterState& q, bool complete, const SeqPacket& p, SeqSink& resp, SeqSink& req) {
+std::uint32_t match_read(ResponseCursor& r, RequesterState& q, bool complete, const SeqPacket& p, SeqSink& resp,
+                         SeqSink& req) {
   for (auto it = q.pending.begin(); it != q.pending.end(); ++it) {
     if (it->op != OpClass::read || psn_diff(p.psn, it->first) < 0 || psn_diff(it->last, p.psn) < 0) continue;
     resp.verdict().request_frame = it->frame;
+    r.read_last_known = true;
+    r.read_last = it->last;
     if (!complete) return 0;
     const double us = (p.ts - it->ts) * 1e6;
     resp.verdict().latency_us = us;
@@ -158,9 +179,9 @@ std::uint32_t apply_read(ResponseCursor& r, RequesterState* q, const ResponseEve
   }
   if (e.step == RespStep::read_gap) {
     RequesterState unpaired;  // no record of the requester: the gap is reported, not followed
-    report_loss(q ? *q : unpaired, true, r.expected, e.missing, p, resp);
+    report_skipped(q ? *q : unpaired, true, e.first, e.missing, p, resp);
   }
-  if (e.step == RespStep::read_resent) {
+  if (e.resent) {
     ++resp.stats().resent_responses;
     v.retransmission = true;
   }
@@ -171,7 +192,8 @@ std::uint32_t apply_read(ResponseCursor& r, RequesterState* q, const ResponseEve
   if (!r.in_read_response) count_answer(*q, p.psn, *req);
   mark_seen(*q, true, p.psn, 1, p, resp);
   extend_unknown_read(*q, p);
-  return match_read(*q, !r.in_read_response, p, resp, *req);
+  r.read_last_known = false;
+  return match_read(r, *q, !r.in_read_response, p, resp, *req);
 }
 
 void apply_atomic(RequesterState* q, const ResponseEvent& e, const SeqPacket& p, SeqSink& resp, SeqSink* req) {

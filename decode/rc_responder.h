@@ -19,6 +19,8 @@ namespace rdmadiag::decode {
 struct ResponseCursor {
   bool in_read_response = false;  // between a READ response FIRST and its LAST
   std::uint32_t expected = 0;     // the next READ response PSN
+  bool read_last_known = false;   // the last PSN of the READ being answered, when its request was seen
+  std::uint32_t read_last = 0;
   RecentCopies recent;            // to recognise response copies made by the network
 };
 
@@ -27,8 +29,7 @@ enum class RespStep : std::uint8_t {
   nak,              // NAK (PSN sequence error or an error) or RNR NAK
   ignored,          // a reserved AETH syndrome, or nothing to sequence
   read_data,        // a new READ response packet
-  read_gap,         // READ response PSNs skipped within a response: lost before the capture point
-  read_resent,      // a READ response PSN already seen: re-sent for a re-issued READ
+  read_gap,         // READ response PSNs skipped (within a response, or its tail): lost before the capture point
   read_duplicate,   // a copy made by the network
   atomic_ack,       // the answer to an atomic
   atomic_replay,    // an atomic answered again (its resend)
@@ -36,7 +37,9 @@ enum class RespStep : std::uint8_t {
 
 struct ResponseEvent {
   RespStep step = RespStep::ignored;
+  std::uint32_t first = 0;    // read_gap: the first PSN skipped
   std::uint32_t missing = 0;  // read_gap: PSNs skipped
+  bool resent = false;        // READ data whose PSN the capture held already: re-sent for a re-issued READ
 };
 
 // `q`: the requester's state (the reverse flow), or nullptr when not paired.

@@ -378,6 +378,7 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, SeqPacket& sp
     note_path_pmtu(f, f.s.pmtu);
   }
   const RequesterEvent e = classify(q, sp);
+
   apply(q, e, sp, sink);
   if (e.step != ReqStep::restart && e.step != ReqStep::in_order && e.step != ReqStep::gap && e.step != ReqStep::resend)
     return;

@@ -37,6 +37,13 @@ std::string psn_range(std::uint32_t first, std::uint32_t count) {
   return fmt("%u-%u", first, (first + count - 1) & kPsnMask);
 }
 
+const char* retransmission_cause(const Anomaly& a) {
+  if (a.expected_psn == -2) return "ack_lost";
+  if (a.cause == ResendCause::corrupt) return "corruption";
+  if (a.cause == ResendCause::response_loss) return "read_response_lost";
+  return a.related_count ? "nak_or_gap" : "timeout";
+}
+
 std::string frames(const Anomaly& a) {
   std::string s;
   for (std::size_t i = 0; i < a.related_count; ++i) s += (i ? ", " : "") + std::to_string(a.related[i]);
@@ -83,7 +90,8 @@ Json flows_json(const TransportAnalyzer& t) {
                 {"duplicates", f.duplicates}, {"out_of_order", f.out_of_order},
                 {"retransmissions", f.retransmissions}, {"retransmission_episodes", f.retransmission_episodes},
                 {"timeout_retransmissions", f.timeout_retransmissions},
-                {"spurious_retransmissions", f.spurious_retransmissions}};
+                {"spurious_retransmissions", f.spurious_retransmissions},
+                {"lost_resends", f.lost_resends}, {"resent_responses", f.resent_responses}};
     j["acks"] = f.acks;
     j["naks"] = {{"psn_seq_error", f.naks[0]}, {"invalid_request", f.naks[1]}, {"remote_access", f.naks[2]},
                  {"remote_op", f.naks[3]}, {"invalid_rd_request", f.naks[4]}, {"rnr", f.rnr_naks}};
@@ -119,7 +127,7 @@ Json anomalies_json_with(const AnomalyLog& log, Explain explain_one) {
     j["dest_qp"] = a.dest_qp;
     j["psn"] = a.psn;
     if (a.expected_psn >= 0 && a.kind != AnomalyKind::payload_length_mismatch) j["expected_psn"] = a.expected_psn;
-    if (a.kind == AnomalyKind::retransmission) j["cause"] = a.expected_psn == -2 ? "ack_lost" : a.related_count ? "nak_or_gap" : "timeout";
+    if (a.kind == AnomalyKind::retransmission) j["cause"] = retransmission_cause(a);
     if (a.count) j["count"] = a.count;
     if (a.duration_us >= 0) j["duration_us"] = a.duration_us;
     Json rel = Json::array();
@@ -185,6 +193,11 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
                           static_cast<unsigned long long>(a.frame), a.count);
       if (a.expected_psn == -2)
         s += "; the ACK of the original never reached the capture point (lost): transport timeout";
+      else if (a.cause == ResendCause::corrupt)
+        s += "; the original was corrupted (bad ICRC)" + (rel.empty() ? std::string() : ", frames " + rel);
+      else if (a.cause == ResendCause::response_loss)
+        s += "; READ re-issued: its response packets were lost before the capture point" +
+             (rel.empty() ? std::string() : " (frames " + rel + ")");
       else
         s += rel.empty() ? "; no NAK before it: transport timeout" : "; after frames " + rel;
       if (a.duration_us >= 0) s += fmt("; recovered in %.0f us", a.duration_us);
@@ -193,7 +206,9 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
     case AnomalyKind::nak_psn_seq_error:
       return fmt("%s NAK PSN sequence error at frame %llu: responder expects PSN %u%s%s", who.c_str(),
                  static_cast<unsigned long long>(a.frame), a.psn,
-                 rel.empty() ? "; no gap seen at the capture point (lost after it)" : "; answers the gap at frame ",
+                 !rel.empty() ? "; answers the gap at frame "
+                 : a.count   ? "; its last copy passed the capture point (lost or discarded after it)"
+                             : "; no gap seen at the capture point (lost after it)",
                  rel.c_str());
     case AnomalyKind::rnr_nak:
       return fmt("%s RNR NAK at frame %llu for PSN %u: receiver not ready (no receive posted), retry after %.2f ms%s%s",
@@ -211,8 +226,9 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
                  static_cast<unsigned long long>(a.frame), a.psn, rel.empty() ? "" : "; request at frame ", rel.c_str());
     }
     case AnomalyKind::icrc_bad:
-      return fmt("%s ICRC bad at frame %llu (PSN %u): corrupted in flight; the receiver drops it", who.c_str(),
-                 static_cast<unsigned long long>(a.frame), a.psn);
+      return fmt("%s ICRC bad at frame %llu (PSN %u): corrupted in flight (a bit error, not a drop); the receiver drops it%s%s",
+                 who.c_str(), static_cast<unsigned long long>(a.frame), a.psn,
+                 rel.empty() ? "" : "; NAK/resend at frames ", rel.c_str());
     case AnomalyKind::vcrc_bad:
       return fmt("%s VCRC bad at frame %llu: corrupted on the last link", who.c_str(), static_cast<unsigned long long>(a.frame));
     case AnomalyKind::bad_opcode_sequence:
