@@ -64,6 +64,7 @@ struct Anomaly {
   std::uint32_t count = 0;         // e.g. PSNs missing in a gap, bytes in a TCP hole
   double duration_us = -1;         // e.g. recovery time of a retransmission; -1: none
   ResendCause cause = ResendCause::nak;  // IB/RoCE retransmission: why it was made
+  bool late = false;               // IB/RoCE psn_gap: (partly) filled by a late original: reordered, not lost
   std::array<std::uint64_t, 3> related{};  // related frames (the gap a NAK answers, the NAK a resend follows...)
   std::uint8_t related_count = 0;
   void relate(std::uint64_t f) {

@@ -33,6 +33,11 @@ bool reissued_mid_read(const RequesterState& q, std::uint32_t psn) {
 
 // Why a resend with no NAK before it was made.
 ResendCause cause_without_nak(const RequesterState& q, const SeqPacket& p, const OpenLoss* loss) {
+  // Go-back-N resends from the oldest unacknowledged request (IBA 9.7.6): a loss
+  // open at or after this PSN is what the timer found missing.
+  if (!loss)
+    for (const OpenLoss& l : q.losses)
+      if (!l.response && psn_diff(l.first, p.psn) >= 0 && psn_diff(l.first, q.high_next) < 0) loss = &l;
   if (loss) return loss->corrupt ? ResendCause::corrupt : ResendCause::request_loss;
   // A READ whose response PSN the capture lacks while it holds later ones: the
   // responder answers in order, so that response was lost before the capture point.
@@ -40,6 +45,15 @@ ResendCause cause_without_nak(const RequesterState& q, const SeqPacket& p, const
   if (p.kind == OpKind::read_request && (q.loss_at(p.psn, true) || response_missing || reissued_mid_read(q, p.psn)))
     return ResendCause::response_loss;
   return ResendCause::timer;
+}
+
+// The sender numbers its IPv4 packets in order (mod 2^16): a packet whose ID
+// comes before that of the packet that showed a gap was sent before it, so it is
+// the late original, not a resend, whatever NAK came meanwhile.
+bool sent_before(std::int32_t ip_id, std::int32_t than) {
+  if (ip_id < 0 || than < 0) return false;
+  const std::uint32_t d = (static_cast<std::uint32_t>(than) - static_cast<std::uint32_t>(ip_id)) & 0xFFFF;
+  return d > 0 && d < 0x8000;
 }
 
 // An older PSN than the next new one (IBA 9.7.5.2.2, 9.7.6): which kind of copy is it?
@@ -53,8 +67,8 @@ RequesterEvent classify_older(const RequesterState& q, const SeqPacket& p) {
     e.step = ReqStep::duplicate;
     return e;
   }
-  const bool never_seen = loss && !loss->corrupt && !loss->resend_hole;
-  if (never_seen && !q.nak_frame && !q.resending) {
+  const bool never_seen = loss && !loss->corrupt && !loss->resend_hole && !q.sent.holds(p.psn);
+  if (never_seen && ((!q.nak_frame && !q.resending) || sent_before(p.ip_id, loss->ip_id_at))) {
     e.step = ReqStep::late;
     return e;
   }
@@ -78,6 +92,7 @@ RequesterEvent classify_older(const RequesterState& q, const SeqPacket& p) {
 
 OpenLoss loss_of(std::uint32_t first, std::uint32_t count, std::uint32_t remaining, const SeqPacket& at) {
   OpenLoss l;
+  l.ip_id_at = at.ip_id;
   l.first = first;
   l.last = (first + count - 1) & kPsnMask;
   l.remaining = remaining;
@@ -148,7 +163,8 @@ void open_spurious_check(RequesterState& q, const SeqPacket& p, SeqSink& sink) {
   if (q.spur.open) spurious_verdict(q, sink, true);
   // The original may have been answered already (the requester was slow to see it).
   const std::uint32_t answered = q.acked_valid && psn_diff(q.acked_through, p.psn) >= 0 ? 1 : 0;
-  q.spur = SpuriousCheck{true, p.psn, 2, answered, p.frame, p.kind == OpKind::read_request};
+  q.spur = SpuriousCheck{true, p.psn, 2, answered, (q.high_next - 1) & kPsnMask, false, p.frame,
+                         p.kind == OpKind::read_request};
 }
 
 void report_episode(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink) {
@@ -195,7 +211,9 @@ void apply_resend(RequesterState& q, const RequesterEvent& e, const SeqPacket& p
   }
   if (q.spurious_episode) {
     ++sink.stats().spurious_retransmissions;
-    sink.verdict().spurious_retransmission = true;
+    // A READ is re-issued in go-back-N rounds whose responses overlap: only the
+    // count of answers (spurious_verdict) can tell, so the packet is not called spurious.
+    sink.verdict().spurious_retransmission = p.kind != OpKind::read_request;
   } else {
     ++sink.stats().retransmissions;
   }
@@ -204,10 +222,7 @@ void apply_resend(RequesterState& q, const RequesterEvent& e, const SeqPacket& p
 // A packet with a bad CRC at the next PSN: the capture holds it (so it is not
 // lost), its receiver drops it and NAKs the next one; kept open until its resend.
 void apply_corrupt(RequesterState& q, const SeqPacket& p, SeqSink& sink) {
-  OpenLoss l = loss_of(p.psn, p.span, std::min(p.span, PsnWindow::kBits), p);
-  l.anomaly = p.anomaly;
-  l.corrupt = true;
-  open_loss(q, l);
+  open_corrupt(q, false, p);
   mark_seen(q, false, p.psn, p.span, p, sink);
   q.msg.kind = MessageState::Kind::unknown;
   const std::uint32_t next = (p.psn + p.span) & kPsnMask;
@@ -239,6 +254,7 @@ void advance(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, boo
   }
   if (e.step == ReqStep::restart || psn_diff(next, q.high_next) > 0) q.high_next = next;
   if (!q.resending) q.resend_next = q.high_next;
+  if (q.spur.open && psn_diff(q.resend_next, q.spur.limit) > 0) q.spur.complete = true;
 }
 
 void remember(RequesterState& q, const SeqPacket& p) {
@@ -339,6 +355,8 @@ void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSi
       ++sink.stats().out_of_order;
       v.out_of_order = true;
       report_copy(AnomalyKind::psn_out_of_order, q, p, sink);
+      if (const OpenLoss* l = q.loss_at(p.psn, false))
+        if (Anomaly* gap = sink.anomaly(l->anomaly)) gap->late = true;
       mark_seen(q, false, p.psn, p.span, p, sink);
       return;  // a late original: the stream goes on from where it was
     case ReqStep::stray:
@@ -370,6 +388,14 @@ void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSi
   mark_seen(q, false, p.psn, p.span, p, sink);
   advance(q, e, p, unplaced, sink);
   remember(q, p);
+}
+
+void open_corrupt(RequesterState& q, bool response, const SeqPacket& p) {
+  OpenLoss l = loss_of(p.psn, p.span, std::min(p.span, PsnWindow::kBits), p);
+  l.anomaly = p.anomaly;
+  l.corrupt = true;
+  l.response = response;
+  open_loss(q, l);
 }
 
 namespace {

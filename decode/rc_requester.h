@@ -72,6 +72,7 @@ struct OpenLoss {
   bool corrupt = false;               // captured with a bad CRC, not missing
   bool resend_hole = false;           // missing from a resend after a NAK; an earlier copy was captured
   std::uint64_t nak_frame = 0;
+  std::int32_t ip_id_at = -1;         // IPv4 ID of the packet that showed it (-1: none)
   bool contains(std::uint32_t psn) const { return psn_diff(psn, first) >= 0 && psn_diff(last, psn) >= 0; }
 };
 
@@ -81,6 +82,8 @@ struct OpenLoss {
 struct SpuriousCheck {
   bool open = false;
   std::uint32_t psn = 0, copies = 0, answers = 0;
+  std::uint32_t limit = 0;  // the highest PSN sent when it was resent: answers to copies go up to it
+  bool complete = false;    // the resend has reached `limit`: answers from now on answer the whole copy
   std::uint64_t frame = 0;
   bool is_read = false;
 };
@@ -186,6 +189,8 @@ bool report_loss(RequesterState& q, bool response, std::uint32_t first, std::uin
 // READ responses: PSNs a response skipped (`response`), a hole if re-sent ones.
 void report_skipped(RequesterState& q, bool response, std::uint32_t first, std::uint32_t count, const SeqPacket& at,
                     SeqSink& sink);
+// A packet captured corrupt at `p.psn` (its receiver drops it): open until its intact resend.
+void open_corrupt(RequesterState& q, bool response, const SeqPacket& p);
 // Marks `span` PSNs from `psn` (requests, or READ responses / atomic ACKs) seen,
 // and closes what an intact packet fills of the open losses.
 void mark_seen(RequesterState& q, bool response, std::uint32_t psn, std::uint32_t span, const SeqPacket& at,

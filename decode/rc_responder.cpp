@@ -60,12 +60,14 @@ void complete_upto(RequesterState& q, std::uint32_t upto, const SeqPacket& p, Se
   }
 }
 
-// Responders answer every copy of a request in order (IBA 9.7.5.1.2): an answer
-// for the resent PSN counts, one beyond it closes the count.
+// Responders answer every copy of a request (IBA 9.7.5.1.2), a duplicate with an
+// ACK of the latest PSN they took (coalesced): an answer from the resent PSN up to
+// the highest PSN sent then counts once the resend got that far (an ACK in the
+// middle of a resend answers a part of it); one beyond that closes the count.
 void count_answer(RequesterState& q, std::uint32_t psn, SeqSink& req) {
-  if (!q.spur.open) return;
-  if (psn == q.spur.psn) ++q.spur.answers;
-  else if (psn_diff(psn, q.spur.psn) > 0) spurious_verdict(q, req, psn_diff(psn, q.spur.psn) < kRestartJump);
+  if (!q.spur.open || psn_diff(psn, q.spur.psn) < 0) return;
+  if (psn_diff(psn, q.spur.limit) > 0) spurious_verdict(q, req, psn_diff(psn, q.spur.psn) < kRestartJump);
+  else if (q.spur.complete) ++q.spur.answers;
 }
 
 void apply_ack(RequesterState* q, const SeqPacket& p, SeqSink& resp, SeqSink* req) {
@@ -97,8 +99,10 @@ void link_nak(RequesterState& q, Anomaly& a, const SeqPacket& p, SeqSink& resp) 
       resp.verdict().nak_gap_frame = l->frame;
       l->nak_frame = p.frame;
       resp.relate(l->anomaly, p.frame);
-    } else if (q.sent.holds(p.psn)) {
-      a.count = 1;  // its last copy passed the capture point: lost or discarded after it
+    } else {
+      // 1: its last copy passed the capture point (lost or discarded after it);
+      // 2: not captured, with no gap showing it (before the flow's first captured packet).
+      a.count = q.sent.holds(p.psn) ? 1 : 2;
     }
     return;
   }
@@ -163,6 +167,20 @@ std::uint32_t match_read(ResponseCursor& r, RequesterState& q, bool complete, co
   return 0;
 }
 
+// A corrupt READ response packet at the next PSN: its requester drops it and
+// re-issues the READ from it (IBA 9.7.6.1); the capture holds it, so it is no gap.
+void apply_corrupt_read(ResponseCursor& r, RequesterState& q, const SeqPacket& p, SeqSink& resp) {
+  if (!q.answered.holds(p.psn)) {
+    open_corrupt(q, true, p);
+  } else {
+    ++resp.stats().resent_responses;  // a corrupt copy of a re-sent response
+    resp.verdict().retransmission = true;
+  }
+  mark_seen(q, true, p.psn, 1, p, resp);
+  r.in_read_response = p.kind != OpKind::read_response_last;
+  r.expected = (p.psn + 1) & kPsnMask;
+}
+
 std::uint32_t apply_read(ResponseCursor& r, RequesterState* q, const ResponseEvent& e, const SeqPacket& p, SeqSink& resp,
                          SeqSink* req) {
   PacketVerdict& v = resp.verdict();
@@ -221,6 +239,11 @@ void apply_atomic(RequesterState* q, const ResponseEvent& e, const SeqPacket& p,
 }  // namespace
 
 ResponseEvent classify(const ResponseCursor& r, const RequesterState* q, const SeqPacket& p) {
+  if (p.corrupt) {
+    // Only READ data right at the next PSN of a response is taken for what it says it is.
+    const bool read = p.kind == OpKind::read_response_middle || p.kind == OpKind::read_response_last;
+    return {q && read && r.in_read_response && p.psn == r.expected ? RespStep::read_corrupt : RespStep::ignored};
+  }
   switch (p.kind) {
     case OpKind::acknowledge: {
       const AethKind k = p.aeth.kind();
@@ -245,6 +268,7 @@ std::uint32_t apply(ResponseCursor& r, RequesterState* q, const ResponseEvent& e
     case RespStep::nak: apply_nak(q, p, resp, req); return 0;
     case RespStep::atomic_ack: case RespStep::atomic_replay: apply_atomic(q, e, p, resp, req); return 0;
     case RespStep::ignored: return 0;
+    case RespStep::read_corrupt: apply_corrupt_read(r, *q, p, resp); return 0;
     default: return apply_read(r, q, e, p, resp, req);
   }
 }

@@ -33,6 +33,7 @@ enum class RespStep : std::uint8_t {
   read_duplicate,   // a copy made by the network
   atomic_ack,       // the answer to an atomic
   atomic_replay,    // an atomic answered again (its resend)
+  read_corrupt,     // a READ response with a bad CRC at the next PSN: held (not lost), its requester drops it
 };
 
 struct ResponseEvent {

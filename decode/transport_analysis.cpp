@@ -332,6 +332,7 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     sp.anomaly = report_bad_crc(f, p, frame, out);
     const bool reliable = info.service != TransportService::ud && info.service != TransportService::uc;
     if (info.valid && reliable && info.is_request() && f.started()) requester(f, p, sp, out);
+    if (info.valid && reliable && info.is_response() && f.resp) responder(f, p, sp, out);
     return;
   }
   if (!info.valid) return;
@@ -396,7 +397,7 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, SeqPacket& sp
 // Responses and acknowledgements (IBA 9.7.5, 9.7.6): rc_responder.h.
 void TransportAnalyzer::responder(Flow& f, const DecodedPacket& p, const SeqPacket& sp, PacketAnalysis& out) {
   Flow* qf = peer_requester(f, sp.psn);
-  if (opcode_info(p.ib.bth.opcode).full_mtu_payload()) learn_pmtu(f, p.payload_len);
+  if (opcode_info(p.ib.bth.opcode).full_mtu_payload() && !sp.corrupt) learn_pmtu(f, p.payload_len);
   RequesterState* q = qf ? &qf->requester() : nullptr;
   SeqSink resp(log_, f.s, &out, &link_fn_);
   std::optional<SeqSink> req;

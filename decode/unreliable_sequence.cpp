@@ -44,6 +44,7 @@ void fill_gap(UnreliableState& u, const SeqPacket& p, SeqSink& sink) {
     OpenLoss& g = u.gaps[i];
     if (!g.contains(p.psn)) continue;
     sink.relate(g.anomaly, p.frame);
+    if (Anomaly* gap = sink.anomaly(g.anomaly)) gap->late = true;
     if (--g.remaining == 0) {
       ++sink.stats().gaps_recovered;
       sink.stats().recovery.add((p.ts - g.ts) * 1e6);
@@ -69,9 +70,8 @@ UnreliableEvent classify(const UnreliableState& u, bool ud, const SeqPacket& p) 
     e.step = UnreliableStep::gap;
     e.ahead = static_cast<std::uint32_t>(d);
   } else if (d < 0) {
-    bool late = false;
-    for (const OpenLoss& g : u.gaps) late = late || g.contains(p.psn);
-    e.step = late ? UnreliableStep::late : UnreliableStep::duplicate;
+    // Seen before: a copy; else sent before the packets seen after it: late (reordered).
+    e.step = u.seen.holds(p.psn) ? UnreliableStep::duplicate : UnreliableStep::late;
   }
   return e;
 }
@@ -92,10 +92,12 @@ void apply(UnreliableState& u, const UnreliableEvent& e, const SeqPacket& p, Seq
       v.out_of_order = true;
       report(AnomalyKind::psn_out_of_order, u, p, sink, u.expected);
       fill_gap(u, p, sink);
+      u.seen.mark(p.psn);
       return;
     case UnreliableStep::start:
       u.started = true;
       u.gaps.clear();
+      u.seen.reset(p.psn);
       break;
     case UnreliableStep::gap:
       v.expected_psn = u.expected;
@@ -105,6 +107,7 @@ void apply(UnreliableState& u, const UnreliableEvent& e, const SeqPacket& p, Seq
       v.expected_psn = u.expected;
       break;
   }
+  u.seen.mark(p.psn);
   u.expected = (p.psn + 1) & kPsnMask;
 }
 

@@ -3,7 +3,7 @@
 //
 // UC (§9.8.3): one PSN sequence per connection; the responder drops packets out
 // of sequence, so a skipped PSN was lost before the capture point (a gap), an
-// older PSN is either a late packet filling a gap or a copy.
+// older PSN is a copy if the capture holds it, else a late packet.
 //
 // UD (§9.8.2, §9.8.4): a UD QP numbers its packets with one counter for every
 // destination (QP0 subnet management and QP1 general services included, IBA
@@ -22,7 +22,8 @@ namespace rdmadiag::decode {
 struct UnreliableState {
   bool started = false;
   std::uint32_t expected = 0;      // UC: the next PSN
-  std::vector<OpenLoss> gaps;      // UC: open gaps, to tell late packets from copies (at most kMaxOpenLosses)
+  std::vector<OpenLoss> gaps;      // UC: open gaps (at most kMaxOpenLosses)
+  PsnWindow seen;                  // UC: PSNs seen, to tell late packets from copies (256 bytes)
   RecentCopies recent;             // UD: the last datagrams' PSNs and IPv4 IDs
 };
 

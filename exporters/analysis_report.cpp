@@ -128,6 +128,7 @@ Json anomalies_json_with(const AnomalyLog& log, Explain explain_one) {
     j["psn"] = a.psn;
     if (a.expected_psn >= 0 && a.kind != AnomalyKind::payload_length_mismatch) j["expected_psn"] = a.expected_psn;
     if (a.kind == AnomalyKind::retransmission) j["cause"] = retransmission_cause(a);
+    if (a.late) j["reordered"] = true;
     if (a.count) j["count"] = a.count;
     if (a.duration_us >= 0) j["duration_us"] = a.duration_us;
     Json rel = Json::array();
@@ -178,6 +179,10 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
   const std::string rel = frames(a);
   switch (a.kind) {
     case AnomalyKind::psn_gap:
+      if (a.late)
+        return fmt("%s PSN %s (%u) missing before frame %llu: reordered on the path, arrived late (frames %s)",
+                   who.c_str(), psn_range(static_cast<std::uint32_t>(a.expected_psn), a.count).c_str(), a.count,
+                   static_cast<unsigned long long>(a.frame), rel.c_str());
       return fmt("%s lost PSN %s (%u missing) before frame %llu%s%s", who.c_str(),
                  psn_range(static_cast<std::uint32_t>(a.expected_psn), a.count).c_str(), a.count,
                  static_cast<unsigned long long>(a.frame), rel.empty() ? "; never resent in this capture" : "; NAK/resend at frames ",
@@ -207,8 +212,9 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
       return fmt("%s NAK PSN sequence error at frame %llu: responder expects PSN %u%s%s", who.c_str(),
                  static_cast<unsigned long long>(a.frame), a.psn,
                  !rel.empty() ? "; answers the gap at frame "
-                 : a.count   ? "; its last copy passed the capture point (lost or discarded after it)"
-                             : "; no gap seen at the capture point (lost after it)",
+                 : a.count == 1 ? "; its last copy passed the capture point (lost or discarded after it)"
+                 : a.count == 2 ? "; not captured, and no gap showed it (lost before the capture point or before the capture began)"
+                                : "; no gap seen at the capture point (lost after it)",
                  rel.c_str());
     case AnomalyKind::rnr_nak:
       return fmt("%s RNR NAK at frame %llu for PSN %u: receiver not ready (no receive posted), retry after %.2f ms%s%s",

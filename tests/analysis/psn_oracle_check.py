@@ -9,15 +9,24 @@ per-frame PSN list (an independent decode of the same bytes):
   before on that flow (a re-issued READ: a PSN its earlier READ reserved);
 - a frame flagged out of order (a late original) must carry a PSN that did
   not appear before;
+- a READ response (or atomic ACK) whose PSN appeared before on its flow must be
+  flagged a retransmission or a duplicate (it is not new data);
+- a gap whose PSN appears later on its flow must not say it was never resent;
+- a READ flagged a spurious retransmission (nothing lost: every copy answered)
+  must have as many READ responses with its PSN, between the same two ends, as
+  copies of it were sent;
 - a UD PSN jump is never a loss: no psn_gap and no out-of-order on UD flows;
 - with --expect KIND=N (repeatable), the report must count N anomalies of KIND
   (N taken from an oracle by the caller, e.g. the netem or kernel counters).
 
-Usage: psn_oracle_check.py --rdmadiag BIN [--expect KIND=N ...] [--min KIND=N ...] PCAP...
+Usage: psn_oracle_check.py --rdmadiag BIN [--expect KIND=N ...] [--min KIND=N ...] PCAP|DIR...
 Exit status 1 if any verdict contradicts the oracle.
 """
 import argparse
+import glob
 import json
+import os
+import shutil
 import subprocess
 import sys
 
@@ -72,6 +81,9 @@ class Index:
         self.first = {}
         self.reads = {}
         self.order = {}  # flow -> [(frame, psn)] in frame order
+        self.answers = {}  # (ends, psn) -> READ responses carrying it
+        self.copies = {}   # (flow, psn) -> READ requests carrying it
+        self.last = {}
         for n in sorted(frames):
             fr = frames[n]
             key = (fr["ends"], fr["qp"], space_of(fr))
@@ -79,6 +91,11 @@ class Index:
             self.order.setdefault(key, []).append((n, fr["psn"]))
             if fr["opcode"] == 12:
                 self.reads.setdefault(key, []).append((n, fr["psn"], fr["dmalen"]))
+            if fr["opcode"] in (13, 14, 15, 16):
+                self.answers[(fr["ends"], fr["psn"])] = self.answers.get((fr["ends"], fr["psn"]), 0) + 1
+            if fr["opcode"] == 12:
+                self.copies[key + (fr["psn"],)] = self.copies.get(key + (fr["psn"],), 0) + 1
+            self.last[key + (fr["psn"],)] = n
 
     def seen_before(self, at, fr, psn, reserved=False):
         """Whether `psn` appeared on fr's flow and PSN space in a frame before `at`."""
@@ -91,6 +108,16 @@ class Index:
                 return True
         return False
 
+
+    def seen_after(self, at, fr, psn):
+        key = (fr["ends"], fr["qp"], space_of(fr))
+        return self.last.get(key + (psn,), 0) > at
+
+    def read_all_answered(self, fr):
+        """Whether the READ `fr` got as many first responses (either QP) as copies of it were sent."""
+        back = (fr["ends"][1], fr["ends"][0])
+        key = (fr["ends"], fr["qp"], space_of(fr), fr["psn"])
+        return self.answers.get((back, fr["psn"]), 0) >= self.copies.get(key, 0)
 
     def behind(self, at, fr, psn):
         """Whether a later PSN than `psn` appeared on fr's flow before `at`: the sender had sent it."""
@@ -128,6 +155,8 @@ def check(bin_path, pcap, expect, minimum):
             psn = (a["expected_psn"] + i) % (1 << 24)
             if index.seen_before(a["frame"], fr, psn):
                 problems.append("frame %d calls PSN %d lost, but the capture holds it before" % (a["frame"], psn))
+            elif "never resent" in a.get("text", "") and index.seen_after(a["frame"], fr, psn):
+                problems.append("frame %d says PSN %d was never resent, but it comes later" % (a["frame"], psn))
     for line in lines[:-1]:
         p = json.loads(line)
         v = p.get("analysis")
@@ -141,6 +170,11 @@ def check(bin_path, pcap, expect, minimum):
         # A resend of a packet lost before the capture point is behind PSNs seen already.
         if v.get("retransmission") and not seen and not index.behind(p["frame"], fr, fr["psn"]):
             problems.append("frame %d flagged retransmission, but PSN %d was neither seen nor passed before"
+                            % (p["frame"], fr["psn"]))
+        if fr["opcode"] in (13, 14, 15, 16, 18) and seen and not (v.get("retransmission") or v.get("duplicate")):
+            problems.append("frame %d: response PSN %d seen before, but not flagged resent" % (p["frame"], fr["psn"]))
+        if v.get("spurious_retransmission") and fr["opcode"] == 12 and not index.read_all_answered(fr):
+            problems.append("frame %d: READ called a spurious resend, but fewer responses with PSN %d than copies"
                             % (p["frame"], fr["psn"]))
         if v.get("out_of_order"):
             if fr["opcode"] in UD_OPCODES:
@@ -170,19 +204,25 @@ def main():
     ap.add_argument("--rdmadiag", required=True)
     ap.add_argument("--expect", action="append", help="KIND=N: exactly N anomalies of KIND")
     ap.add_argument("--min", action="append", help="KIND=N: at least N anomalies of KIND")
-    ap.add_argument("pcaps", nargs="+")
+    ap.add_argument("pcaps", nargs="+", help="capture files, or directories of them")
     args = ap.parse_args()
+    if not shutil.which("tshark"):
+        print("tshark not found: skipped")
+        return 77
+    pcaps = []
+    for p in args.pcaps:
+        pcaps += sorted(glob.glob(os.path.join(p, "*.pcap"))) if os.path.isdir(p) else [p]
     failed = 0
-    for pcap in args.pcaps:
+    for pcap in pcaps:
         problems, kinds = check(args.rdmadiag, pcap, parse_counts(args.expect), parse_counts(args.min))
         if problems is None:
             print("skip %s: tshark cannot read it" % pcap)
             continue
         print("%s %s %s" % ("FAIL" if problems else "ok  ", pcap, kinds))
-        for p in problems[:20]:
+        for p in problems[:8]:
             print("    " + p)
-        if len(problems) > 20:
-            print("    ... %d more" % (len(problems) - 20))
+        if len(problems) > 8:
+            print("    ... %d more" % (len(problems) - 8))
         failed += bool(problems)
     return 1 if failed else 0
 
