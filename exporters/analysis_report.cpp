@@ -269,7 +269,9 @@ void write_flow_table(std::ostream& out, const TransportAnalyzer& t) {
     const LatencyStats* lat = nullptr;
     for (const auto& l : f->latency)
       if (l.count() && (!lat || l.count() > lat->count())) lat = &l;
-    const std::string ends = address_string(f->key, true) + " -> " + address_string(f->key, false);
+    // A UD flow is keyed by its source QP (any destination QP): show that one.
+    const std::string from = f->service == TransportService::ud ? fmt(" QP 0x%x", f->key.src_qp) : std::string();
+    const std::string ends = address_string(f->key, true) + from + " -> " + address_string(f->key, false);
     out << fmt("  %-4u 0x%06x %-33s %-5s %8llu %10llu %5llu %5llu %5llu %5llu %6llu %4llu %9s %9s %5llu %5llu\n", f->index,
                f->key.dest_qp, ends.c_str(), std::string(to_string(f->service)).c_str(),
                static_cast<unsigned long long>(f->packets), static_cast<unsigned long long>(f->bytes),
