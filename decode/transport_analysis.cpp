@@ -1,5 +1,6 @@
 #include "decode/transport_analysis.h"
 
+#include "decode/endpoints.h"
 #include "decode/rc_requester.h"
 #include "decode/rc_responder.h"
 #include "decode/unreliable_sequence.h"
@@ -91,32 +92,14 @@ std::uint64_t path_hash(const FlowKey& k) {
   return host_pair_hash(k.transport, swap ? k.dst : k.src, swap ? k.src : k.dst, k.addr_len) ^ 0x5bd1e995ULL;
 }
 
-// Addresses that identify the two ends at the RDMA layer.
+// The two ends' addresses (the one rule, endpoints.h).
 bool endpoint_addresses(const DecodedPacket& p, FlowKey& k) {
+  const Endpoints e = endpoints_of(p);
   k.transport = p.transport;
-  if (p.ipv4) {
-    k.addr_len = 4;
-    std::copy(p.ipv4->src.begin(), p.ipv4->src.end(), k.src.begin());
-    std::copy(p.ipv4->dst.begin(), p.ipv4->dst.end(), k.dst.begin());
-  } else if (p.ipv6) {
-    k.addr_len = 16;
-    k.src = p.ipv6->src;
-    k.dst = p.ipv6->dst;
-  } else if (p.lrh) {
-    // Native IB: LIDs identify the ports (a GRH may also be present; LIDs are what switches route on).
-    k.addr_len = 2;
-    k.src[0] = static_cast<std::uint8_t>(p.lrh->slid >> 8);
-    k.src[1] = static_cast<std::uint8_t>(p.lrh->slid);
-    k.dst[0] = static_cast<std::uint8_t>(p.lrh->dlid >> 8);
-    k.dst[1] = static_cast<std::uint8_t>(p.lrh->dlid);
-  } else if (p.grh) {
-    k.addr_len = 16;
-    k.src = p.grh->sgid;
-    k.dst = p.grh->dgid;
-  } else {
-    return false;
-  }
-  return true;
+  k.addr_len = e.addr_len;
+  k.src = e.src;
+  k.dst = e.dst;
+  return e.addr_len != 0;
 }
 
 // The IBA path MTUs (256 << (code - 1)).
