@@ -315,9 +315,14 @@ std::uint32_t before_request(RequesterState& q, const SeqPacket& p, SeqSink& sin
 RequesterEvent classify(const RequesterState& q, const SeqPacket& p) {
   RequesterEvent e;
   if (p.corrupt) {
-    // Only a corrupt packet right at the next PSN (new, or of the resend) is taken for what it says it is.
+    // A corrupt packet right at the next PSN (new, or of the resend) is taken for
+    // what it says it is; one a little ahead is held (the PSNs before it may be lost).
     const bool next = p.psn == q.high_next || (q.resending && p.psn == q.resend_next);
-    e.step = q.started && next && p.span_known ? ReqStep::corrupt : ReqStep::corrupt_other;
+    const std::int32_t d = psn_diff(p.psn, q.high_next);
+    e.step = !q.started || !p.span_known ? ReqStep::corrupt_other
+             : next                      ? ReqStep::corrupt
+             : d > 0 && d < kCorruptAhead ? ReqStep::corrupt_ahead
+                                          : ReqStep::corrupt_other;
     return e;
   }
   if (!q.started) {
@@ -346,6 +351,11 @@ void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSi
   switch (e.step) {
     case ReqStep::corrupt_other: q.corrupt_unplaced = true; return;
     case ReqStep::corrupt: apply_corrupt(q, p, sink); return;
+    case ReqStep::corrupt_ahead:
+      q.corrupt_unplaced = false;
+      open_corrupt(q, false, p);
+      mark_seen(q, false, p.psn, p.span, p, sink);  // held: no gap will name these PSNs
+      return;
     case ReqStep::duplicate:
       ++sink.stats().duplicates;
       v.duplicate = true;

@@ -32,6 +32,7 @@ inline constexpr std::int32_t kRestartJump = 1 << 20;  // a PSN jump this large 
 inline constexpr std::size_t kMaxPending = 4096;
 inline constexpr std::size_t kMaxOpenLosses = 64;
 inline constexpr double kTimeoutSilenceSeconds = 0.001;
+inline constexpr std::int32_t kCorruptAhead = 4096;  // how far ahead a corrupt packet's PSN is believed
 
 // What the sequence machines need of one packet.
 struct SeqPacket {
@@ -155,6 +156,7 @@ enum class ReqStep : std::uint8_t {
   resend,        // a retransmission
   stray,         // an older copy than the resend in progress: changes nothing
   corrupt,       // bad CRC at the next PSN: held (not lost), its receiver drops it
+  corrupt_ahead, // bad CRC a little beyond the next PSN: held, the sequence waits for what comes next
   corrupt_other, // bad CRC elsewhere: its fields cannot be trusted, only counted
 };
 

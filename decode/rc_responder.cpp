@@ -177,7 +177,7 @@ void apply_corrupt_read(ResponseCursor& r, RequesterState& q, const SeqPacket& p
     resp.verdict().retransmission = true;
   }
   mark_seen(q, true, p.psn, 1, p, resp);
-  r.in_read_response = p.kind != OpKind::read_response_last;
+  r.in_read_response = !ends_response(p.kind);
   r.expected = (p.psn + 1) & kPsnMask;
 }
 
@@ -240,9 +240,12 @@ void apply_atomic(RequesterState* q, const ResponseEvent& e, const SeqPacket& p,
 
 ResponseEvent classify(const ResponseCursor& r, const RequesterState* q, const SeqPacket& p) {
   if (p.corrupt) {
-    // Only READ data right at the next PSN of a response is taken for what it says it is.
-    const bool read = p.kind == OpKind::read_response_middle || p.kind == OpKind::read_response_last;
-    return {q && read && r.in_read_response && p.psn == r.expected ? RespStep::read_corrupt : RespStep::ignored};
+    // Only READ data right at the next PSN of a response, or at a PSN already
+    // answered (a corrupt copy of a re-sent response), is taken for what it says it is.
+    const bool continues = p.kind == OpKind::read_response_middle || p.kind == OpKind::read_response_last;
+    const bool read = continues || starts_response(p.kind);
+    const bool fits = (continues && r.in_read_response && p.psn == r.expected) || (q && q->answered.holds(p.psn));
+    return {q && read && fits ? RespStep::read_corrupt : RespStep::ignored};
   }
   switch (p.kind) {
     case OpKind::acknowledge: {

@@ -339,14 +339,12 @@ void TransportAnalyzer::set_span(const Flow& f, const DecodedPacket& p, SeqPacke
   sp.span_known = true;
   if (sp.kind != OpKind::read_request) return;
   sp.read_len = p.ib.reth.dma_len;
-  if (sp.corrupt) {
-    sp.span_known = false;  // its length cannot be trusted
-    return;
-  }
   const std::uint32_t mtu = pmtu_for(f);
   const std::uint32_t len = p.ib.reth.dma_len;
   if (mtu) sp.span = len ? (len + mtu - 1) / mtu : 1;
   else sp.span_known = len <= 256;
+  // A corrupt READ's length may be damaged too: believed only if it is a plausible span.
+  if (sp.corrupt && sp.span > static_cast<std::uint32_t>(kCorruptAhead)) sp.span_known = false;
 }
 
 // Requests on a reliable connection (RC, XRC, RD): rc_requester.h.

@@ -71,6 +71,9 @@ def tshark_frames(pcap):
 
 
 def space_of(fr):
+    """READ responses and atomic ACKs carry PSNs of their own; ACKs/NAKs only acknowledge."""
+    if fr["opcode"] == 17:
+        return "ack"
     return "response" if fr["opcode"] in RESPONSES else "request"
 
 
