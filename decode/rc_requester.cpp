@@ -135,7 +135,11 @@ void mark_seen(RequesterState& q, bool response, std::uint32_t psn, std::uint32_
     if (q.losses.empty() || at.corrupt) continue;
     for (std::size_t j = 0; j < q.losses.size();) {
       OpenLoss& l = q.losses[j];
-      if (l.response == response && l.contains(x) && (fresh || l.corrupt || l.resend_hole) && l.remaining && --l.remaining == 0)
+      const bool fills = l.response == response && l.contains(x) && (fresh || l.corrupt || l.resend_hole) && l.remaining;
+      // A copy sent before the packet that showed the hole was only late: not lost after all.
+      if (fills && l.resend_hole && sent_before(at.ip_id, l.ip_id_at) && sink.stats().lost_resends)
+        --sink.stats().lost_resends;
+      if (fills && --l.remaining == 0)
         close_loss(q, j, at, sink);
       else
         ++j;
