@@ -66,8 +66,8 @@ bool AnalyzerMerge::bounds_reached(std::span<Analyzer* const> shards) {
   for (const Analyzer* a : shards) {
     const TransportAnalyzer& t = *a->transport_;
     const IwarpAnalyzer& w = *a->iwarp_;
-    if (t.evicted_ || t.live_cap_reached_ || w.stats_.untracked_connections || a->summary_.queue_pairs_capped()) return true;
-    live += t.peak_live_;
+    if (t.evicted_ || t.flows_.cap_reached() || w.stats_.untracked_connections || a->summary_.queue_pairs_capped()) return true;
+    live += t.flows_.peak();
     flows += t.summaries_.size();
     conns += w.peak_live_;
     buffered += w.peak_buffered_;

@@ -55,6 +55,15 @@ inline bool is_iwarp_kind(AnomalyKind k) { return k >= AnomalyKind::tcp_hole && 
 inline bool is_pause_kind(AnomalyKind k) { return k == AnomalyKind::pause_storm; }
 Severity severity_of(AnomalyKind k);
 
+// Why an IB/RoCE retransmission was made (IBA 9.7.5.2, 9.7.6), as the capture shows it.
+enum class ResendCause : std::uint8_t {
+  nak,            // after a NAK or RNR NAK (IBA 9.7.5.2)
+  request_loss,   // fills PSNs lost before the capture point (transport timer)
+  corrupt,        // resends a packet captured corrupt (bad ICRC/VCRC): a bit error, not a drop
+  response_loss,  // a READ re-issued because its response packets were lost (IBA 9.7.6.1)
+  timer,          // none of the above: its original and answers passed the capture point
+};
+
 struct Anomaly {
   AnomalyKind kind;
   std::uint64_t frame = 0;
@@ -65,6 +74,8 @@ struct Anomaly {
   std::int64_t expected_psn = -1;  // -1: not meaningful
   std::uint32_t count = 0;         // e.g. PSNs missing in a gap, bytes in a TCP hole
   double duration_us = -1;         // e.g. recovery time of a retransmission; -1: none
+  ResendCause cause = ResendCause::nak;  // IB/RoCE retransmission: why it was made
+  bool late = false;               // IB/RoCE psn_gap: (partly) filled by a late original: reordered, not lost
   std::array<std::uint64_t, 3> related{};  // related frames (the gap a NAK answers, the NAK a resend follows...)
   std::uint8_t related_count = 0;
   std::int8_t priority = -1;       // pause kinds: the priority (PAUSE: each of the 8)

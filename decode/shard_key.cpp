@@ -1,5 +1,6 @@
 #include "decode/shard_key.h"
 
+#include "decode/endpoints.h"
 #include "decode/erf.h"
 #include "decode/ethernet.h"
 #include "decode/ib_link.h"
@@ -146,17 +147,11 @@ std::uint64_t address_hash(const std::uint8_t* a, std::size_t len) {
 }
 }  // namespace
 
-// The same priority as the analyses' endpoint addresses: IP, then LIDs, then GIDs.
+// What the analyses key flows by: the one rule of endpoints.h.
 ShardKey shard_key(const DecodedPacket& p) {
-  if (p.ipv4) return pair_key(address_hash(p.ipv4->src.data(), 4), address_hash(p.ipv4->dst.data(), 4), 4);
-  if (p.ipv6) return pair_key(address_hash(p.ipv6->src.data(), 16), address_hash(p.ipv6->dst.data(), 16), 16);
-  if (p.lrh) {
-    const std::uint8_t s[2] = {static_cast<std::uint8_t>(p.lrh->slid >> 8), static_cast<std::uint8_t>(p.lrh->slid)};
-    const std::uint8_t d[2] = {static_cast<std::uint8_t>(p.lrh->dlid >> 8), static_cast<std::uint8_t>(p.lrh->dlid)};
-    return pair_key(address_hash(s, 2), address_hash(d, 2), 2);
-  }
-  if (p.grh) return pair_key(address_hash(p.grh->sgid.data(), 16), address_hash(p.grh->dgid.data(), 16), 16);
-  return {};
+  const Endpoints e = endpoints_of(p);
+  if (!e.addr_len) return {};
+  return pair_key(address_hash(e.src.data(), e.addr_len), address_hash(e.dst.data(), e.addr_len), e.addr_len);
 }
 
 }  // namespace rdmadiag::decode

@@ -1,11 +1,17 @@
 #include "decode/transport_analysis.h"
 
+#include "decode/endpoints.h"
+#include "decode/rc_requester.h"
+#include "decode/rc_responder.h"
+#include "decode/unreliable_sequence.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 
 namespace rdmadiag::decode {
 
@@ -86,49 +92,15 @@ std::uint64_t path_hash(const FlowKey& k) {
   return host_pair_hash(k.transport, swap ? k.dst : k.src, swap ? k.src : k.dst, k.addr_len) ^ 0x5bd1e995ULL;
 }
 
-// Addresses that identify the two ends at the RDMA layer.
+// The two ends' addresses (the one rule, endpoints.h).
 bool endpoint_addresses(const DecodedPacket& p, FlowKey& k) {
+  const Endpoints e = endpoints_of(p);
   k.transport = p.transport;
-  if (p.ipv4) {
-    k.addr_len = 4;
-    std::copy(p.ipv4->src.begin(), p.ipv4->src.end(), k.src.begin());
-    std::copy(p.ipv4->dst.begin(), p.ipv4->dst.end(), k.dst.begin());
-  } else if (p.ipv6) {
-    k.addr_len = 16;
-    k.src = p.ipv6->src;
-    k.dst = p.ipv6->dst;
-  } else if (p.lrh) {
-    // Native IB: LIDs identify the ports (a GRH may also be present; LIDs are what switches route on).
-    k.addr_len = 2;
-    k.src[0] = static_cast<std::uint8_t>(p.lrh->slid >> 8);
-    k.src[1] = static_cast<std::uint8_t>(p.lrh->slid);
-    k.dst[0] = static_cast<std::uint8_t>(p.lrh->dlid >> 8);
-    k.dst[1] = static_cast<std::uint8_t>(p.lrh->dlid);
-  } else if (p.grh) {
-    k.addr_len = 16;
-    k.src = p.grh->sgid;
-    k.dst = p.grh->dgid;
-  } else {
-    return false;
-  }
-  return true;
+  k.addr_len = e.addr_len;
+  k.src = e.src;
+  k.dst = e.dst;
+  return e.addr_len != 0;
 }
-
-OpClass op_class(OpKind k) {
-  switch (k) {
-    case OpKind::write_first: case OpKind::write_middle: case OpKind::write_last: case OpKind::write_only:
-    case OpKind::atomic_write: case OpKind::flush:
-      return OpClass::write;
-    case OpKind::read_request: return OpClass::read;
-    case OpKind::compare_swap: case OpKind::fetch_add: return OpClass::atomic;
-    default: return OpClass::send;
-  }
-}
-
-bool is_first(OpKind k) { return k == OpKind::send_first || k == OpKind::write_first; }
-bool is_middle(OpKind k) { return k == OpKind::send_middle || k == OpKind::write_middle; }
-bool is_last(OpKind k) { return k == OpKind::send_last || k == OpKind::write_last; }
-bool is_only(OpKind k) { return k == OpKind::send_only || k == OpKind::write_only; }
 
 // The IBA path MTUs (256 << (code - 1)).
 std::uint32_t mtu_round_up(std::uint32_t bytes) {
@@ -137,10 +109,6 @@ std::uint32_t mtu_round_up(std::uint32_t bytes) {
   return 4096;
 }
 
-constexpr std::int32_t kRestartJump = 1 << 20;  // a PSN jump this large is a new connection, not loss
-constexpr std::size_t kMaxPending = 4096;
-constexpr std::size_t kMaxOpenGaps = 64;
-constexpr double kTimeoutSilenceSeconds = 0.001;
 
 }  // namespace
 
@@ -156,125 +124,65 @@ std::size_t FlowKeyHash::operator()(const FlowKey& k) const {
   return static_cast<std::size_t>(h ^ (h >> 32));
 }
 
+
 // ---------------------------------------------------------------- flow state
 
-struct PendingRequest {
-  std::uint32_t first, last;  // PSNs this request occupies
-  std::uint64_t frame;
-  double ts;
-  OpClass op;
-  bool ack_req;
-  std::uint32_t read_len;
-};
-
-struct OpenGap {
-  std::uint32_t first, last;  // missing PSNs, inclusive
-  std::uint32_t next_fill;    // resends fill a gap from its start (go-back-N)
-  std::uint64_t frame;
-  double ts;
-  std::size_t anomaly;        // index in the log (SIZE_MAX if not kept)
-  std::uint64_t nak_frame = 0;
-};
-
+// One flow: its report, its place in the table and its pairing, and the
+// sequence machines of the roles it plays (made on first use: a flow carrying
+// only ACKs needs no requester state).
 struct TransportAnalyzer::Flow {
   FlowSummary s;
   std::uint32_t slot = 0;
   std::int64_t peer_slot = -1;
   std::uint64_t host_pair = 0;
   std::uint64_t path = 0;
-  // Requester side (requests sent on this flow).
-  bool started = false;
-  std::uint32_t expected = 0;   // next PSN in order
-  std::uint32_t high_next = 0;  // one past the highest PSN sent
-  bool resending = false;
-  bool resend_after_nak = false;
-  bool spurious_episode = false;
-  // The verdict on a spurious-looking resend waits for the ACKs: if fewer ACKs
-  // (or READ responses) than copies of the request reach the capture point, an
-  // ACK was lost before it and the resend was a real recovery.
-  bool spur_open = false;
-  std::uint32_t spur_psn = 0, spur_copies = 0, spur_acks = 0;
-  std::uint64_t spur_frame = 0;
-  bool spur_is_read = false;
-  bool acked_valid = false;
-  std::uint32_t acked_through = 0;  // the highest PSN an ACK or response covered
-  std::size_t episode_anomaly = SIZE_MAX;
-  std::uint64_t nak_frame = 0;  // a NAK (or RNR NAK) not yet followed by its resend
-  double nak_ts = 0;
-  std::uint32_t nak_psn = 0;
-  FlowRing<PendingRequest> pending;
-  std::vector<OpenGap> gaps;
-  struct RecentCopy {
-    std::uint32_t psn;
-    std::int32_t ip_id;  // -1: no IPv4 header
-    double ts;
-  };
-  std::array<RecentCopy, 64> recent{};  // the last requests seen, to recognise copies made by the network
-  std::size_t recent_pos = 0;
-  enum class Msg : std::uint8_t { none, send, write, unknown } msg = Msg::unknown;
-  std::uint64_t msg_bytes = 0;
-  std::uint32_t msg_reth_len = 0;
   bool pkey_set = false;
   std::uint16_t pkey = 0;
-  bool read_span_unknown = false;
-  std::uint32_t read_psn = 0, read_len = 0;
-  // Responder side (responses sent on this flow, in the peer's PSN space).
-  std::uint32_t resp_expected = 0;
-  bool in_read_response = false;
+  std::unique_ptr<RequesterState> req;     // requests sent on this flow
+  std::unique_ptr<ResponseCursor> resp;    // responses sent on this flow (in the peer's PSN space)
+  std::unique_ptr<UnreliableState> unrel;  // UC / UD
+  RequesterState& requester() {
+    if (!req) req = std::make_unique<RequesterState>();
+    return *req;
+  }
+  ResponseCursor& responses() {
+    if (!resp) resp = std::make_unique<ResponseCursor>();
+    return *resp;
+  }
+  UnreliableState& unreliable() {
+    if (!unrel) unrel = std::make_unique<UnreliableState>();
+    return *unrel;
+  }
+  bool started() const { return req && req->started; }
+  bool idle_state() const {
+    return (!req || (req->pending.empty() && req->losses.empty())) && (!unrel || unrel->gaps.empty());
+  }
 };
 
-TransportAnalyzer::TransportAnalyzer(AnomalyLog& log) : log_(log) {}
-
-void TransportAnalyzer::record_gap(Flow& f, std::uint64_t frame, double ts, std::uint32_t psn, std::uint32_t first,
-                                   std::uint32_t count, PacketAnalysis& out, bool track) {
-  ++f.s.gaps;
-  f.s.missing += count;
-  out.gap += count;
-  Anomaly a{AnomalyKind::psn_gap};
-  a.frame = frame;
-  a.psn = psn;
-  a.expected_psn = first;
-  a.count = count;
-  const std::size_t idx = log_.items().size();
-  add_anomaly(a, &f, &out);
-  if (!track) return;
-  // Kept open until resends (or late originals) fill it, to link NAKs and measure recovery.
-  if (f.gaps.size() == kMaxOpenGaps) f.gaps.erase(f.gaps.begin());
-  f.gaps.push_back(OpenGap{first, (first + count - 1) & kPsnMask, first, frame, ts,
-                           idx < log_.items().size() ? idx : SIZE_MAX});
+TransportAnalyzer::TransportAnalyzer(AnomalyLog& log) : log_(log), flows_(kMaxLiveFlows) {
+  link_fn_ = [this](std::uint64_t request_frame, std::uint64_t response_frame, double us) {
+    link_forward(request_frame, response_frame, us);
+  };
 }
 TransportAnalyzer::~TransportAnalyzer() = default;
 
-void TransportAnalyzer::add_anomaly(Anomaly a, Flow* f, PacketAnalysis* out) {
-  if (f) {
-    a.flow = f->s.index;
-    if (!a.dest_qp) a.dest_qp = f->s.key.dest_qp;
-  } else {
-    a.flow = UINT32_MAX;
-  }
-  log_.add(a);
-  if (out && out->anomaly_count < 255) ++out->anomaly_count;
-}
-
-TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std::uint64_t frame, double ts,
-                                                     bool& created) {
+TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std::uint64_t frame, double ts) {
   FlowKey k;
   endpoint_addresses(p, k);
-  k.dest_qp = p.ib.bth.dest_qp;
   const OpcodeInfo& info = opcode_info(p.ib.bth.opcode);
-  if (info.service == TransportService::ud && p.ib.has(kDeth)) k.src_qp = p.ib.deth.src_qp;
-  const std::uint32_t slot = by_key_.find(k);
-  created = slot == FlowIndex::kNone;
-  if (!created) return *slots_[slot];
+  if (info.service == TransportService::ud && p.ib.has(kDeth)) {
+    // UD: keyed by its source QP (one PSN counter for every destination, IBA 9.8.2).
+    k.src_qp = p.ib.deth.src_qp;
+  } else {
+    k.dest_qp = p.ib.bth.dest_qp;
+  }
+  const std::uint32_t slot = flows_.find(k);
+  if (slot != decltype(flows_)::kNone) return *flows_.at(slot);
   return create_flow(k, info.service, frame, ts);
 }
 
 TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, TransportService service, std::uint64_t frame,
                                                         double ts) {
-  if (by_key_.size() >= kMaxLiveFlows) {
-    live_cap_reached_ = true;
-    retire_idle(std::numeric_limits<double>::infinity());
-  }
   auto f = std::make_unique<Flow>();
   f->s.key = k;
   f->s.service = service;
@@ -284,20 +192,13 @@ TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, Transp
   f->host_pair = host_pair_hash(k.transport, k.src, k.dst, k.addr_len);
   f->path = path_hash(k);
   ++paths_[f->path].flows;
-  std::uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-    slots_[slot] = std::move(f);
-  } else {
-    slot = static_cast<std::uint32_t>(slots_.size());
-    slots_.push_back(std::move(f));
-  }
-  slots_[slot]->slot = slot;
-  by_key_.insert(k, slot);
-  peak_live_ = std::max(peak_live_, by_key_.size());
-  by_host_pair_[slots_[slot]->host_pair].push_back(slot);
-  return *slots_[slot];
+  const std::uint32_t slot = flows_.insert(
+      k, std::move(f), [](const Flow& x) { return x.s.last_ts; },
+      [this](std::uint32_t s, Flow& x) { retire(s, x); });
+  Flow& made = *flows_.at(slot);
+  made.slot = slot;
+  by_host_pair_[made.host_pair].push_back(slot);
+  return made;
 }
 
 void TransportAnalyzer::pair(Flow& a, Flow& b, Pairing how) {
@@ -313,7 +214,10 @@ void TransportAnalyzer::pair(Flow& a, Flow& b, Pairing how) {
 std::uint32_t TransportAnalyzer::pmtu_for(const Flow& f) const {
   if (pmtu_override_) return pmtu_override_;
   if (f.s.pmtu) return f.s.pmtu;
-  if (f.peer_slot >= 0 && slots_[f.peer_slot] && slots_[f.peer_slot]->s.pmtu) return slots_[f.peer_slot]->s.pmtu;
+  if (f.peer_slot >= 0) {
+    const Flow* peer = flows_.at(static_cast<std::uint32_t>(f.peer_slot));
+    if (peer && peer->s.pmtu) return peer->s.pmtu;
+  }
   const auto it = paths_.find(f.path);
   return it != paths_.end() ? it->second.pmtu : 0;
 }
@@ -338,11 +242,8 @@ void TransportAnalyzer::link_forward(std::uint64_t request_frame, std::uint64_t 
 
 // ---------------------------------------------------------------- per packet
 
-void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out) {
-  if (!p.has_bth) return;
-  const OpcodeInfo& info = opcode_info(p.ib.bth.opcode);
-  bool created = false;
-  Flow& f = flow_for(p, frame, ts, created);
+void TransportAnalyzer::count_packet(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts,
+                                     PacketAnalysis& out) {
   FlowSummary& s = f.s;
   ++s.packets;
   s.bytes += p.wirelen;
@@ -351,8 +252,7 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
   s.last_ts = ts;
   out.analysed = true;
   out.flow = s.index;
-
-  // Congestion signals.
+  // Congestion signals (Annex A17.9).
   const int ecn = p.ipv4 ? p.ipv4->ecn : p.ipv6 ? p.ipv6->ecn() : p.grh ? (p.grh->traffic_class & 3) : 0;
   if (ecn) ++s.ecn_ect;
   if (ecn == 3) {
@@ -362,358 +262,154 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
   }
   if (p.ib.bth.fecn) ++s.fecn;
   if (p.ib.bth.becn) ++s.becn;
-  if (info.kind == OpKind::cnp) {
-    ++s.cnp;
-    out.cnp = true;
-    return;
-  }
+}
 
-  if (p.icrc == CrcStatus::bad || p.vcrc == CrcStatus::bad) {
-    // A receiver drops such a packet: its header fields cannot be trusted for sequencing.
-    ++s.icrc_bad;
-    Anomaly a{p.icrc == CrcStatus::bad ? AnomalyKind::icrc_bad : AnomalyKind::vcrc_bad};
-    a.frame = frame;
-    a.psn = p.ib.bth.psn;
-    add_anomaly(a, &f, &out);
-    return;
-  }
-  if (!info.valid) return;
+std::size_t TransportAnalyzer::report_bad_crc(Flow& f, const DecodedPacket& p, std::uint64_t frame,
+                                              PacketAnalysis& out) {
+  ++f.s.icrc_bad;
+  Anomaly a{p.icrc == CrcStatus::bad ? AnomalyKind::icrc_bad : AnomalyKind::vcrc_bad};
+  a.frame = frame;
+  a.psn = p.ib.bth.psn;
+  SeqSink sink(log_, f.s, &out);
+  return sink.report(a);
+}
 
+void TransportAnalyzer::check_pkey(Flow& f, const DecodedPacket& p, std::uint64_t frame, PacketAnalysis& out) {
   if (!f.pkey_set) {
     f.pkey_set = true;
     f.pkey = p.ib.bth.pkey;
-  } else if (f.pkey != p.ib.bth.pkey) {
-    ++s.pkey_changes;
-    Anomaly a{AnomalyKind::pkey_change};
-    a.frame = frame;
-    a.psn = p.ib.bth.psn;
-    a.count = p.ib.bth.pkey;
-    add_anomaly(a, &f, &out);
-    f.pkey = p.ib.bth.pkey;
+    return;
   }
+  if (f.pkey == p.ib.bth.pkey) return;
+  ++f.s.pkey_changes;
+  Anomaly a{AnomalyKind::pkey_change};
+  a.frame = frame;
+  a.psn = p.ib.bth.psn;
+  a.count = p.ib.bth.pkey;
+  SeqSink(log_, f.s, &out).report(a);
+  f.pkey = p.ib.bth.pkey;
+}
 
+void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out) {
+  if (!p.has_bth) return;
+  const OpcodeInfo& info = opcode_info(p.ib.bth.opcode);
+  Flow& f = flow_for(p, frame, ts);
+  count_packet(f, p, frame, ts, out);
+  if (info.kind == OpKind::cnp) {
+    ++f.s.cnp;
+    out.cnp = true;
+    return;
+  }
+  SeqPacket sp;
+  sp.frame = frame;
+  sp.ts = ts;
+  sp.psn = p.ib.bth.psn;
+  sp.kind = info.kind;
+  sp.ip_id = p.ipv4 ? p.ipv4->id : -1;
+  sp.ack_req = p.ib.bth.ack_req;
+  sp.aeth = p.ib.aeth;
+  sp.dest_qp = p.ib.bth.dest_qp;
+  if (p.icrc == CrcStatus::bad || p.vcrc == CrcStatus::bad) {
+    // Its receiver drops it: counted, and sequenced only where what it says can be checked.
+    sp.corrupt = true;
+    sp.anomaly = report_bad_crc(f, p, frame, out);
+    const bool reliable = info.service != TransportService::ud && info.service != TransportService::uc;
+    if (info.valid && reliable && info.is_request() && f.started()) requester(f, p, sp, out);
+    if (info.valid && reliable && info.is_response() && f.resp) responder(f, p, sp, out);
+    return;
+  }
+  if (!info.valid) return;
+  check_pkey(f, p, frame, out);
   if (p.cm) cm_message(p, frame);
-
   if (info.service == TransportService::ud || info.service == TransportService::uc) {
-    if (info.service == TransportService::ud) ++s.requests;
-    unreliable(f, p, frame, ts, out);
-    if (info.service == TransportService::ud) return;
+    if (info.service == TransportService::ud) ++f.s.requests;
+    unreliable(f, p, sp, out);
   } else if (info.is_request()) {
-    ++s.requests;
-    requester(f, p, frame, ts, out);
+    ++f.s.requests;
+    requester(f, p, sp, out);
   } else {
-    ++s.responses;
-    responder(f, p, frame, ts, out);
+    ++f.s.responses;
+    responder(f, p, sp, out);
   }
 }
 
-// Requests on a reliable connection (RC, XRC, RD): IBA 9.7.1 / 9.7.2.
-void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out) {
-  FlowSummary& s = f.s;
+// PSNs a request occupies: one, or one per READ response packet (IBA 9.7.2.1).
+void TransportAnalyzer::set_span(const Flow& f, const DecodedPacket& p, SeqPacket& sp) const {
+  sp.span = 1;
+  sp.span_known = true;
+  if (sp.kind != OpKind::read_request) return;
+  sp.read_len = p.ib.reth.dma_len;
+  const std::uint32_t mtu = pmtu_for(f);
+  const std::uint32_t len = p.ib.reth.dma_len;
+  if (mtu) sp.span = len ? (len + mtu - 1) / mtu : 1;
+  else sp.span_known = len <= 256;
+  // A corrupt READ's length may be damaged too: believed only if it is a plausible span.
+  if (sp.corrupt && sp.span > static_cast<std::uint32_t>(kCorruptAhead)) sp.span_known = false;
+}
+
+// Requests on a reliable connection (RC, XRC, RD): rc_requester.h.
+void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, SeqPacket& sp, PacketAnalysis& out) {
   const OpcodeInfo& info = opcode_info(p.ib.bth.opcode);
-  const std::uint32_t psn = p.ib.bth.psn;
-  const std::int32_t ip_id = p.ipv4 ? p.ipv4->id : -1;
+  if (info.full_mtu_payload() && !sp.corrupt) learn_pmtu(f, p.payload_len);
+  set_span(f, p, sp);
+  RequesterState& q = f.requester();
+  SeqSink sink(log_, f.s, &out, &link_fn_);
+  const std::uint32_t read_len = q.read_len;
+  if (const std::uint32_t k = before_request(q, sp, sink); k > 1 && !f.s.pmtu_from_cm) {
+    f.s.pmtu = mtu_round_up((read_len + k - 1) / k);
+    note_path_pmtu(f, f.s.pmtu);
+  }
+  const RequesterEvent e = classify(q, sp);
 
+  apply(q, e, sp, sink);
+  if (e.step != ReqStep::restart && e.step != ReqStep::in_order && e.step != ReqStep::gap && e.step != ReqStep::resend)
+    return;
+  MessageFacts m;
+  m.payload_len = p.payload_len;
+  m.pad = p.ib.bth.pad_count;
+  m.reth_len = p.ib.reth.dma_len;
+  m.pmtu = pmtu_for(f);
+  m.flow_pmtu = f.s.pmtu;
+  m.truncated = p.truncated;
+  m.carries_payload = info.carries_payload();
+  check_message(q, e, sp, m, sink);
+}
+
+// Responses and acknowledgements (IBA 9.7.5, 9.7.6): rc_responder.h.
+void TransportAnalyzer::responder(Flow& f, const DecodedPacket& p, const SeqPacket& sp, PacketAnalysis& out) {
+  Flow* qf = peer_requester(f, sp.psn);
+  if (opcode_info(p.ib.bth.opcode).full_mtu_payload() && !sp.corrupt) learn_pmtu(f, p.payload_len);
+  RequesterState* q = qf ? &qf->requester() : nullptr;
+  SeqSink resp(log_, f.s, &out, &link_fn_);
+  std::optional<SeqSink> req;
+  if (qf) req.emplace(log_, qf->s, nullptr, &link_fn_);
+  const ResponseEvent e = classify(f.responses(), q, sp);
+  const std::uint32_t segment = apply(f.responses(), q, e, sp, resp, req ? &*req : nullptr);
+  if (segment && !qf->s.pmtu_from_cm && !qf->s.pmtu) learn_pmtu(*qf, segment);
+}
+
+// UD and UC (IBA 9.8): unreliable_sequence.h.
+void TransportAnalyzer::unreliable(Flow& f, const DecodedPacket& p, const SeqPacket& sp, PacketAnalysis& out) {
+  const OpcodeInfo& info = opcode_info(p.ib.bth.opcode);
   if (info.full_mtu_payload()) learn_pmtu(f, p.payload_len);
-
-  // PSNs this request occupies: one, or one per READ response packet (IBA 9.7.2.1).
-  std::uint32_t consumed = 1;
-  bool read_span_known = true;
-  if (info.kind == OpKind::read_request) {
-    const std::uint32_t mtu = pmtu_for(f);
-    const std::uint32_t len = p.ib.reth.dma_len;
-    if (mtu) consumed = len ? (len + mtu - 1) / mtu : 1;
-    else read_span_known = len <= 256;
-  }
-
-  // A READ whose span was unknown: the next request's PSN tells the span, and so the PMTU.
-  if (f.read_span_unknown) {
-    f.read_span_unknown = false;
-    const std::int32_t k = psn_diff(psn, f.read_psn);
-    const std::uint32_t most = (f.read_len + 255) / 256;
-    if (k >= 1 && static_cast<std::uint32_t>(k) <= std::max<std::uint32_t>(most, 1)) {
-      f.expected = psn;
-      if (psn_diff(psn, f.high_next) > 0) f.high_next = psn;
-      if (k > 1 && !s.pmtu_from_cm) {
-        s.pmtu = mtu_round_up((f.read_len + static_cast<std::uint32_t>(k) - 1) / static_cast<std::uint32_t>(k));
-        note_path_pmtu(f, s.pmtu);
-      }
-    }
-  }
-
-  // A READ is answered by its data, which comes before the next request is sent
-  // in the cases that matter (ping-pong); other requests wait for a newer ACK.
-  if (f.spur_open && f.spur_is_read && f.started && psn_diff(psn, f.spur_psn) > 0 && psn_diff(psn, f.high_next) >= 0)
-    spurious_verdict(f);
-
-  // Two cursors model the connection (IBA 9.7.2, 9.7.5.2.2): `high_next`, one past
-  // the highest PSN seen on the wire (PSNs skipped beyond it were lost before the
-  // capture point), and, during a resend, `expected` (the resend cursor: the next
-  // PSN the resend must carry). A NAK for PSN n makes the responder discard
-  // everything from n on, so after it those PSNs are needed again, and a resend
-  // that skips some of them has lost them again.
-  enum class Class { in_order, gap, retransmission, duplicate, out_of_order, restart, stray } cls = Class::in_order;
-  OpenGap* gap_hit = nullptr;
-  std::int32_t d = 0;
-  std::uint32_t resend_skip = 0;  // PSNs a NAK-driven resend skipped
-  if (!f.started) {
-    cls = Class::restart;
-  } else {
-    d = psn_diff(psn, f.high_next);
-    if (d > kRestartJump || d < -kRestartJump) {
-      cls = Class::restart;
-    } else if (d >= 0) {
-      cls = d > 0 ? Class::gap : Class::in_order;
-    } else {
-      for (auto& g : f.gaps)
-        if (psn_diff(psn, g.first) >= 0 && psn_diff(g.last, psn) >= 0) gap_hit = &g;
-      // A copy made by the network keeps the IPv4 ID of its original; without an
-      // IPv4 header, only a copy right behind its original is taken for one.
-      bool network_duplicate = false;
-      for (const auto& r : f.recent)
-        if (r.psn == psn && r.ts > 0 &&
-            (ip_id >= 0 ? r.ip_id == ip_id : (!gap_hit && !f.nak_frame && ts - r.ts < kTimeoutSilenceSeconds)))
-          network_duplicate = true;
-      if (network_duplicate) {
-        cls = Class::duplicate;
-      } else if (gap_hit && !f.nak_frame && !f.resending) {
-        cls = Class::out_of_order;
-      } else if (f.nak_frame && psn == f.nak_psn) {
-        cls = Class::retransmission;  // the resend the NAK asked for (IBA 9.7.5.2.2)
-      } else if (f.nak_frame && !f.resending) {
-        // Older than what the NAK asks for: a delayed copy, not the resend.
-        cls = psn_diff(psn, f.nak_psn) < 0 && !gap_hit ? Class::stray : Class::retransmission;
-      } else if (f.resending) {
-        // Continuing a resend; a NAK that arrived meanwhile waits for its own PSN.
-        const std::int32_t c = psn_diff(psn, f.expected);
-        if (c == 0 || gap_hit) {
-          cls = Class::retransmission;
-        } else if (c > 0) {
-          cls = Class::retransmission;
-          if (f.resend_after_nak) resend_skip = static_cast<std::uint32_t>(c);
-        } else {
-          cls = Class::stray;
-        }
-      } else {
-        cls = Class::retransmission;  // a resend without a NAK: the requester's timer
-      }
-    }
-  }
-  out.expected_psn = !f.started ? -1 : f.resending ? static_cast<std::int64_t>(f.expected) : static_cast<std::int64_t>(f.high_next);
-
-  auto fill_gaps = [&](std::uint32_t first, std::uint32_t last) {
-    for (std::size_t i = 0; i < f.gaps.size();) {
-      OpenGap& g = f.gaps[i];
-      if (psn_diff(first, g.next_fill) <= 0 && psn_diff(last, g.next_fill) >= 0) g.next_fill = (last + 1) & kPsnMask;
-      if (psn_diff(g.next_fill, g.last) > 0) {
-        ++s.gaps_recovered;
-        const double us = (ts - g.ts) * 1e6;
-        s.recovery.add(us);
-        if (g.anomaly < log_.items().size()) log_.items()[g.anomaly].relate(frame);
-        if (f.episode_anomaly < log_.items().size()) {
-          Anomaly& e = log_.items()[f.episode_anomaly];
-          e.duration_us = std::max(e.duration_us, us);
-        }
-        f.gaps.erase(f.gaps.begin() + static_cast<std::ptrdiff_t>(i));
-      } else {
-        ++i;
-      }
-    }
-  };
-  auto open_gap = [&](std::uint32_t first, std::uint32_t count) { record_gap(f, frame, ts, psn, first, count, out, true); };
-
-  switch (cls) {
-    case Class::restart:
-      if (f.spur_open) spurious_verdict(f, false);  // a new incarnation of the QP
-      f.started = true;
-      f.resending = false;
-      f.nak_frame = 0;
-      f.gaps.clear();
-      f.pending.clear();
-      f.msg = Flow::Msg::unknown;
-      f.high_next = psn;
-      break;
-    case Class::in_order:
-      break;
-    case Class::gap:
-      // New data beyond anything seen: the PSNs in between never passed the capture point.
-      open_gap(f.high_next, static_cast<std::uint32_t>(d));
-      f.msg = Flow::Msg::unknown;
-      break;
-    case Class::duplicate: {
-      ++s.duplicates;
-      out.duplicate = true;
-      Anomaly a{AnomalyKind::psn_duplicate};
-      a.frame = frame;
-      a.psn = psn;
-      a.expected_psn = f.high_next;
-      add_anomaly(a, &f, &out);
-      return;  // a copy: the sequence state is unchanged
-    }
-    case Class::out_of_order: {
-      ++s.out_of_order;
-      out.out_of_order = true;
-      Anomaly a{AnomalyKind::psn_out_of_order};
-      a.frame = frame;
-      a.psn = psn;
-      a.expected_psn = f.high_next;
-      a.relate(gap_hit->frame);
-      add_anomaly(a, &f, &out);
-      fill_gaps(psn, (psn + consumed - 1) & kPsnMask);
-      return;  // a late original: the stream goes on from where it was
-    }
-    case Class::stray:
-      // An older copy than the resend in progress (a delayed packet): the sender did
-      // send it again, but it changes nothing in the sequence.
-      ++s.spurious_retransmissions;
-      out.retransmission = out.spurious_retransmission = true;
-      return;
-    case Class::retransmission: {
-      out.retransmission = true;
-      const bool new_episode = !f.resending || (f.nak_frame && psn == f.nak_psn) ||
-                               (psn_diff(psn, f.expected) < 0 && !gap_hit);
-      if (new_episode) {
-        // A new go-back-N episode starts at this PSN. Without a NAK and without a
-        // gap to fill, the original got through: the resend is spurious.
-        f.resending = true;
-        f.resend_after_nak = f.nak_frame != 0;
-        f.msg = Flow::Msg::unknown;  // go-back-N may restart in the middle of a message
-        f.spurious_episode = !f.nak_frame && !gap_hit;
-        f.episode_anomaly = SIZE_MAX;
-        if (f.spurious_episode) {
-          if (f.spur_open && f.spur_psn == psn) {
-            ++f.spur_copies;
-          } else {
-            if (f.spur_open) spurious_verdict(f);
-            f.spur_open = true;
-            f.spur_psn = psn;
-            f.spur_copies = 2;
-            // The original may have been answered already (the requester was slow to see it).
-            f.spur_acks = f.acked_valid && psn_diff(f.acked_through, psn) >= 0 ? 1 : 0;
-            f.spur_frame = frame;
-            f.spur_is_read = info.kind == OpKind::read_request;
-          }
-        } else {
-          ++s.retransmission_episodes;
-          if (!f.nak_frame) ++s.timeout_retransmissions;
-          Anomaly a{AnomalyKind::retransmission};
-          a.frame = frame;
-          a.psn = psn;
-          a.expected_psn = f.high_next;
-          a.count = 1;
-          a.duration_us = -1;
-          if (f.nak_frame) a.relate(f.nak_frame);
-          if (gap_hit) a.relate(gap_hit->frame);
-          else
-            for (const auto& g : f.gaps)
-              if (psn_diff(g.first, psn) >= 0) {
-                a.relate(g.frame);
-                break;
-              }
-          f.episode_anomaly = log_.items().size();
-          add_anomaly(a, &f, &out);
-        }
-        f.nak_frame = 0;
-      } else {
-        if (resend_skip) {
-          open_gap(f.expected, resend_skip);  // lost again in the resend
-          f.msg = Flow::Msg::unknown;
-        }
-        if (f.episode_anomaly < log_.items().size()) ++log_.items()[f.episode_anomaly].count;
-      }
-      if (f.spurious_episode) {
-        ++s.spurious_retransmissions;
-        out.spurious_retransmission = true;
-      } else {
-        ++s.retransmissions;
-      }
-      fill_gaps(psn, (psn + consumed - 1) & kPsnMask);
-      break;
-    }
-  }
-
-  // Message structure (IBA 9.4: FIRST, MIDDLE..., LAST; or ONLY), checked in order only.
-  const OpKind k = info.kind;
-  auto bad_sequence = [&] {
-    ++s.bad_opcode_sequence;
-    Anomaly a{AnomalyKind::bad_opcode_sequence};
-    a.frame = frame;
-    a.psn = psn;
-    add_anomaly(a, &f, &out);
-  };
-  auto length_mismatch = [&](std::uint32_t expected_len, std::uint64_t got) {
-    ++s.length_mismatches;
-    Anomaly a{AnomalyKind::payload_length_mismatch};
-    a.frame = frame;
-    a.psn = psn;
-    a.expected_psn = expected_len;
-    a.count = static_cast<std::uint32_t>(got);
-    add_anomaly(a, &f, &out);
-  };
-  const bool checkable = (cls == Class::in_order || cls == Class::retransmission) && !p.truncated;
-  const Flow::Msg kind_msg = (k == OpKind::send_first || k == OpKind::send_middle || k == OpKind::send_last) ? Flow::Msg::send : Flow::Msg::write;
-  if (checkable) {
-    const bool in_msg = f.msg == Flow::Msg::send || f.msg == Flow::Msg::write;
-    if (is_first(k) || is_only(k) || k == OpKind::read_request || k == OpKind::compare_swap || k == OpKind::fetch_add) {
-      if (in_msg) bad_sequence();
-    } else if ((is_middle(k) || is_last(k)) && f.msg != Flow::Msg::unknown && f.msg != kind_msg) {
-      bad_sequence();
-    }
-    const std::uint32_t mtu = pmtu_for(f);
-    if (info.full_mtu_payload() && mtu && p.payload_len != mtu && s.pmtu == mtu) length_mismatch(mtu, p.payload_len);
-    if ((p.payload_len + p.ib.bth.pad_count) % 4 != 0 && info.carries_payload()) length_mismatch(0, p.payload_len);
-  }
-  if (is_first(k)) {
-    f.msg = kind_msg;
-    f.msg_bytes = p.payload_len;
-    f.msg_reth_len = k == OpKind::write_first ? p.ib.reth.dma_len : 0;
-  } else if (is_middle(k)) {
-    f.msg_bytes += p.payload_len;
-  } else if (is_last(k)) {
-    if (f.msg == Flow::Msg::write && checkable && f.msg_bytes + p.payload_len != f.msg_reth_len)
-      length_mismatch(f.msg_reth_len, f.msg_bytes + p.payload_len);
-    f.msg = Flow::Msg::none;
-  } else {
-    if (k == OpKind::write_only && checkable && p.payload_len != p.ib.reth.dma_len) length_mismatch(p.ib.reth.dma_len, p.payload_len);
-    f.msg = Flow::Msg::none;
-  }
-
-  // Advance the cursors.
-  const std::uint32_t next = (psn + consumed) & kPsnMask;
-  if (cls == Class::retransmission) {
-    f.expected = next;
-    if (psn_diff(f.expected, f.high_next) >= 0) f.resending = false;  // the resend caught up
-  } else if (f.resending) {
-    // New data while a resend was incomplete: what it did not resend after a NAK is lost again.
-    if (f.resend_after_nak && psn_diff(f.high_next, f.expected) > 0 && cls != Class::restart)
-      open_gap(f.expected, static_cast<std::uint32_t>(psn_diff(f.high_next, f.expected)));
-    f.resending = false;
-  }
-  if (!f.started || psn_diff(next, f.high_next) > 0 || cls == Class::restart) f.high_next = next;
-  if (!f.resending) f.expected = f.high_next;
-  if (!read_span_known) {
-    f.read_span_unknown = true;
-    f.read_psn = psn;
-    f.read_len = p.ib.reth.dma_len;
-  }
-  f.recent[f.recent_pos++ % f.recent.size()] = Flow::RecentCopy{psn, ip_id, ts};
-
-  // Outstanding requests, matched by responses on the reverse flow. Only the
-  // packet that ends a message (or a READ / atomic) is answered as an operation.
-  if (is_first(k) || is_middle(k)) return;
-  if (f.pending.size() == kMaxPending) f.pending.pop_front();
-  f.pending.push_back(PendingRequest{psn, (psn + consumed - 1) & kPsnMask, frame, ts, op_class(k),
-                                     p.ib.bth.ack_req, k == OpKind::read_request ? p.ib.reth.dma_len : 0});
+  UnreliableState& u = f.unreliable();
+  SeqSink sink(log_, f.s, &out);
+  apply(u, classify(u, info.service == TransportService::ud, sp), sp, sink);
 }
 
 // The requester flow that a response on `resp` answers: its pair, or inferred.
 TransportAnalyzer::Flow* TransportAnalyzer::peer_requester(Flow& resp, std::uint32_t psn) {
   if (resp.peer_slot >= 0) {
-    Flow* q = slots_[resp.peer_slot].get();
+    Flow* q = flows_.at(static_cast<std::uint32_t>(resp.peer_slot));
     if (q && q->s.index == static_cast<std::uint32_t>(resp.s.peer)) return q;
     resp.peer_slot = -1;
   }
-  // Candidates: reliable flows in the opposite direction between the same two ends.
+  return infer_peer(resp, psn);
+}
+
+// Candidates: reliable flows in the opposite direction between the same two ends
+// (the index by host pair: no scan over other flows).
+TransportAnalyzer::Flow* TransportAnalyzer::infer_peer(Flow& resp, std::uint32_t psn) {
   const FlowKey& k = resp.s.key;
   const std::uint64_t reverse = host_pair_hash(k.transport, k.dst, k.src, k.addr_len);
   Flow* by_psn = nullptr;
@@ -722,14 +418,15 @@ TransportAnalyzer::Flow* TransportAnalyzer::peer_requester(Flow& resp, std::uint
   const auto hp = by_host_pair_.find(reverse);
   if (hp == by_host_pair_.end()) return nullptr;
   for (const std::uint32_t slot : hp->second) {
-    Flow* q = slots_[slot].get();
-    if (!q || q == &resp || q->host_pair != reverse || !q->started || q->peer_slot >= 0) continue;
+    Flow* q = flows_.at(slot);
+    if (!q || q == &resp || q->host_pair != reverse || !q->started() || q->peer_slot >= 0) continue;
     if (q->s.service == TransportService::ud || q->s.service == TransportService::uc) continue;
     ++candidates;
     only = q;
-    for (const auto& r : q->pending)
+    for (const auto& r : q->req->pending)
       if (psn_diff(psn, r.first) >= 0 && psn_diff(r.last, psn) >= 0) by_psn = q;
-    if (!by_psn && psn_diff(psn, q->high_next) < 0 && psn_diff(psn, q->high_next) > -65536) by_psn = q;
+    const std::int32_t d = psn_diff(psn, q->req->high_next);
+    if (!by_psn && d < 0 && d > -65536) by_psn = q;
   }
   if (by_psn) {
     pair(*by_psn, resp, candidates == 1 ? Pairing::inferred_only_flow : Pairing::inferred_psn);
@@ -740,198 +437,6 @@ TransportAnalyzer::Flow* TransportAnalyzer::peer_requester(Flow& resp, std::uint
     return only;
   }
   return nullptr;
-}
-
-// Responses and acknowledgements (IBA 9.7.5, 9.7.6): on this flow, in the peer's PSN space.
-void TransportAnalyzer::responder(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out) {
-  FlowSummary& s = f.s;
-  const OpcodeInfo& info = opcode_info(p.ib.bth.opcode);
-  const std::uint32_t psn = p.ib.bth.psn;
-  Flow* q = peer_requester(f, psn);
-  if (info.full_mtu_payload()) learn_pmtu(f, p.payload_len);
-
-  // Completes the requests whose PSNs end at or before `upto`; latency for those asking for an ACK.
-  auto complete_upto = [&](std::uint32_t upto, bool include_reads) {
-    if (!q) return;
-    if (!q->acked_valid || psn_diff(upto, q->acked_through) > 0) {
-      q->acked_valid = true;
-      q->acked_through = upto;
-    }
-    while (!q->pending.empty() && psn_diff(q->pending.front().last, upto) <= 0) {
-      const PendingRequest r = q->pending.front();
-      q->pending.pop_front();
-      if (r.op == OpClass::read && !include_reads) continue;  // a READ completes with its data, not an ACK
-      if (!r.ack_req && r.op != OpClass::read) continue;
-      const double us = (ts - r.ts) * 1e6;
-      q->s.latency[static_cast<std::size_t>(r.op)].add(us);
-      out.request_frame = r.frame;
-      out.latency_us = us;
-      link_forward(r.frame, frame, us);
-    }
-  };
-
-  switch (info.kind) {
-    case OpKind::acknowledge: {
-      const Aeth& aeth = p.ib.aeth;
-      if (aeth.kind() == AethKind::ack) {
-        ++s.acks;
-        // Responders answer every copy of a request (IBA 9.7.5.1.2); the responder
-        // answers in order, so an ACK beyond the resent PSN closes the count.
-        if (q && q->spur_open && psn == q->spur_psn) ++q->spur_acks;
-        if (q && q->spur_open && psn_diff(psn, q->spur_psn) > 0) spurious_verdict(*q, psn_diff(psn, q->spur_psn) < kRestartJump);
-        complete_upto(psn, false);
-        if (q) out.expected_psn = q->expected;
-        break;
-      }
-      Anomaly a{AnomalyKind::rnr_nak};
-      a.frame = frame;
-      a.psn = psn;
-      if (aeth.kind() == AethKind::rnr_nak) {
-        ++s.rnr_naks;
-        a.duration_us = aeth.rnr_timer_ms() * 1000.0;
-      } else if (aeth.kind() == AethKind::nak && aeth.value() <= 4) {
-        ++s.naks[aeth.value()];
-        static constexpr AnomalyKind kNak[] = {AnomalyKind::nak_psn_seq_error, AnomalyKind::nak_invalid_request,
-                                               AnomalyKind::nak_remote_access, AnomalyKind::nak_remote_op,
-                                               AnomalyKind::nak_invalid_rd_request};
-        a.kind = kNak[aeth.value()];
-      } else {
-        break;  // reserved syndromes: the decoder already flags nothing more to link
-      }
-      if (q) {
-        a.dest_qp = f.s.key.dest_qp;
-        a.expected_psn = q->expected;
-        // The responder expects PSN `psn`: everything before it is acknowledged (IBA 9.7.5.2.2).
-        complete_upto((psn - 1) & kPsnMask, false);
-        if (a.kind == AnomalyKind::nak_psn_seq_error) {
-          for (auto& g : q->gaps)
-            if (psn_diff(psn, g.first) >= 0 && psn_diff(g.last, psn) >= 0) {
-              a.relate(g.frame);
-              out.nak_gap_frame = g.frame;
-              g.nak_frame = frame;
-              if (g.anomaly < log_.items().size()) log_.items()[g.anomaly].relate(frame);
-              break;
-            }
-        } else {
-          for (const auto& r : q->pending)
-            if (psn_diff(psn, r.first) >= 0 && psn_diff(r.last, psn) >= 0) {
-              a.relate(r.frame);
-              out.request_frame = r.frame;
-              break;
-            }
-        }
-        q->nak_frame = frame;
-        q->nak_ts = ts;
-        q->nak_psn = psn;
-      }
-      add_anomaly(a, &f, &out);
-      break;
-    }
-    case OpKind::read_response_first:
-    case OpKind::read_response_middle:
-    case OpKind::read_response_last:
-    case OpKind::read_response_only: {
-      const bool starts = info.kind == OpKind::read_response_first || info.kind == OpKind::read_response_only;
-      if (!starts && f.in_read_response) {
-        const std::int32_t d = psn_diff(psn, f.resp_expected);
-        if (d > 0) {
-          record_gap(f, frame, ts, psn, f.resp_expected, static_cast<std::uint32_t>(d), out, false);
-        } else if (d < 0) {
-          const bool resent_request = q && q->resending;
-          Anomaly a{resent_request ? AnomalyKind::retransmission : AnomalyKind::psn_duplicate};
-          if (resent_request) { ++s.retransmissions; out.retransmission = true; }
-          else { ++s.duplicates; out.duplicate = true; }
-          a.frame = frame;
-          a.psn = psn;
-          a.expected_psn = f.resp_expected;
-          if (!resent_request) add_anomaly(a, &f, &out);
-        }
-        out.expected_psn = f.resp_expected;
-      }
-      f.in_read_response = !(info.kind == OpKind::read_response_last || info.kind == OpKind::read_response_only);
-      if (!f.in_read_response && q && q->spur_open && psn_diff(psn, q->spur_psn) >= 0) ++q->spur_acks;
-      f.resp_expected = (psn + 1) & kPsnMask;
-      if (!q) break;
-      // A READ sent while no PMTU was known holds one PSN so far; its response
-      // packets, following on from it in order, show how many it occupies.
-      if (!starts && q->read_span_unknown && !q->pending.empty()) {
-        PendingRequest& r = q->pending[q->pending.size() - 1];
-        const std::uint32_t most = std::max<std::uint32_t>((r.read_len + 255) / 256, 1);
-        if (r.op == OpClass::read && r.first == q->read_psn && ((r.last + 1) & kPsnMask) == psn &&
-            static_cast<std::uint32_t>(psn_diff(psn, r.first)) < most)
-          r.last = psn;
-      }
-      // Which READ is this data for?
-      for (auto it = q->pending.begin(); it != q->pending.end(); ++it) {
-        if (it->op != OpClass::read || psn_diff(psn, it->first) < 0 || psn_diff(it->last, psn) < 0) continue;
-        out.request_frame = it->frame;
-        if (!f.in_read_response) {
-          const double us = (ts - it->ts) * 1e6;
-          out.latency_us = us;
-          q->s.latency[static_cast<std::size_t>(OpClass::read)].add(us);
-          link_forward(it->frame, frame, us);
-          const std::uint32_t span = static_cast<std::uint32_t>(psn_diff(psn, it->first)) + 1;
-          if (span > 1 && it->read_len && !q->s.pmtu_from_cm && !q->s.pmtu) learn_pmtu(*q, (it->read_len + span - 1) / span);
-          // Data for a READ also acknowledges every request before it (IBA 9.7.5.1.3).
-          const std::uint32_t last = it->last;
-          q->pending.erase(q->pending.begin(), it + 1);
-          complete_upto(last, false);
-        }
-        break;
-      }
-      break;
-    }
-    case OpKind::atomic_acknowledge: {
-      ++s.acks;
-      if (!q) break;
-      if (q->spur_open && psn == q->spur_psn) ++q->spur_acks;
-      if (q->spur_open && psn_diff(psn, q->spur_psn) > 0) spurious_verdict(*q, psn_diff(psn, q->spur_psn) < kRestartJump);
-      for (auto it = q->pending.begin(); it != q->pending.end(); ++it) {
-        if (it->first != psn) continue;
-        const double us = (ts - it->ts) * 1e6;
-        out.request_frame = it->frame;
-        out.latency_us = us;
-        q->s.latency[static_cast<std::size_t>(OpClass::atomic)].add(us);
-        link_forward(it->frame, frame, us);
-        q->pending.erase(it);
-        break;
-      }
-      complete_upto(psn, false);
-      break;
-    }
-    default:
-      break;
-  }
-}
-
-// UD and UC (IBA 9.8): no acknowledgements and no retransmission, so only gaps,
-// duplicates and late arrivals. UC also has the message structure.
-void TransportAnalyzer::unreliable(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out) {
-  FlowSummary& s = f.s;
-  const std::uint32_t psn = p.ib.bth.psn;
-  const OpcodeInfo& info = opcode_info(p.ib.bth.opcode);
-  if (info.full_mtu_payload()) learn_pmtu(f, p.payload_len);
-  const std::int32_t d = f.started ? psn_diff(psn, f.expected) : 0;
-  if (!f.started || d > kRestartJump || d < -kRestartJump) {
-    f.started = true;
-    f.gaps.clear();
-  } else if (d > 0) {
-    record_gap(f, frame, ts, psn, f.expected, static_cast<std::uint32_t>(d), out, true);
-  } else if (d < 0) {
-    bool late = false;
-    for (auto it = f.gaps.begin(); it != f.gaps.end(); ++it)
-      if (psn_diff(psn, it->first) >= 0 && psn_diff(it->last, psn) >= 0) late = true;
-    Anomaly a{late ? AnomalyKind::psn_out_of_order : AnomalyKind::psn_duplicate};
-    if (late) { ++s.out_of_order; out.out_of_order = true; }
-    else { ++s.duplicates; out.duplicate = true; }
-    a.frame = frame;
-    a.psn = psn;
-    a.expected_psn = f.expected;
-    add_anomaly(a, &f, &out);
-    return;
-  }
-  out.expected_psn = f.started ? static_cast<std::int64_t>(f.expected) : -1;
-  f.expected = (psn + 1) & kPsnMask;
 }
 
 // CM REQ/REP pair the two QPs of a connection and give both starting PSNs (IBA 12.6, 12.7.2/12.7.8).
@@ -960,20 +465,16 @@ void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame) 
     if (!a_to_b) std::swap(k.src, k.dst);
     k.dest_qp = a_to_b ? cm.local_qpn : req.qpn;
     k.src_qp = 0;
-    const std::uint32_t found = by_key_.find(k);
-    return found != FlowIndex::kNone ? *slots_[found] : create_flow(k, TransportService::rc, frame, 0);
+    const std::uint32_t found = flows_.find(k);
+    return found != decltype(flows_)::kNone ? *flows_.at(found) : create_flow(k, TransportService::rc, frame, 0);
   };
   Flow& ab = make(true);
   Flow& ba = make(false);
   auto start = [&](Flow& f, std::uint32_t psn) {
-    if (f.spur_open) spurious_verdict(f, false);
-    f.started = true;
-    f.expected = f.high_next = psn;
-    f.resending = false;
-    f.gaps.clear();
-    f.pending.clear();
-    f.msg = Flow::Msg::none;
-    f.read_span_unknown = false;
+    RequesterState& q = f.requester();
+    q.spur.open = false;  // a new connection: no verdict on the old one's resend
+    q.restart(psn);
+    q.msg.kind = MessageState::Kind::none;
     if (req.mtu_code >= 1 && req.mtu_code <= 5) {
       f.s.pmtu = 256u << (req.mtu_code - 1);
       f.s.pmtu_from_cm = true;
@@ -996,68 +497,31 @@ void TransportAnalyzer::note_cm_id(std::vector<std::uint32_t>& ids, std::uint32_
 
 // ---------------------------------------------------------------- memory bound
 
-void TransportAnalyzer::retire(std::uint32_t slot) {
-  Flow& f = *slots_[slot];
-  if (f.spur_open) spurious_verdict(f, false);
+// Called by the flow table just before it frees the slot.
+void TransportAnalyzer::retire(std::uint32_t slot, Flow& f) {
+  if (f.req) f.req->spur.open = false;  // no verdict: the answers may come after it went idle
   if (summaries_.size() < kMaxRetiredFlows) summaries_.push_back(f.s);
   else ++evicted_;
-  by_key_.erase(f.s.key);
   if (auto hp = by_host_pair_.find(f.host_pair); hp != by_host_pair_.end()) {
     std::erase(hp->second, slot);
     if (hp->second.empty()) by_host_pair_.erase(hp);
   }
   if (auto ps = paths_.find(f.path); ps != paths_.end() && --ps->second.flows == 0) paths_.erase(ps);
-  slots_[slot].reset();
-  free_slots_.push_back(slot);
 }
 
 void TransportAnalyzer::retire_idle(double now) {
-  if (now == std::numeric_limits<double>::infinity()) {
-    // Over the live-flow cap: retire the least recently active eighth.
-    std::vector<std::pair<double, std::uint32_t>> by_age;
-    for (auto& sl : slots_)
-      if (sl) by_age.emplace_back(sl->s.last_ts, sl->slot);
-    const std::size_t n = std::max<std::size_t>(by_age.size() / 8, 1);
-    std::nth_element(by_age.begin(), by_age.begin() + static_cast<std::ptrdiff_t>(n - 1), by_age.end());
-    for (std::size_t i = 0; i < n; ++i) retire(by_age[i].second);
-    return;
-  }
-  for (auto& sl : slots_)
-    if (sl && now - sl->s.last_ts > kIdleRetireSeconds && sl->pending.empty() && sl->gaps.empty()) retire(sl->slot);
-}
-
-void TransportAnalyzer::spurious_verdict(Flow& f, bool conclusive) {
-  f.spur_open = false;
-  if (!conclusive) return;  // the capture ended before the answers could come: no verdict
-  if (f.spur_acks >= f.spur_copies) return;  // every copy was answered: nothing was lost
-  // An answer went missing before the capture point: the resend recovered a loss.
-  FlowSummary& s = f.s;
-  const std::uint64_t resent = f.spur_copies - 1;
-  s.spurious_retransmissions -= std::min<std::uint64_t>(s.spurious_retransmissions, resent);
-  s.retransmissions += resent;
-  ++s.retransmission_episodes;
-  ++s.timeout_retransmissions;
-  Anomaly a{AnomalyKind::retransmission};
-  a.frame = f.spur_frame;
-  a.psn = f.spur_psn;
-  a.count = static_cast<std::uint32_t>(resent);
-  a.expected_psn = -2;  // marks "the ACK was lost" for the explanation
-  add_anomaly(a, &f, nullptr);
+  flows_.retire_if([now](const Flow& f) { return now - f.s.last_ts > kIdleRetireSeconds && f.idle_state(); },
+                   [this](std::uint32_t slot, Flow& f) { retire(slot, f); });
 }
 
 void TransportAnalyzer::finish() {
-  for (auto& sl : slots_)
-    if (sl && sl->spur_open) spurious_verdict(*sl, false);
-  for (auto& sl : slots_)
-    if (sl) {
-      if (summaries_.size() < kMaxRetiredFlows) summaries_.push_back(sl->s);
-      else ++evicted_;
-    }
-  slots_.clear();
-  free_slots_.clear();
+  flows_.for_each([this](std::uint32_t, Flow& f) {
+    if (summaries_.size() < kMaxRetiredFlows) summaries_.push_back(f.s);
+    else ++evicted_;
+  });
+  flows_.clear();
   by_host_pair_.clear();
   paths_.clear();
-  by_key_.clear();
   std::sort(summaries_.begin(), summaries_.end(), [](const FlowSummary& a, const FlowSummary& b) { return a.index < b.index; });
 }
 

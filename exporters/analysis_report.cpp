@@ -32,6 +32,13 @@ std::string psn_range(std::uint32_t first, std::uint32_t count) {
   return fmt("%u-%u", first, (first + count - 1) & kPsnMask);
 }
 
+const char* retransmission_cause(const Anomaly& a) {
+  if (a.expected_psn == -2) return "ack_lost";
+  if (a.cause == ResendCause::corrupt) return "corruption";
+  if (a.cause == ResendCause::response_loss) return "read_response_lost";
+  return a.related_count ? "nak_or_gap" : "timeout";
+}
+
 std::string frames(const Anomaly& a) {
   std::string s;
   for (std::size_t i = 0; i < a.related_count; ++i) s += (i ? ", " : "") + std::to_string(a.related[i]);
@@ -78,7 +85,8 @@ Json flows_json(const TransportAnalyzer& t) {
                 {"duplicates", f.duplicates}, {"out_of_order", f.out_of_order},
                 {"retransmissions", f.retransmissions}, {"retransmission_episodes", f.retransmission_episodes},
                 {"timeout_retransmissions", f.timeout_retransmissions},
-                {"spurious_retransmissions", f.spurious_retransmissions}};
+                {"spurious_retransmissions", f.spurious_retransmissions},
+                {"lost_resends", f.lost_resends}, {"resent_responses", f.resent_responses}};
     j["acks"] = f.acks;
     j["naks"] = {{"psn_seq_error", f.naks[0]}, {"invalid_request", f.naks[1]}, {"remote_access", f.naks[2]},
                  {"remote_op", f.naks[3]}, {"invalid_rd_request", f.naks[4]}, {"rnr", f.rnr_naks}};
@@ -121,7 +129,8 @@ Json anomalies_json_with(const AnomalyLog& log, Explain explain_one) {
       j["dest_qp"] = a.dest_qp;
       j["psn"] = a.psn;
       if (a.expected_psn >= 0 && a.kind != AnomalyKind::payload_length_mismatch) j["expected_psn"] = a.expected_psn;
-      if (a.kind == AnomalyKind::retransmission) j["cause"] = a.expected_psn == -2 ? "ack_lost" : a.related_count ? "nak_or_gap" : "timeout";
+      if (a.kind == AnomalyKind::retransmission) j["cause"] = retransmission_cause(a);
+      if (a.late) j["reordered"] = true;
       if (a.count) j["count"] = a.count;
     }
     if (a.duration_us >= 0) j["duration_us"] = a.duration_us;
@@ -174,6 +183,10 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
   const std::string rel = frames(a);
   switch (a.kind) {
     case AnomalyKind::psn_gap:
+      if (a.late)
+        return fmt("%s PSN %s (%u) missing before frame %llu: reordered on the path, arrived late (frames %s)",
+                   who.c_str(), psn_range(static_cast<std::uint32_t>(a.expected_psn), a.count).c_str(), a.count,
+                   static_cast<unsigned long long>(a.frame), rel.c_str());
       return fmt("%s lost PSN %s (%u missing) before frame %llu%s%s", who.c_str(),
                  psn_range(static_cast<std::uint32_t>(a.expected_psn), a.count).c_str(), a.count,
                  static_cast<unsigned long long>(a.frame), rel.empty() ? "; never resent in this capture" : "; NAK/resend at frames ",
@@ -189,6 +202,11 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
                           static_cast<unsigned long long>(a.frame), a.count);
       if (a.expected_psn == -2)
         s += "; the ACK of the original never reached the capture point (lost): transport timeout";
+      else if (a.cause == ResendCause::corrupt)
+        s += "; the original was corrupted (bad ICRC)" + (rel.empty() ? std::string() : ", frames " + rel);
+      else if (a.cause == ResendCause::response_loss)
+        s += "; READ re-issued: its response packets were lost before the capture point" +
+             (rel.empty() ? std::string() : " (frames " + rel + ")");
       else
         s += rel.empty() ? "; no NAK before it: transport timeout" : "; after frames " + rel;
       if (a.duration_us >= 0) s += fmt("; recovered in %.0f us", a.duration_us);
@@ -197,7 +215,10 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
     case AnomalyKind::nak_psn_seq_error:
       return fmt("%s NAK PSN sequence error at frame %llu: responder expects PSN %u%s%s", who.c_str(),
                  static_cast<unsigned long long>(a.frame), a.psn,
-                 rel.empty() ? "; no gap seen at the capture point (lost after it)" : "; answers the gap at frame ",
+                 !rel.empty() ? "; answers the gap at frame "
+                 : a.count == 1 ? "; its last copy passed the capture point (lost or discarded after it)"
+                 : a.count == 2 ? "; not captured, and no gap showed it (lost before the capture point or before the capture began)"
+                                : "; no gap seen at the capture point (lost after it)",
                  rel.c_str());
     case AnomalyKind::rnr_nak:
       return fmt("%s RNR NAK at frame %llu for PSN %u: receiver not ready (no receive posted), retry after %.2f ms%s%s",
@@ -215,8 +236,9 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
                  static_cast<unsigned long long>(a.frame), a.psn, rel.empty() ? "" : "; request at frame ", rel.c_str());
     }
     case AnomalyKind::icrc_bad:
-      return fmt("%s ICRC bad at frame %llu (PSN %u): corrupted in flight; the receiver drops it", who.c_str(),
-                 static_cast<unsigned long long>(a.frame), a.psn);
+      return fmt("%s ICRC bad at frame %llu (PSN %u): corrupted in flight (a bit error, not a drop); the receiver drops it%s%s",
+                 who.c_str(), static_cast<unsigned long long>(a.frame), a.psn,
+                 rel.empty() ? "" : "; NAK/resend at frames ", rel.c_str());
     case AnomalyKind::vcrc_bad:
       return fmt("%s VCRC bad at frame %llu: corrupted on the last link", who.c_str(), static_cast<unsigned long long>(a.frame));
     case AnomalyKind::bad_opcode_sequence:
@@ -251,7 +273,9 @@ void write_flow_table(std::ostream& out, const TransportAnalyzer& t) {
     const LatencyStats* lat = nullptr;
     for (const auto& l : f->latency)
       if (l.count() && (!lat || l.count() > lat->count())) lat = &l;
-    const std::string ends = address_string(f->key, true) + " -> " + address_string(f->key, false);
+    // A UD flow is keyed by its source QP (any destination QP): show that one.
+    const std::string from = f->service == TransportService::ud ? fmt(" QP 0x%x", f->key.src_qp) : std::string();
+    const std::string ends = address_string(f->key, true) + from + " -> " + address_string(f->key, false);
     out << fmt("  %-4u 0x%06x %-33s %-5s %8llu %10llu %5llu %5llu %5llu %5llu %6llu %4llu %9s %9s %5llu %5llu\n", f->index,
                f->key.dest_qp, ends.c_str(), std::string(to_string(f->service)).c_str(),
                static_cast<unsigned long long>(f->packets), static_cast<unsigned long long>(f->bytes),

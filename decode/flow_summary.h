@@ -1,0 +1,104 @@
+// What the IB/RoCE transport analysis reports per flow (one direction of
+// traffic to one queue pair), and the flow's key: the result types shared by
+// the analyzer (transport_analysis.h), its per-flow sequence machines
+// (rc_requester.h, rc_responder.h, unreliable_sequence.h) and the exporters.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "decode/packet.h"
+
+namespace rdmadiag::decode {
+
+// Latency samples of one kind of operation: exact min/max/count, and a bounded
+// deterministic reservoir for the percentiles.
+class LatencyStats {
+ public:
+  static constexpr std::size_t kReservoir = 8192;
+  void add(double us);
+  std::uint64_t count() const { return count_; }
+  double min() const { return min_; }
+  double max() const { return max_; }
+  double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0; }
+  double percentile(double p) const;  // p in [0, 100]; exact while count <= kReservoir
+
+ private:
+  std::vector<float> samples_;
+  std::uint64_t count_ = 0;
+  double min_ = 0, max_ = 0, sum_ = 0;
+  std::uint64_t rng_ = 0x9E3779B97F4A7C15ULL;
+  mutable bool sorted_ = true;
+  mutable std::vector<float> sorted_copy_;
+};
+
+enum class OpClass : std::uint8_t { write, read, send, atomic, count_ };
+std::string_view to_string(OpClass c);
+
+enum class Pairing : std::uint8_t { none, cm, inferred_psn, inferred_only_flow };
+std::string_view to_string(Pairing p);
+
+struct FlowKey {
+  Transport transport = Transport::other;
+  std::uint8_t addr_len = 0;  // 2 (LID), 4 (IPv4), 16 (IPv6 / GID)
+  std::array<std::uint8_t, 16> src{};
+  std::array<std::uint8_t, 16> dst{};
+  std::uint32_t dest_qp = 0;
+  std::uint32_t src_qp = 0;  // UD only (from the DETH); 0 otherwise
+  bool operator==(const FlowKey&) const = default;
+};
+struct FlowKeyHash {
+  std::size_t operator()(const FlowKey& k) const;
+};
+
+// Counters and results of one flow, as reported.
+struct FlowSummary {
+  FlowKey key;
+  TransportService service = TransportService::reserved;
+  std::uint32_t index = 0;
+  std::int64_t peer = -1;            // index of the reverse flow, when paired
+  std::uint32_t peer_qp = 0;         // the QP at the source side (the reverse flow's destination QP)
+  Pairing pairing = Pairing::none;
+  std::uint64_t packets = 0, bytes = 0, payload_bytes = 0;
+  std::uint64_t requests = 0, responses = 0;
+  std::uint64_t first_frame = 0, last_frame = 0;
+  double first_ts = 0, last_ts = 0;
+  // PSN sequencing
+  std::uint64_t gaps = 0, missing = 0, gaps_recovered = 0;
+  std::uint64_t duplicates = 0, out_of_order = 0;
+  std::uint64_t retransmissions = 0;           // packets resent
+  std::uint64_t retransmission_episodes = 0;   // go-back-N bursts
+  std::uint64_t timeout_retransmissions = 0;   // episodes with no NAK before them, resending lost packets
+  // Resends of packets whose original passed the capture point, with no NAK and no
+  // gap before them: the requester's ACK timer fired before the ACK came back (a
+  // slow responder). Counted and flagged per packet, but not an anomaly: nothing was lost.
+  std::uint64_t spurious_retransmissions = 0;
+  // READ responses (and atomic ACKs) sent again with a PSN the capture already
+  // held: the answers to a re-issued READ or a resent atomic (IBA 9.7.5.1.2). Not new data, not a gap.
+  std::uint64_t resent_responses = 0;
+  // PSNs a go-back-N resend after a NAK skipped although an earlier copy had passed
+  // the capture point: the resent copy was lost before it (not counted in `missing`,
+  // which counts PSNs the capture never held).
+  std::uint64_t lost_resends = 0;
+  // responses sent on this flow
+  std::array<std::uint64_t, 5> naks{};         // by NakCode
+  std::uint64_t rnr_naks = 0;
+  std::uint64_t acks = 0;
+  // other checks
+  std::uint64_t bad_opcode_sequence = 0, length_mismatches = 0, pkey_changes = 0, icrc_bad = 0;
+  // congestion
+  std::uint64_t ecn_ect = 0, ecn_ce = 0, cnp = 0, fecn = 0, becn = 0;
+  std::uint32_t pmtu = 0;            // inferred (largest FIRST/MIDDLE payload) or from CM
+  bool pmtu_from_cm = false;
+  std::array<LatencyStats, static_cast<std::size_t>(OpClass::count_)> latency{};  // requests on this flow
+  LatencyStats recovery;             // gap seen -> gap filled, microseconds
+  std::uint64_t problems() const {
+    std::uint64_t n = gaps + duplicates + out_of_order + retransmission_episodes + rnr_naks + bad_opcode_sequence +
+                      length_mismatches + pkey_changes + icrc_bad;
+    for (auto c : naks) n += c;
+    return n;
+  }
+};
+
+}  // namespace rdmadiag::decode

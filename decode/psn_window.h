@@ -1,0 +1,77 @@
+// Which of the most recent PSNs of one PSN space the capture holds (IBA Vol 1
+// §9.7.1: 24-bit PSNs, compared modulo 2^24). The window is the kBits PSNs
+// before `front` (one past the highest PSN used); PSNs at or beyond `front`
+// are new, older ones than the window are unknown. Moving the front forward
+// forgets what the new PSNs' bits held before (their last use, 2^24 PSNs
+// ago): a bit always describes the PSN's current use.
+//
+// It is what makes "a PSN is never reported lost if the capture holds it"
+// hold by construction: every loss report asks it first.
+// Memory: kBits / 8 = 256 bytes per PSN space tracked.
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include "decode/ib_transport.h"
+
+namespace rdmadiag::decode {
+
+class PsnWindow {
+ public:
+  static constexpr std::uint32_t kBits = 2048;
+
+  // Starts empty with `front` as the next new PSN.
+  void reset(std::uint32_t front) {
+    bits_.fill(0);
+    front_ = front & kPsnMask;
+  }
+  std::uint32_t front() const { return front_; }
+
+  // Whether `psn` is inside the window (before the front, not older than kBits).
+  bool covers(std::uint32_t psn) const {
+    const std::int32_t d = psn_diff(psn, front_);
+    return d < 0 && d >= -static_cast<std::int32_t>(kBits);
+  }
+  // The capture holds `psn` (in the window and seen); false when unknown.
+  bool holds(std::uint32_t psn) const { return covers(psn) && (bits_[word(psn)] >> bit(psn) & 1u); }
+
+  // Moves the front to `to` (if ahead), clearing the bits of the PSNs it passes.
+  void advance(std::uint32_t to) {
+    std::int32_t n = psn_diff(to, front_);
+    if (n <= 0) return;
+    if (n >= static_cast<std::int32_t>(kBits)) {
+      bits_.fill(0);
+    } else {
+      for (std::uint32_t p = front_; p != (to & kPsnMask); p = (p + 1) & kPsnMask) clear(p);
+    }
+    front_ = to & kPsnMask;
+  }
+  // Marks `psn` seen (advancing the front past it if needed). Returns whether it was new.
+  bool mark(std::uint32_t psn) {
+    psn &= kPsnMask;
+    if (psn_diff(psn, front_) >= 0) advance((psn + 1) & kPsnMask);
+    if (!covers(psn)) return false;
+    std::uint64_t& w = bits_[word(psn)];
+    const std::uint64_t m = std::uint64_t{1} << bit(psn);
+    const bool fresh = !(w & m);
+    w |= m;
+    return fresh;
+  }
+  // How many of the `count` PSNs from `first` the capture does not hold.
+  std::uint32_t not_held(std::uint32_t first, std::uint32_t count) const {
+    std::uint32_t n = 0;
+    for (std::uint32_t i = 0; i < count; ++i)
+      if (!holds((first + i) & kPsnMask)) ++n;
+    return n;
+  }
+
+ private:
+  static std::uint32_t word(std::uint32_t psn) { return (psn % kBits) / 64; }
+  static std::uint32_t bit(std::uint32_t psn) { return psn % 64; }
+  void clear(std::uint32_t psn) { bits_[word(psn)] &= ~(std::uint64_t{1} << bit(psn)); }
+
+  std::array<std::uint64_t, kBits / 64> bits_{};
+  std::uint32_t front_ = 0;
+};
+
+}  // namespace rdmadiag::decode

@@ -1,0 +1,533 @@
+// Requester side of a reliable connection: IBA Vol 1 §9.7.1, 9.7.2, 9.7.5.2, 9.7.6.
+#include "decode/rc_requester.h"
+
+#include <algorithm>
+
+namespace rdmadiag::decode {
+
+namespace {
+
+bool is_first(OpKind k) { return k == OpKind::send_first || k == OpKind::write_first; }
+bool is_middle(OpKind k) { return k == OpKind::send_middle || k == OpKind::write_middle; }
+bool is_last(OpKind k) { return k == OpKind::send_last || k == OpKind::write_last; }
+bool is_only(OpKind k) { return k == OpKind::send_only || k == OpKind::write_only; }
+
+OpClass op_class(OpKind k) {
+  switch (k) {
+    case OpKind::write_first: case OpKind::write_middle: case OpKind::write_last: case OpKind::write_only:
+    case OpKind::atomic_write: case OpKind::flush:
+      return OpClass::write;
+    case OpKind::read_request: return OpClass::read;
+    case OpKind::compare_swap: case OpKind::fetch_add: return OpClass::atomic;
+    default: return OpClass::send;
+  }
+}
+
+// A READ re-issued from inside an outstanding READ's span (not its first PSN):
+// the requester saw the responses before this PSN and not this one (IBA 9.7.6.1).
+bool reissued_mid_read(const RequesterState& q, std::uint32_t psn) {
+  for (const PendingRequest& r : q.pending)
+    if (r.op == OpClass::read && psn_diff(psn, r.first) > 0 && psn_diff(r.last, psn) >= 0) return true;
+  return false;
+}
+
+// Why a resend with no NAK before it was made.
+ResendCause cause_without_nak(const RequesterState& q, const SeqPacket& p, const OpenLoss* loss) {
+  // Go-back-N resends from the oldest unacknowledged request (IBA 9.7.6): a loss
+  // open at or after this PSN is what the timer found missing.
+  if (!loss)
+    for (const OpenLoss& l : q.losses)
+      if (!l.response && psn_diff(l.first, p.psn) >= 0 && psn_diff(l.first, q.high_next) < 0) loss = &l;
+  if (loss) return loss->corrupt ? ResendCause::corrupt : ResendCause::request_loss;
+  // A READ whose response PSN the capture lacks while it holds later ones: the
+  // responder answers in order, so that response was lost before the capture point.
+  const bool response_missing = !q.answered.holds(p.psn) && q.answered.covers(p.psn);
+  if (p.kind == OpKind::read_request && (q.loss_at(p.psn, true) || response_missing || reissued_mid_read(q, p.psn)))
+    return ResendCause::response_loss;
+  return ResendCause::timer;
+}
+
+// The sender numbers its IPv4 packets in order (mod 2^16): a packet whose ID
+// comes before that of the packet that showed a gap was sent before it, so it is
+// the late original, not a resend, whatever NAK came meanwhile.
+bool sent_before(std::int32_t ip_id, std::int32_t than) {
+  if (ip_id < 0 || than < 0) return false;
+  const std::uint32_t d = (static_cast<std::uint32_t>(than) - static_cast<std::uint32_t>(ip_id)) & 0xFFFF;
+  return d > 0 && d < 0x8000;
+}
+
+// An older PSN than the next new one (IBA 9.7.5.2.2, 9.7.6): which kind of copy is it?
+RequesterEvent classify_older(const RequesterState& q, const SeqPacket& p) {
+  RequesterEvent e;
+  const OpenLoss* loss = q.loss_at(p.psn, false);
+  // Without an IPv4 ID, a copy right behind its original is the network's, unless
+  // the requester has a reason to resend (a loss, a NAK, a resend under way).
+  const double within = !loss && !q.nak_frame && !q.resending ? kTimeoutSilenceSeconds : -1;
+  if (q.recent.has_copy(p.psn, p.ip_id, p.ts, within)) {
+    e.step = ReqStep::duplicate;
+    return e;
+  }
+  const bool never_seen = loss && !loss->corrupt && !loss->resend_hole && !q.sent.holds(p.psn);
+  if (never_seen && ((!q.nak_frame && !q.resending) || sent_before(p.ip_id, loss->ip_id_at))) {
+    e.step = ReqStep::late;
+    return e;
+  }
+  e.step = ReqStep::resend;
+  if (q.nak_frame && (p.psn == q.nak_psn || !q.resending)) {
+    // The resend the NAK asked for; older than its PSN (and filling nothing): a delayed copy.
+    if (p.psn != q.nak_psn && psn_diff(p.psn, q.nak_psn) < 0 && !loss) e.step = ReqStep::stray;
+    e.new_episode = true;
+    e.cause = ResendCause::nak;
+  } else if (q.resending) {
+    // Continuing a resend; a NAK that arrived meanwhile waits for its own PSN.
+    const std::int32_t c = psn_diff(p.psn, q.resend_next);
+    if (c < 0 && !loss) e.step = ReqStep::stray;
+    if (c > 0) e.ahead = static_cast<std::uint32_t>(c);  // the resend skipped PSNs
+  } else {
+    e.new_episode = true;  // a resend without a NAK: the requester's timer, or a READ re-issued
+    e.cause = cause_without_nak(q, p, loss);
+  }
+  return e;
+}
+
+OpenLoss loss_of(std::uint32_t first, std::uint32_t count, std::uint32_t remaining, const SeqPacket& at) {
+  OpenLoss l;
+  l.ip_id_at = at.ip_id;
+  l.first = first;
+  l.last = (first + count - 1) & kPsnMask;
+  l.remaining = remaining;
+  l.frame = at.frame;
+  l.ts = at.ts;
+  return l;
+}
+
+std::size_t open_loss(RequesterState& q, const OpenLoss& l) {
+  if (q.losses.size() == kMaxOpenLosses) q.losses.erase(q.losses.begin());
+  q.losses.push_back(l);
+  return q.losses.size() - 1;
+}
+
+void close_loss(RequesterState& q, std::size_t i, const SeqPacket& at, SeqSink& sink) {
+  const OpenLoss& l = q.losses[i];
+  const double us = (at.ts - l.ts) * 1e6;
+  if (l.resend_hole) {
+    // recovered by a later resend: nothing more to say
+  } else if (!l.corrupt) {
+    ++sink.stats().gaps_recovered;
+    sink.stats().recovery.add(us);
+  } else if (Anomaly* a = sink.anomaly(l.anomaly)) {
+    a->duration_us = us;  // the corrupt packet's recovery
+  }
+  sink.relate(l.anomaly, at.frame);
+  if (Anomaly* e = sink.anomaly(q.episode_anomaly)) e->duration_us = std::max(e->duration_us, us);
+  q.losses.erase(q.losses.begin() + static_cast<std::ptrdiff_t>(i));
+}
+
+}  // namespace
+
+void mark_seen(RequesterState& q, bool response, std::uint32_t psn, std::uint32_t span, const SeqPacket& at,
+               SeqSink& sink) {
+  PsnWindow& w = response ? q.answered : q.sent;
+  const std::uint32_t n = std::min(span, PsnWindow::kBits);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const std::uint32_t x = (psn + i) & kPsnMask;
+    const bool fresh = w.mark(x);
+    if (q.losses.empty() || at.corrupt) continue;
+    for (std::size_t j = 0; j < q.losses.size();) {
+      OpenLoss& l = q.losses[j];
+      const bool fills = l.response == response && l.contains(x) && (fresh || l.corrupt || l.resend_hole) && l.remaining;
+      // A copy sent before the packet that showed the hole was only late: not lost after all.
+      if (fills && l.resend_hole && sent_before(at.ip_id, l.ip_id_at) && sink.stats().lost_resends)
+        --sink.stats().lost_resends;
+      if (fills && --l.remaining == 0)
+        close_loss(q, j, at, sink);
+      else
+        ++j;
+    }
+  }
+}
+
+namespace {
+
+void report_copy(AnomalyKind kind, const RequesterState& q, const SeqPacket& p, SeqSink& sink) {
+  Anomaly a{kind};
+  a.frame = p.frame;
+  a.psn = p.psn;
+  a.expected_psn = q.high_next;
+  if (kind == AnomalyKind::psn_out_of_order)
+    if (const OpenLoss* l = q.loss_at(p.psn, false)) a.relate(l->frame);
+  sink.report(a);
+}
+
+void open_spurious_check(RequesterState& q, const SeqPacket& p, SeqSink& sink) {
+  if (q.spur.open && q.spur.psn == p.psn) {
+    ++q.spur.copies;
+    return;
+  }
+  if (q.spur.open) spurious_verdict(q, sink, true);
+  // The original may have been answered already (the requester was slow to see it).
+  const std::uint32_t answered = q.acked_valid && psn_diff(q.acked_through, p.psn) >= 0 ? 1 : 0;
+  q.spur = SpuriousCheck{true, p.psn, 2, answered, (q.high_next - 1) & kPsnMask, false, p.frame,
+                         p.kind == OpKind::read_request};
+}
+
+void report_episode(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink) {
+  FlowSummary& s = sink.stats();
+  ++s.retransmission_episodes;
+  const bool response = e.cause == ResendCause::response_loss;
+  OpenLoss* loss = q.loss_at(p.psn, response);
+  // No NAK and no response gap seen before it: the requester's transport timer.
+  if (e.cause != ResendCause::nak && !(response && loss)) ++s.timeout_retransmissions;
+  Anomaly a{AnomalyKind::retransmission};
+  a.frame = p.frame;
+  a.psn = p.psn;
+  a.expected_psn = q.high_next;
+  a.count = 1;
+  a.cause = e.cause;
+  if (q.nak_frame) a.relate(q.nak_frame);
+  if (!loss && !response)
+    for (OpenLoss& l : q.losses)
+      if (!l.response && psn_diff(l.first, p.psn) >= 0) {
+        loss = &l;
+        break;
+      }
+  if (loss) a.relate(loss->frame);
+  if (loss && loss->corrupt) a.cause = ResendCause::corrupt;  // what the NAK answered: a bit error
+  q.episode_anomaly = sink.report(a);
+  // The response stream's gap is recovered on the other flow: say there what answered it.
+  if (loss && response) sink.relate(loss->anomaly, p.frame);
+}
+
+void apply_resend(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink) {
+  sink.verdict().retransmission = true;
+  if (e.new_episode) {
+    // A new go-back-N episode starts at this PSN.
+    q.resending = true;
+    q.msg.kind = MessageState::Kind::unknown;  // go-back-N may restart in the middle of a message
+    q.spurious_episode = e.cause == ResendCause::timer;
+    q.resend_after_nak = q.nak_frame != 0;
+    q.episode_anomaly = SIZE_MAX;
+    if (q.spurious_episode) open_spurious_check(q, p, sink);
+    else report_episode(q, e, p, sink);
+    q.nak_frame = 0;
+  } else if (Anomaly* a = sink.anomaly(q.episode_anomaly)) {
+    ++a->count;
+  }
+  if (q.spurious_episode) {
+    ++sink.stats().spurious_retransmissions;
+    // A READ is re-issued in go-back-N rounds whose responses overlap: only the
+    // count of answers (spurious_verdict) can tell, so the packet is not called spurious.
+    sink.verdict().spurious_retransmission = p.kind != OpKind::read_request;
+  } else {
+    ++sink.stats().retransmissions;
+  }
+}
+
+// A packet with a bad CRC at the next PSN: the capture holds it (so it is not
+// lost), its receiver drops it and NAKs the next one; kept open until its resend.
+void apply_corrupt(RequesterState& q, const SeqPacket& p, SeqSink& sink) {
+  open_corrupt(q, false, p);
+  mark_seen(q, false, p.psn, p.span, p, sink);
+  q.msg.kind = MessageState::Kind::unknown;
+  const std::uint32_t next = (p.psn + p.span) & kPsnMask;
+  if (q.resending && p.psn == q.resend_next) {
+    q.resend_next = next;  // a corrupt copy in a resend: the resend goes on past it
+    if (psn_diff(next, q.high_next) >= 0) q.resending = false;
+    return;
+  }
+  q.high_next = next;
+  if (!q.resending) q.resend_next = q.high_next;
+}
+
+// Moves the cursors past a request that took its place in the sequence (IBA 9.7.2, 9.7.5.2.2):
+// `high_next` one past the highest PSN seen, `resend_next` the next PSN a resend must carry.
+void advance(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, bool unplaced, SeqSink& sink) {
+  const std::uint32_t next = (p.psn + p.span) & kPsnMask;
+  if (e.step == ReqStep::resend) {
+    q.resend_next = next;
+    if (psn_diff(next, q.high_next) >= 0) q.resending = false;  // the resend caught up
+  } else if (q.resending) {
+    // New data while a resend was incomplete: what it did not resend is lost again
+    // (only what the capture does not hold: nothing, unless a NAK made it needed again).
+    const std::int32_t left = psn_diff(q.high_next, q.resend_next);
+    if (left > 0 && e.step != ReqStep::restart && !(unplaced && left == 1)) {
+      report_skipped(q, false, q.resend_next, static_cast<std::uint32_t>(left), p, sink);
+      q.msg.kind = MessageState::Kind::unknown;  // what came before this packet is incomplete
+    }
+    q.resending = false;
+  }
+  if (e.step == ReqStep::restart || psn_diff(next, q.high_next) > 0) q.high_next = next;
+  if (!q.resending) q.resend_next = q.high_next;
+  if (q.spur.open && psn_diff(q.resend_next, q.spur.limit) > 0) q.spur.complete = true;
+}
+
+void remember(RequesterState& q, const SeqPacket& p) {
+  if (!p.span_known) {
+    q.read_span_unknown = true;
+    q.read_psn = p.psn;
+    q.read_len = p.read_len;
+  }
+  q.recent.add(p.psn, p.ip_id, p.ts);
+  // Outstanding requests, matched by responses on the reverse flow. Only the
+  // packet that ends a message (or a READ / atomic) is answered as an operation.
+  if (is_first(p.kind) || is_middle(p.kind)) return;
+  if (q.pending.size() == kMaxPending) q.pending.pop_front();
+  q.pending.push_back(PendingRequest{p.psn, (p.psn + p.span - 1) & kPsnMask, p.frame, p.ts, op_class(p.kind), p.ack_req,
+                                     p.kind == OpKind::read_request ? p.read_len : 0});
+}
+
+}  // namespace
+
+OpenLoss* RequesterState::loss_at(std::uint32_t psn, bool response) {
+  for (OpenLoss& l : losses)
+    if (l.response == response && l.contains(psn)) return &l;
+  return nullptr;
+}
+
+void RequesterState::restart(std::uint32_t psn) {
+  started = true;
+  high_next = resend_next = psn & kPsnMask;
+  resending = false;
+  nak_frame = 0;
+  losses.clear();
+  pending.clear();
+  sent.reset(psn);
+  answered.reset(psn);
+  read_span_unknown = false;
+}
+
+std::uint32_t before_request(RequesterState& q, const SeqPacket& p, SeqSink& sink) {
+  std::uint32_t learned = 0;
+  if (q.read_span_unknown && !p.corrupt) {
+    q.read_span_unknown = false;
+    const std::int32_t k = psn_diff(p.psn, q.read_psn);
+    const std::uint32_t most = std::max<std::uint32_t>((q.read_len + 255) / 256, 1);
+    if (k >= 1 && static_cast<std::uint32_t>(k) <= most) {
+      mark_seen(q, false, q.read_psn, static_cast<std::uint32_t>(k), p, sink);
+      if (psn_diff(p.psn, q.high_next) > 0) q.high_next = p.psn;
+      if (!q.resending) q.resend_next = q.high_next;
+      learned = static_cast<std::uint32_t>(k);
+    }
+  }
+  // A READ is answered by its data, which comes before the next request is sent
+  // in the cases that matter (ping-pong); other requests wait for a newer ACK.
+  if (q.spur.open && q.spur.is_read && q.started && psn_diff(p.psn, q.spur.psn) > 0 && psn_diff(p.psn, q.high_next) >= 0)
+    spurious_verdict(q, sink, true);
+  return learned;
+}
+
+RequesterEvent classify(const RequesterState& q, const SeqPacket& p) {
+  RequesterEvent e;
+  if (p.corrupt) {
+    // A corrupt packet right at the next PSN (new, or of the resend) is taken for
+    // what it says it is; one a little ahead is held (the PSNs before it may be lost).
+    const bool next = p.psn == q.high_next || (q.resending && p.psn == q.resend_next);
+    const std::int32_t d = psn_diff(p.psn, q.high_next);
+    e.step = !q.started || !p.span_known ? ReqStep::corrupt_other
+             : next                      ? ReqStep::corrupt
+             : d > 0 && d < kCorruptAhead ? ReqStep::corrupt_ahead
+                                          : ReqStep::corrupt_other;
+    return e;
+  }
+  if (!q.started) {
+    e.step = ReqStep::restart;
+    return e;
+  }
+  const std::int32_t d = psn_diff(p.psn, q.high_next);
+  if (d > kRestartJump || d < -kRestartJump) {
+    e.step = ReqStep::restart;
+  } else if (d >= 0) {
+    e.step = d ? ReqStep::gap : ReqStep::in_order;
+    e.ahead = static_cast<std::uint32_t>(d);
+  } else {
+    e = classify_older(q, p);
+  }
+  return e;
+}
+
+void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink) {
+  // One PSN skipped right after a corrupt packet whose PSN could not be trusted:
+  // the capture holds that packet, most likely with a damaged PSN. Not a loss.
+  const bool unplaced = q.corrupt_unplaced && !p.corrupt;
+  if (!p.corrupt) q.corrupt_unplaced = false;
+  PacketVerdict& v = sink.verdict();
+  v.expected_psn = !q.started ? -1 : static_cast<std::int64_t>(q.resending ? q.resend_next : q.high_next);
+  switch (e.step) {
+    case ReqStep::corrupt_other: q.corrupt_unplaced = true; return;
+    case ReqStep::corrupt: apply_corrupt(q, p, sink); return;
+    case ReqStep::corrupt_ahead:
+      q.corrupt_unplaced = false;
+      open_corrupt(q, false, p);
+      mark_seen(q, false, p.psn, p.span, p, sink);  // held: no gap will name these PSNs
+      return;
+    case ReqStep::duplicate:
+      ++sink.stats().duplicates;
+      v.duplicate = true;
+      report_copy(AnomalyKind::psn_duplicate, q, p, sink);
+      return;  // a copy: the sequence state is unchanged
+    case ReqStep::late:
+      ++sink.stats().out_of_order;
+      v.out_of_order = true;
+      report_copy(AnomalyKind::psn_out_of_order, q, p, sink);
+      if (const OpenLoss* l = q.loss_at(p.psn, false))
+        if (Anomaly* gap = sink.anomaly(l->anomaly)) gap->late = true;
+      mark_seen(q, false, p.psn, p.span, p, sink);
+      return;  // a late original: the stream goes on from where it was
+    case ReqStep::stray:
+      // An older copy than the resend in progress (a delayed packet): the sender did
+      // send it again, but it changes nothing in the sequence.
+      ++sink.stats().spurious_retransmissions;
+      v.retransmission = v.spurious_retransmission = true;
+      return;
+    case ReqStep::restart:
+      if (q.spur.open) spurious_verdict(q, sink, false);  // a new incarnation of the QP
+      q.restart(p.psn);
+      q.msg.kind = MessageState::Kind::unknown;
+      break;
+    case ReqStep::gap:
+      // New PSNs beyond anything seen: those in between never passed the capture point.
+      if (!(unplaced && e.ahead == 1)) report_loss(q, false, q.high_next, e.ahead, p, sink);
+      q.msg.kind = MessageState::Kind::unknown;
+      break;
+    case ReqStep::resend:
+      apply_resend(q, e, p, sink);
+      if (e.ahead) {
+        // Skipped by the resend: lost (again) before the capture point, unless the capture holds them.
+        if (!(unplaced && e.ahead == 1)) report_skipped(q, false, q.resend_next, e.ahead, p, sink);
+        q.msg.kind = MessageState::Kind::unknown;
+      }
+      break;
+    case ReqStep::in_order: break;
+  }
+  mark_seen(q, false, p.psn, p.span, p, sink);
+  advance(q, e, p, unplaced, sink);
+  remember(q, p);
+}
+
+void open_corrupt(RequesterState& q, bool response, const SeqPacket& p) {
+  OpenLoss l = loss_of(p.psn, p.span, std::min(p.span, PsnWindow::kBits), p);
+  l.anomaly = p.anomaly;
+  l.corrupt = true;
+  l.response = response;
+  open_loss(q, l);
+}
+
+namespace {
+
+// Lost before the capture point, by the rule: the capture does not hold it
+// since its last use, and no open loss holds it already.
+bool lost_here(const RequesterState& q, const PsnWindow& w, std::uint32_t psn, bool response) {
+  return !w.holds(psn) && !q.loss_at(psn, response);
+}
+
+}  // namespace
+
+bool report_loss(RequesterState& q, bool response, std::uint32_t first, std::uint32_t count, const SeqPacket& at,
+                 SeqSink& sink) {
+  const PsnWindow& w = response ? q.answered : q.sent;
+  std::uint32_t missing = count;
+  if (count <= PsnWindow::kBits) {
+    missing = 0;
+    for (std::uint32_t i = 0; i < count; ++i) missing += lost_here(q, w, (first + i) & kPsnMask, response);
+    if (!missing) return false;
+    while (!lost_here(q, w, first, response)) first = (first + 1) & kPsnMask, --count;
+    while (!lost_here(q, w, (first + count - 1) & kPsnMask, response)) --count;
+  }
+  FlowSummary& s = sink.stats();
+  ++s.gaps;
+  s.missing += missing;
+  sink.verdict().gap += missing;
+  Anomaly a{AnomalyKind::psn_gap};
+  a.frame = at.frame;
+  a.psn = at.psn;
+  a.expected_psn = first;
+  a.count = missing;
+  const std::size_t handle = sink.report(a);
+  if (count > PsnWindow::kBits / 2) return true;  // too wide to follow its recovery
+  OpenLoss l = loss_of(first, count, missing, at);
+  l.anomaly = handle;
+  l.response = response;
+  open_loss(q, l);
+  return true;
+}
+
+void report_skipped(RequesterState& q, bool response, std::uint32_t first, std::uint32_t count, const SeqPacket& at,
+                    SeqSink& sink) {
+  report_loss(q, response, first, count, at, sink);
+  if ((!response && !q.resend_after_nak) || count > PsnWindow::kBits) return;
+  // Re-sent after a NAK (the responder discarded them, IBA 9.7.5.2.2) or for a
+  // re-issued READ, but missing here, though an earlier copy passed. Not a lost
+  // PSN (the capture holds it), but what a NAK or re-issue answers; open until resent.
+  const std::uint32_t held = count - (response ? q.answered : q.sent).not_held(first, count);
+  if (!held) return;
+  sink.stats().lost_resends += held;
+  OpenLoss l = loss_of(first, count, held, at);
+  l.resend_hole = true;
+  l.response = response;
+  open_loss(q, l);
+}
+
+void check_message(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, const MessageFacts& m, SeqSink& sink) {
+  const OpKind k = p.kind;
+  auto report = [&](AnomalyKind kind, std::int64_t expected, std::uint64_t got) {
+    Anomaly a{kind};
+    a.frame = p.frame;
+    a.psn = p.psn;
+    if (kind == AnomalyKind::bad_opcode_sequence) {
+      ++sink.stats().bad_opcode_sequence;
+    } else {
+      ++sink.stats().length_mismatches;
+      a.expected_psn = expected;
+      a.count = static_cast<std::uint32_t>(got);
+    }
+    sink.report(a);
+  };
+  using Kind = MessageState::Kind;
+  const bool checkable = (e.step == ReqStep::in_order || e.step == ReqStep::resend) && !m.truncated;
+  const Kind kind = (k == OpKind::send_first || k == OpKind::send_middle || k == OpKind::send_last) ? Kind::send : Kind::write;
+  if (checkable) {
+    const bool in_msg = q.msg.kind == Kind::send || q.msg.kind == Kind::write;
+    if (is_first(k) || is_only(k) || k == OpKind::read_request || k == OpKind::compare_swap || k == OpKind::fetch_add) {
+      if (in_msg) report(AnomalyKind::bad_opcode_sequence, 0, 0);
+    } else if ((is_middle(k) || is_last(k)) && q.msg.kind != Kind::unknown && q.msg.kind != kind) {
+      report(AnomalyKind::bad_opcode_sequence, 0, 0);
+    }
+    const bool full = is_first(k) || is_middle(k);
+    if (full && m.pmtu && m.payload_len != m.pmtu && m.flow_pmtu == m.pmtu) report(AnomalyKind::payload_length_mismatch, m.pmtu, m.payload_len);
+    if ((m.payload_len + m.pad) % 4 != 0 && m.carries_payload)
+      report(AnomalyKind::payload_length_mismatch, 0, m.payload_len);
+  }
+  if (is_first(k)) {
+    q.msg = MessageState{kind, m.payload_len, k == OpKind::write_first ? m.reth_len : 0};
+  } else if (is_middle(k)) {
+    q.msg.bytes += m.payload_len;
+  } else if (is_last(k)) {
+    if (q.msg.kind == Kind::write && checkable && q.msg.bytes + m.payload_len != q.msg.reth_len)
+      report(AnomalyKind::payload_length_mismatch, q.msg.reth_len, q.msg.bytes + m.payload_len);
+    q.msg.kind = Kind::none;
+  } else {
+    if (k == OpKind::write_only && checkable && m.payload_len != m.reth_len) report(AnomalyKind::payload_length_mismatch, m.reth_len, m.payload_len);
+    q.msg.kind = Kind::none;
+  }
+}
+
+void spurious_verdict(RequesterState& q, SeqSink& sink, bool conclusive) {
+  q.spur.open = false;
+  if (!conclusive) return;                       // the capture ended before the answers could come: no verdict
+  if (q.spur.answers >= q.spur.copies) return;   // every copy was answered: nothing was lost
+  // An answer went missing before the capture point: the resend recovered a loss.
+  FlowSummary& s = sink.stats();
+  const std::uint64_t resent = q.spur.copies - 1;
+  s.spurious_retransmissions -= std::min<std::uint64_t>(s.spurious_retransmissions, resent);
+  s.retransmissions += resent;
+  ++s.retransmission_episodes;
+  ++s.timeout_retransmissions;
+  Anomaly a{AnomalyKind::retransmission};
+  a.frame = q.spur.frame;
+  a.psn = q.spur.psn;
+  a.count = static_cast<std::uint32_t>(resent);
+  a.expected_psn = -2;  // marks "the ACK was lost" for the explanation
+  sink.report(a);
+}
+
+}  // namespace rdmadiag::decode

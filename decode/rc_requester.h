@@ -1,0 +1,203 @@
+// The requester side of a reliable connection as seen at a capture point:
+// IBA Vol 1 §9.7.1-9.7.2 (PSN assignment, RDMA READ PSN reservation §9.7.2.1),
+// §9.7.5.2 (NAK: PSN sequence error, RNR) and §9.7.6 (go-back-N retransmission
+// from the NAK's PSN or on the transport timer; READs re-issued from the first
+// missing response PSN, atomics replayed). One state per requester flow; it
+// also holds what the reverse flow's responses said about this PSN space
+// (READ response PSNs seen, acknowledged PSNs), because they are this PSN space.
+//
+// Each packet goes through two steps: `classify` (pure: what is this packet in
+// the sequence?) and `apply` (update the state, report through a SeqSink).
+//
+// The rule every loss report obeys (enforced in one place, report_loss): a PSN
+// is never called lost if the capture holds it since its last use, even
+// corrupt. The windows of PSNs seen (psn_window.h) answer that.
+//
+// Memory per flow: two PSN windows (2 x 256 bytes), a ring of the last 64
+// requests' IP IDs (1 KB), at most 4096 outstanding requests and 64 open losses.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "decode/flow_ring.h"
+#include "decode/ib_opcodes.h"
+#include "decode/psn_window.h"
+#include "decode/seq_sink.h"
+
+namespace rdmadiag::decode {
+
+inline constexpr std::int32_t kRestartJump = 1 << 20;  // a PSN jump this large is a new connection, not loss
+inline constexpr std::size_t kMaxPending = 4096;
+inline constexpr std::size_t kMaxOpenLosses = 64;
+inline constexpr double kTimeoutSilenceSeconds = 0.001;
+inline constexpr std::int32_t kCorruptAhead = 4096;  // how far ahead a corrupt packet's PSN is believed
+
+// What the sequence machines need of one packet.
+struct SeqPacket {
+  std::uint64_t frame = 0;
+  double ts = 0;
+  std::uint32_t psn = 0;
+  std::uint32_t dest_qp = 0;
+  OpKind kind = OpKind::invalid;
+  std::uint32_t span = 1;        // PSNs it occupies (a READ request: one per response packet)
+  bool span_known = true;        // false: a READ whose PMTU is not known yet
+  std::int32_t ip_id = -1;       // -1: no IPv4 header
+  bool corrupt = false;          // bad ICRC/VCRC: its receiver dropped it
+  bool ack_req = false;
+  std::uint32_t read_len = 0;    // a READ request's RETH length
+  std::size_t anomaly = SIZE_MAX;  // a corrupt packet: its icrc_bad / vcrc_bad entry
+  Aeth aeth{};                   // acknowledgements
+};
+
+struct PendingRequest {
+  std::uint32_t first, last;  // PSNs this request occupies
+  std::uint64_t frame;
+  double ts;
+  OpClass op;
+  bool ack_req;
+  std::uint32_t read_len;
+};
+
+// PSNs missing at the capture point (lost before it) or captured corrupt,
+// kept open until they arrive intact, to link NAKs and resends to them and
+// to time the recovery.
+struct OpenLoss {
+  std::uint32_t first = 0, last = 0;  // inclusive
+  std::uint32_t remaining = 0;        // PSNs of it not yet seen intact
+  std::uint64_t frame = 0;            // where it was seen
+  double ts = 0;
+  std::size_t anomaly = SIZE_MAX;     // its psn_gap (or icrc_bad) entry
+  bool response = false;              // READ response PSNs (else request PSNs)
+  bool corrupt = false;               // captured with a bad CRC, not missing
+  bool resend_hole = false;           // missing from a resend after a NAK; an earlier copy was captured
+  std::uint64_t nak_frame = 0;
+  std::int32_t ip_id_at = -1;         // IPv4 ID of the packet that showed it (-1: none)
+  bool contains(std::uint32_t psn) const { return psn_diff(psn, first) >= 0 && psn_diff(last, psn) >= 0; }
+};
+
+// A resend with no NAK before it whose original passed the capture point: the
+// verdict (spurious, or an ACK lost before the capture point) waits for the
+// answers. Responders answer every copy (IBA 9.7.5.1.2).
+struct SpuriousCheck {
+  bool open = false;
+  std::uint32_t psn = 0, copies = 0, answers = 0;
+  std::uint32_t limit = 0;  // the highest PSN sent when it was resent: answers to copies go up to it
+  bool complete = false;    // the resend has reached `limit`: answers from now on answer the whole copy
+  std::uint64_t frame = 0;
+  bool is_read = false;
+};
+
+struct RecentCopies {
+  struct Copy {
+    std::uint32_t psn;
+    std::int32_t ip_id;
+    double ts;
+  };
+  std::array<Copy, 64> ring{};
+  std::size_t pos = 0;
+  void add(std::uint32_t psn, std::int32_t ip_id, double ts) { ring[pos++ % ring.size()] = Copy{psn, ip_id, ts}; }
+  // A copy made by the network keeps the IPv4 ID of its original; without an
+  // IPv4 header, only a copy within `within` seconds of its original counts.
+  bool has_copy(std::uint32_t psn, std::int32_t ip_id, double ts, double within) const {
+    for (const Copy& c : ring)
+      if (c.psn == psn && c.ts > 0 && (ip_id >= 0 ? c.ip_id == ip_id : ts - c.ts < within)) return true;
+    return false;
+  }
+};
+
+// Message structure (IBA 9.4: FIRST, MIDDLE..., LAST; or ONLY).
+struct MessageState {
+  enum class Kind : std::uint8_t { none, send, write, unknown } kind = Kind::unknown;
+  std::uint64_t bytes = 0;
+  std::uint32_t reth_len = 0;
+};
+
+struct RequesterState {
+  bool started = false;
+  std::uint32_t high_next = 0;    // one past the highest PSN a request used
+  std::uint32_t resend_next = 0;  // during a resend: the next PSN it should carry
+  bool resending = false;
+  bool resend_after_nak = false;
+  bool spurious_episode = false;
+  std::size_t episode_anomaly = SIZE_MAX;
+  std::uint64_t nak_frame = 0;    // a NAK (or RNR NAK) not yet followed by its resend
+  double nak_ts = 0;
+  std::uint32_t nak_psn = 0;
+  SpuriousCheck spur;
+  bool acked_valid = false;
+  std::uint32_t acked_through = 0;  // the highest PSN an ACK or response covered
+  PsnWindow sent;                   // request PSNs seen (a READ's reserved PSNs included)
+  PsnWindow answered;               // READ response / atomic ACK PSNs seen
+  FlowRing<PendingRequest> pending;
+  std::vector<OpenLoss> losses;
+  RecentCopies recent;
+  MessageState msg;
+  bool corrupt_unplaced = false;   // the last packet was corrupt with a PSN that fit nowhere
+  bool read_span_unknown = false;  // the last READ's span waits for the next PSN
+  std::uint32_t read_psn = 0, read_len = 0;
+
+  // The open loss holding `psn` in the request (or response) PSNs, or nullptr.
+  OpenLoss* loss_at(std::uint32_t psn, bool response);
+  const OpenLoss* loss_at(std::uint32_t psn, bool response) const {
+    return const_cast<RequesterState*>(this)->loss_at(psn, response);
+  }
+  // Back to the start of a connection (a CM exchange or a new incarnation) at `psn`.
+  void restart(std::uint32_t psn);
+};
+
+enum class ReqStep : std::uint8_t {
+  restart,       // first packet, or a jump too large for loss: a new incarnation
+  in_order,      // the next new PSN
+  gap,           // new PSNs beyond the next: those in between never passed the capture point
+  duplicate,     // a copy made by the network
+  late,          // fills a gap with no NAK or resend before it: reordered
+  resend,        // a retransmission
+  stray,         // an older copy than the resend in progress: changes nothing
+  corrupt,       // bad CRC at the next PSN: held (not lost), its receiver drops it
+  corrupt_ahead, // bad CRC a little beyond the next PSN: held, the sequence waits for what comes next
+  corrupt_other, // bad CRC elsewhere: its fields cannot be trusted, only counted
+};
+
+struct RequesterEvent {
+  ReqStep step = ReqStep::in_order;
+  std::uint32_t ahead = 0;  // gap: PSNs skipped
+  ResendCause cause = ResendCause::timer;
+  bool new_episode = false;
+};
+
+// Before classifying a request: what it tells about the past. A READ whose span
+// was unknown learns it from this PSN (returned: the span, 0 if not learned), and
+// a resent READ answered before this request settles its spurious check.
+std::uint32_t before_request(RequesterState& q, const SeqPacket& p, SeqSink& sink);
+RequesterEvent classify(const RequesterState& q, const SeqPacket& p);
+void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink);
+
+// Message structure and lengths of a request that passed in sequence.
+struct MessageFacts {
+  std::uint32_t payload_len = 0, pad = 0, reth_len = 0, pmtu = 0, flow_pmtu = 0;
+  bool truncated = false;
+  bool carries_payload = true;
+};
+void check_message(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, const MessageFacts& m, SeqSink& sink);
+
+// An open loss recorded for `count` PSNs from `first` reported at `at`: only the PSNs
+// the capture does not hold (the rule above). Returns false if there were none.
+bool report_loss(RequesterState& q, bool response, std::uint32_t first, std::uint32_t count, const SeqPacket& at,
+                 SeqSink& sink);
+// PSNs a resend skipped: lost if the capture never held them; after a NAK, a hole
+// in the resend (counted in lost_resends) if it did.
+// READ responses: PSNs a response skipped (`response`), a hole if re-sent ones.
+void report_skipped(RequesterState& q, bool response, std::uint32_t first, std::uint32_t count, const SeqPacket& at,
+                    SeqSink& sink);
+// A packet captured corrupt at `p.psn` (its receiver drops it): open until its intact resend.
+void open_corrupt(RequesterState& q, bool response, const SeqPacket& p);
+// Marks `span` PSNs from `psn` (requests, or READ responses / atomic ACKs) seen,
+// and closes what an intact packet fills of the open losses.
+void mark_seen(RequesterState& q, bool response, std::uint32_t psn, std::uint32_t span, const SeqPacket& at,
+               SeqSink& sink);
+// Settles an open spurious-resend check (conclusive: the answers had time to come).
+void spurious_verdict(RequesterState& q, SeqSink& sink, bool conclusive);
+
+}  // namespace rdmadiag::decode

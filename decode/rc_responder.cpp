@@ -1,0 +1,279 @@
+// Responses on a reliable connection: IBA Vol 1 §9.7.5, 9.7.5.1.3, 9.7.5.2, 9.9.4.
+#include "decode/rc_responder.h"
+
+namespace rdmadiag::decode {
+
+namespace {
+
+bool starts_response(OpKind k) { return k == OpKind::read_response_first || k == OpKind::read_response_only; }
+bool ends_response(OpKind k) { return k == OpKind::read_response_last || k == OpKind::read_response_only; }
+
+const PendingRequest* read_holding(const RequesterState& q, std::uint32_t psn) {
+  for (const PendingRequest& r : q.pending)
+    if (r.op == OpClass::read && psn_diff(psn, r.first) >= 0 && psn_diff(r.last, psn) >= 0) return &r;
+  return nullptr;
+}
+
+ResponseEvent classify_read(const ResponseCursor& r, const RequesterState* q, const SeqPacket& p) {
+  ResponseEvent e{RespStep::read_data};
+  e.first = r.expected;
+  if (r.recent.has_copy(p.psn, p.ip_id, p.ts, -1)) {
+    e.step = RespStep::read_duplicate;  // the same IPv4 ID: a copy made by the network
+    return e;
+  }
+  // The capture holds this PSN already: answered again (a re-issued READ).
+  e.resent = q ? q->answered.holds(p.psn) : false;
+  if (starts_response(p.kind) && r.in_read_response && r.read_last_known && psn_diff(r.read_last, r.expected) >= 0 &&
+      psn_diff(p.psn, r.read_last) > 0) {
+    // A new response while the last one had not ended: its tail was lost.
+    e.missing = static_cast<std::uint32_t>(psn_diff(r.read_last, r.expected)) + 1;
+  } else if (!starts_response(p.kind) && r.in_read_response) {
+    const std::int32_t d = psn_diff(p.psn, r.expected);
+    if (d > 0) e.missing = static_cast<std::uint32_t>(d);
+    if (d < 0 && !q) e.resent = true;  // no record of the PSNs answered: an older PSN was sent again
+  } else if (!starts_response(p.kind) && q) {
+    // The middle of a response with no start: its first packets were lost.
+    if (const PendingRequest* read = read_holding(*q, p.psn); read && read->first != p.psn) {
+      e.first = read->first;
+      e.missing = static_cast<std::uint32_t>(psn_diff(p.psn, read->first));
+    }
+  }
+  if (e.missing) e.step = RespStep::read_gap;
+  return e;
+}
+
+// Completes the requests whose PSNs end at or before `upto`; latency for those asking for an ACK.
+void complete_upto(RequesterState& q, std::uint32_t upto, const SeqPacket& p, SeqSink& resp, SeqSink& req) {
+  if (!q.acked_valid || psn_diff(upto, q.acked_through) > 0) {
+    q.acked_valid = true;
+    q.acked_through = upto;
+  }
+  while (!q.pending.empty() && psn_diff(q.pending.front().last, upto) <= 0) {
+    const PendingRequest r = q.pending.front();
+    q.pending.pop_front();
+    if (r.op == OpClass::read || !r.ack_req) continue;  // a READ completes with its data, not an ACK
+    const double us = (p.ts - r.ts) * 1e6;
+    req.stats().latency[static_cast<std::size_t>(r.op)].add(us);
+    resp.verdict().request_frame = r.frame;
+    resp.verdict().latency_us = us;
+    resp.link(r.frame, p.frame, us);
+  }
+}
+
+// Responders answer every copy of a request (IBA 9.7.5.1.2), a duplicate with an
+// ACK of the latest PSN they took (coalesced): an answer from the resent PSN up to
+// the highest PSN sent then counts once the resend got that far (an ACK in the
+// middle of a resend answers a part of it); one beyond that closes the count.
+void count_answer(RequesterState& q, std::uint32_t psn, SeqSink& req) {
+  if (!q.spur.open || psn_diff(psn, q.spur.psn) < 0) return;
+  if (psn_diff(psn, q.spur.limit) > 0) spurious_verdict(q, req, psn_diff(psn, q.spur.psn) < kRestartJump);
+  else if (q.spur.complete) ++q.spur.answers;
+}
+
+void apply_ack(RequesterState* q, const SeqPacket& p, SeqSink& resp, SeqSink* req) {
+  ++resp.stats().acks;
+  if (!q) return;
+  count_answer(*q, p.psn, *req);
+  complete_upto(*q, p.psn, p, resp, *req);
+  resp.verdict().expected_psn = q->resend_next;
+}
+
+AnomalyKind nak_kind(const Aeth& aeth, FlowSummary& s) {
+  if (aeth.kind() == AethKind::rnr_nak) {
+    ++s.rnr_naks;
+    return AnomalyKind::rnr_nak;
+  }
+  ++s.naks[aeth.value()];
+  static constexpr AnomalyKind kNak[] = {AnomalyKind::nak_psn_seq_error, AnomalyKind::nak_invalid_request,
+                                         AnomalyKind::nak_remote_access, AnomalyKind::nak_remote_op,
+                                         AnomalyKind::nak_invalid_rd_request};
+  return kNak[aeth.value()];
+}
+
+// Links a NAK to what it answers: a PSN sequence error to the loss (or corrupt
+// packet) at its PSN, any other NAK to the request.
+void link_nak(RequesterState& q, Anomaly& a, const SeqPacket& p, SeqSink& resp) {
+  if (a.kind == AnomalyKind::nak_psn_seq_error) {
+    if (OpenLoss* l = q.loss_at(p.psn, false)) {
+      a.relate(l->frame);
+      resp.verdict().nak_gap_frame = l->frame;
+      l->nak_frame = p.frame;
+      resp.relate(l->anomaly, p.frame);
+    } else {
+      // 1: its last copy passed the capture point (lost or discarded after it);
+      // 2: not captured, with no gap showing it (before the flow's first captured packet).
+      a.count = q.sent.holds(p.psn) ? 1 : 2;
+    }
+    return;
+  }
+  for (const PendingRequest& r : q.pending)
+    if (psn_diff(p.psn, r.first) >= 0 && psn_diff(r.last, p.psn) >= 0) {
+      a.relate(r.frame);
+      resp.verdict().request_frame = r.frame;
+      return;
+    }
+}
+
+void apply_nak(RequesterState* q, const SeqPacket& p, SeqSink& resp, SeqSink* req) {
+  Anomaly a{nak_kind(p.aeth, resp.stats())};
+  a.frame = p.frame;
+  a.psn = p.psn;
+  if (a.kind == AnomalyKind::rnr_nak) a.duration_us = p.aeth.rnr_timer_ms() * 1000.0;
+  if (q) {
+    a.expected_psn = q->resend_next;
+    // The responder expects PSN `psn`: everything before it is acknowledged (IBA 9.7.5.2.2).
+    complete_upto(*q, (p.psn - 1) & kPsnMask, p, resp, *req);
+    link_nak(*q, a, p, resp);
+    q->nak_frame = p.frame;
+    q->nak_ts = p.ts;
+    q->nak_psn = p.psn;
+  }
+  resp.report(a);
+}
+
+// A READ sent while no PMTU was known holds one PSN so far; its response
+// packets, following on from it in order, show how many it occupies.
+void extend_unknown_read(RequesterState& q, const SeqPacket& p) {
+  if (starts_response(p.kind) || !q.read_span_unknown || q.pending.empty()) return;
+  PendingRequest& r = q.pending[q.pending.size() - 1];
+  const std::uint32_t most = std::max<std::uint32_t>((r.read_len + 255) / 256, 1);
+  if (r.op == OpClass::read && r.first == q.read_psn && ((r.last + 1) & kPsnMask) == p.psn &&
+      static_cast<std::uint32_t>(psn_diff(p.psn, r.first)) < most)
+    r.last = p.psn;
+}
+
+// Which READ is this data for? The last packet of a response completes it.
+// Returns the segment size its span shows (0: none).
+std::uint32_t match_read(ResponseCursor& r, RequesterState& q, bool complete, const SeqPacket& p, SeqSink& resp,
+                         SeqSink& req) {
+  for (auto it = q.pending.begin(); it != q.pending.end(); ++it) {
+    if (it->op != OpClass::read || psn_diff(p.psn, it->first) < 0 || psn_diff(it->last, p.psn) < 0) continue;
+    resp.verdict().request_frame = it->frame;
+    r.read_last_known = true;
+    r.read_last = it->last;
+    if (!complete) return 0;
+    const double us = (p.ts - it->ts) * 1e6;
+    resp.verdict().latency_us = us;
+    req.stats().latency[static_cast<std::size_t>(OpClass::read)].add(us);
+    resp.link(it->frame, p.frame, us);
+    const std::uint32_t span = static_cast<std::uint32_t>(psn_diff(p.psn, it->first)) + 1;
+    const std::uint32_t segment = span > 1 && it->read_len ? (it->read_len + span - 1) / span : 0;
+    // Data for a READ also acknowledges every request before it (IBA 9.7.5.1.3).
+    const std::uint32_t last = it->last;
+    q.pending.erase(q.pending.begin(), it + 1);
+    complete_upto(q, last, p, resp, req);
+    return segment;
+  }
+  return 0;
+}
+
+// A corrupt READ response packet at the next PSN: its requester drops it and
+// re-issues the READ from it (IBA 9.7.6.1); the capture holds it, so it is no gap.
+void apply_corrupt_read(ResponseCursor& r, RequesterState& q, const SeqPacket& p, SeqSink& resp) {
+  if (!q.answered.holds(p.psn)) {
+    open_corrupt(q, true, p);
+  } else {
+    ++resp.stats().resent_responses;  // a corrupt copy of a re-sent response
+    resp.verdict().retransmission = true;
+  }
+  mark_seen(q, true, p.psn, 1, p, resp);
+  r.in_read_response = !ends_response(p.kind);
+  r.expected = (p.psn + 1) & kPsnMask;
+}
+
+std::uint32_t apply_read(ResponseCursor& r, RequesterState* q, const ResponseEvent& e, const SeqPacket& p, SeqSink& resp,
+                         SeqSink* req) {
+  PacketVerdict& v = resp.verdict();
+  if (!starts_response(p.kind) && r.in_read_response) v.expected_psn = r.expected;
+  if (e.step == RespStep::read_duplicate) {
+    ++resp.stats().duplicates;
+    v.duplicate = true;
+    Anomaly a{AnomalyKind::psn_duplicate};
+    a.frame = p.frame;
+    a.psn = p.psn;
+    a.expected_psn = r.expected;
+    resp.report(a);
+    return 0;  // a copy: the stream is unchanged
+  }
+  if (e.step == RespStep::read_gap) {
+    RequesterState unpaired;  // no record of the requester: the gap is reported, not followed
+    report_skipped(q ? *q : unpaired, true, e.first, e.missing, p, resp);
+  }
+  if (e.resent) {
+    ++resp.stats().resent_responses;
+    v.retransmission = true;
+  }
+  r.in_read_response = !ends_response(p.kind);
+  r.expected = (p.psn + 1) & kPsnMask;
+  r.recent.add(p.psn, p.ip_id, p.ts);
+  if (!q) return 0;
+  if (!r.in_read_response) count_answer(*q, p.psn, *req);
+  mark_seen(*q, true, p.psn, 1, p, resp);
+  extend_unknown_read(*q, p);
+  r.read_last_known = false;
+  return match_read(r, *q, !r.in_read_response, p, resp, *req);
+}
+
+void apply_atomic(RequesterState* q, const ResponseEvent& e, const SeqPacket& p, SeqSink& resp, SeqSink* req) {
+  ++resp.stats().acks;
+  if (e.step == RespStep::atomic_replay) {
+    ++resp.stats().resent_responses;
+    resp.verdict().retransmission = true;
+  }
+  if (!q) return;
+  count_answer(*q, p.psn, *req);
+  mark_seen(*q, true, p.psn, 1, p, resp);
+  for (auto it = q->pending.begin(); it != q->pending.end(); ++it) {
+    if (it->first != p.psn) continue;
+    const double us = (p.ts - it->ts) * 1e6;
+    resp.verdict().request_frame = it->frame;
+    resp.verdict().latency_us = us;
+    req->stats().latency[static_cast<std::size_t>(OpClass::atomic)].add(us);
+    resp.link(it->frame, p.frame, us);
+    q->pending.erase(it);
+    break;
+  }
+  complete_upto(*q, p.psn, p, resp, *req);
+}
+
+}  // namespace
+
+ResponseEvent classify(const ResponseCursor& r, const RequesterState* q, const SeqPacket& p) {
+  if (p.corrupt) {
+    // Only READ data right at the next PSN of a response, or at a PSN already
+    // answered (a corrupt copy of a re-sent response), is taken for what it says it is.
+    const bool continues = p.kind == OpKind::read_response_middle || p.kind == OpKind::read_response_last;
+    const bool read = continues || starts_response(p.kind);
+    const bool fits = (continues && r.in_read_response && p.psn == r.expected) || (q && q->answered.holds(p.psn));
+    return {q && read && fits ? RespStep::read_corrupt : RespStep::ignored};
+  }
+  switch (p.kind) {
+    case OpKind::acknowledge: {
+      const AethKind k = p.aeth.kind();
+      if (k == AethKind::ack) return {RespStep::ack};
+      if (k == AethKind::rnr_nak || (k == AethKind::nak && p.aeth.value() <= 4)) return {RespStep::nak};
+      return {RespStep::ignored};  // reserved syndromes: nothing more to link
+    }
+    case OpKind::read_response_first: case OpKind::read_response_middle:
+    case OpKind::read_response_last: case OpKind::read_response_only:
+      return classify_read(r, q, p);
+    case OpKind::atomic_acknowledge:
+      return {q && q->answered.holds(p.psn) ? RespStep::atomic_replay : RespStep::atomic_ack};
+    default:
+      return {RespStep::ignored};
+  }
+}
+
+std::uint32_t apply(ResponseCursor& r, RequesterState* q, const ResponseEvent& e, const SeqPacket& p, SeqSink& resp,
+                    SeqSink* req) {
+  switch (e.step) {
+    case RespStep::ack: apply_ack(q, p, resp, req); return 0;
+    case RespStep::nak: apply_nak(q, p, resp, req); return 0;
+    case RespStep::atomic_ack: case RespStep::atomic_replay: apply_atomic(q, e, p, resp, req); return 0;
+    case RespStep::ignored: return 0;
+    case RespStep::read_corrupt: apply_corrupt_read(r, *q, p, resp); return 0;
+    default: return apply_read(r, q, e, p, resp, req);
+  }
+}
+
+}  // namespace rdmadiag::decode

@@ -1,0 +1,333 @@
+// The per-flow sequence machines of the IB/RoCE transport analysis, one
+// transition at a time, on hand-built packets (IBA Vol 1 §9.7, §9.8): the
+// expected outcomes follow from the spec and from issue 15's four classes of
+// false verdicts, not from running the analyzer. Also the bounded containers
+// they use (psn_window.h, flow_slots.h).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "decode/flow_slots.h"
+#include "decode/psn_window.h"
+#include "decode/rc_requester.h"
+#include "decode/rc_responder.h"
+#include "decode/unreliable_sequence.h"
+
+using namespace rdmadiag::decode;
+
+namespace {
+
+// One flow's sink: the capture's log (shared by all flows, as in the analyzer),
+// the flow's counters and the verdict on the packet.
+AnomalyLog g_log;
+std::uint32_t g_flows = 0;
+
+struct Probe {
+  AnomalyLog& log = g_log;
+  FlowSummary stats;
+  PacketAnalysis out;
+  Probe() { stats.index = g_flows++; }
+  SeqSink sink() {
+    out = PacketAnalysis{};
+    return SeqSink(log, stats, &out);
+  }
+  // Anomalies of this flow.
+  std::size_t count(AnomalyKind k) const {
+    std::size_t n = 0;
+    for (const Anomaly& a : log.items()) n += a.kind == k && a.flow == stats.index;
+    return n;
+  }
+  std::vector<Anomaly> items() const {
+    std::vector<Anomaly> v;
+    for (const Anomaly& a : log.items())
+      if (a.flow == stats.index) v.push_back(a);
+    return v;
+  }
+};
+
+std::uint64_t g_frame = 0;
+
+SeqPacket packet(OpKind kind, std::uint32_t psn, std::int32_t ip_id = -1, std::uint32_t span = 1) {
+  SeqPacket p;
+  p.frame = ++g_frame;
+  p.ts = static_cast<double>(g_frame) * 1e-4;
+  p.psn = psn;
+  p.kind = kind;
+  p.span = span;
+  p.ip_id = ip_id;
+  p.ack_req = true;
+  return p;
+}
+
+// One request through classify and apply; returns the event.
+RequesterEvent send(RequesterState& q, Probe& pr, const SeqPacket& p) {
+  const RequesterEvent e = classify(q, p);
+  SeqSink s = pr.sink();
+  apply(q, e, p, s);
+  return e;
+}
+
+ResponseEvent answer(ResponseCursor& r, RequesterState& q, Probe& resp, Probe& req, const SeqPacket& p) {
+  const ResponseEvent e = classify(r, &q, p);
+  SeqSink rs = resp.sink();
+  SeqSink qs = req.sink();
+  apply(r, &q, e, p, rs, &qs);
+  return e;
+}
+
+SeqPacket nak(std::uint32_t psn) {
+  SeqPacket p = packet(OpKind::acknowledge, psn);
+  p.aeth.syndrome = 0x60;  // NAK, PSN sequence error
+  return p;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- containers
+
+TEST(PsnWindow, HoldsWhatWasMarkedSinceItsLastUseAcrossTheWrap) {
+  PsnWindow w;
+  w.reset(0xFFFFF0);
+  for (std::uint32_t p = 0xFFFFF0; p != 0x10; p = (p + 1) & kPsnMask)
+    if (p != 0xFFFFFE) w.mark(p);
+  EXPECT_TRUE(w.holds(0xFFFFF0));
+  EXPECT_FALSE(w.holds(0xFFFFFE));  // never marked
+  EXPECT_TRUE(w.holds(0x0F));
+  EXPECT_FALSE(w.holds(0x10));      // at the front: new
+  EXPECT_EQ(w.not_held(0xFFFFFC, 4), 1u);
+  // Moving the front a whole window on forgets everything: those bits now
+  // describe newer PSNs, and older ones are unknown (never "held").
+  w.advance(0x10 + PsnWindow::kBits);
+  EXPECT_FALSE(w.holds(0x0F));
+  EXPECT_FALSE(w.covers(0x0F));
+}
+
+TEST(FlowSlots, FindsReusesRetiresAndCountsItsPeak) {
+  struct State {
+    double last = 0;
+  };
+  struct Hash {
+    std::size_t operator()(int k) const { return static_cast<std::size_t>(k) * 0x9E3779B97F4A7C15ULL; }
+  };
+  FlowSlots<int, Hash, State> t(8);
+  std::vector<int> retired;
+  auto last = [](const State& s) { return s.last; };
+  auto gone = [&](std::uint32_t, State& s) { retired.push_back(static_cast<int>(s.last)); };
+  for (int k = 0; k < 8; ++k) t.insert(k, std::make_unique<State>(State{static_cast<double>(k)}), last, gone);
+  EXPECT_EQ(t.size(), 8u);
+  EXPECT_FALSE(t.cap_reached());
+  t.insert(100, std::make_unique<State>(State{100}), last, gone);  // over the cap: the least recent goes
+  EXPECT_TRUE(t.cap_reached());
+  EXPECT_EQ(retired, std::vector<int>{0});
+  EXPECT_EQ(t.find(0), decltype(t)::kNone);
+  ASSERT_NE(t.find(100), decltype(t)::kNone);
+  EXPECT_EQ(t.at(t.find(100))->last, 100);
+  t.retire_if([](const State& s) { return s.last < 5; }, gone);
+  EXPECT_EQ(t.size(), 4u);  // 5, 6, 7, 100
+  EXPECT_EQ(t.peak(), 8u);
+}
+
+// ---------------------------------------------------------------- requester
+
+TEST(RcRequester, GapIsReportedOnceAndNeverForAPsnTheCaptureHolds) {
+  RequesterState q;
+  Probe pr;
+  EXPECT_EQ(send(q, pr, packet(OpKind::write_only, 10)).step, ReqStep::restart);
+  EXPECT_EQ(send(q, pr, packet(OpKind::write_only, 11)).step, ReqStep::in_order);
+  const RequesterEvent g = send(q, pr, packet(OpKind::write_only, 13));
+  EXPECT_EQ(g.step, ReqStep::gap);
+  EXPECT_EQ(g.ahead, 1u);
+  EXPECT_EQ(pr.stats.missing, 1u);
+  // Asking to report PSNs the capture holds reports nothing (the structural rule).
+  SeqSink s = pr.sink();
+  EXPECT_FALSE(report_loss(q, false, 10, 2, packet(OpKind::write_only, 14), s));
+  EXPECT_EQ(pr.count(AnomalyKind::psn_gap), 1u);
+}
+
+// Issue 15 class 2: middle packets of a multi-packet WRITE lost, new data sent
+// before the NAK arrives, then the resend of all: no PSN the capture holds is
+// called lost, and the resend is one episode caused by the NAK.
+TEST(RcRequester, GoBackNResendOfHeldPsnsIsNoLoss) {
+  RequesterState q;
+  Probe pr, resp;
+  ResponseCursor r;
+  send(q, pr, packet(OpKind::write_first, 100, 1));
+  send(q, pr, packet(OpKind::write_last, 103, 4));  // 101, 102 lost
+  EXPECT_EQ(pr.stats.missing, 2u);
+  send(q, pr, packet(OpKind::write_only, 104, 5));  // new data before the NAK
+  answer(r, q, resp, pr, nak(101));
+  EXPECT_EQ(resp.out.nak_gap_frame, g_frame - 2);  // the frame that showed the gap
+  for (std::uint32_t psn = 101; psn <= 104; ++psn) {
+    const RequesterEvent e = send(q, pr, packet(psn == 104 ? OpKind::write_only : OpKind::write_middle, psn, 5 + psn));
+    EXPECT_EQ(e.step, ReqStep::resend);
+    EXPECT_EQ(e.new_episode, psn == 101);
+  }
+  EXPECT_EQ(send(q, pr, packet(OpKind::write_only, 105, 200)).step, ReqStep::in_order);
+  EXPECT_EQ(pr.count(AnomalyKind::psn_gap), 1u);
+  EXPECT_EQ(pr.stats.missing, 2u);
+  EXPECT_EQ(pr.stats.gaps_recovered, 1u);
+  EXPECT_EQ(pr.stats.retransmission_episodes, 1u);
+}
+
+// After a NAK the responder discards what follows; a resend that skips a PSN
+// the capture held is a hole in the resend (lost_resends), not a lost PSN.
+TEST(RcRequester, HoleInAResendAfterANakIsNotALostPsn) {
+  RequesterState q;
+  Probe pr, resp;
+  ResponseCursor r;
+  for (std::uint32_t psn = 1; psn <= 5; ++psn)
+    if (psn != 2) send(q, pr, packet(OpKind::write_only, psn, static_cast<std::int32_t>(psn)));
+  answer(r, q, resp, pr, nak(2));
+  send(q, pr, packet(OpKind::write_only, 2, 10));
+  send(q, pr, packet(OpKind::write_only, 3, 11));
+  send(q, pr, packet(OpKind::write_only, 5, 12));  // the resent 4 was lost
+  EXPECT_EQ(pr.count(AnomalyKind::psn_gap), 1u);   // only the first loss of 2
+  EXPECT_EQ(pr.stats.lost_resends, 1u);
+  answer(r, q, resp, pr, nak(4));                   // the responder asks for 4 again
+  EXPECT_NE(resp.out.nak_gap_frame, 0u);            // linked to where the resend skipped it
+}
+
+// Issue 15 class 3: a corrupt packet is held, not lost: no gap at the next PSN;
+// its resend is a retransmission caused by corruption.
+TEST(RcRequester, CorruptPacketIsHeldAndItsResendIsCausedByCorruption) {
+  RequesterState q;
+  Probe pr, resp;
+  ResponseCursor r;
+  send(q, pr, packet(OpKind::write_only, 50, 1));
+  SeqPacket bad = packet(OpKind::write_only, 51, 2);
+  bad.corrupt = true;
+  EXPECT_EQ(send(q, pr, bad).step, ReqStep::corrupt);
+  EXPECT_EQ(send(q, pr, packet(OpKind::write_only, 52, 3)).step, ReqStep::in_order);
+  answer(r, q, resp, pr, nak(51));
+  EXPECT_EQ(resp.out.nak_gap_frame, bad.frame);
+  send(q, pr, packet(OpKind::write_only, 51, 4));
+  EXPECT_EQ(pr.count(AnomalyKind::psn_gap), 0u);
+  ASSERT_EQ(pr.count(AnomalyKind::retransmission), 1u);
+  for (const Anomaly& a : pr.items())
+    if (a.kind == AnomalyKind::retransmission) {
+      EXPECT_EQ(a.cause, ResendCause::corrupt);
+    }
+  // A corrupt packet whose PSN fits nowhere is only counted.
+  SeqPacket wild = packet(OpKind::write_only, 9000, 5);
+  wild.corrupt = true;
+  EXPECT_EQ(classify(q, wild).step, ReqStep::corrupt_other);
+}
+
+TEST(RcRequester, LateOriginalIsReorderingEvenAfterANak) {
+  RequesterState q;
+  Probe pr, resp;
+  ResponseCursor r;
+  send(q, pr, packet(OpKind::send_only, 1, 100));
+  send(q, pr, packet(OpKind::send_only, 3, 102));  // 2 (IP ID 101) delayed
+  answer(r, q, resp, pr, nak(2));
+  // Its IPv4 ID comes before that of the packet that showed the gap: the original.
+  EXPECT_EQ(send(q, pr, packet(OpKind::send_only, 2, 101)).step, ReqStep::late);
+  // The requester's resend of 2 (a new ID) is then a retransmission of a held PSN.
+  EXPECT_EQ(send(q, pr, packet(OpKind::send_only, 2, 103)).step, ReqStep::resend);
+  EXPECT_EQ(pr.count(AnomalyKind::psn_out_of_order), 1u);
+}
+
+TEST(RcRequester, NetworkCopyNeedsItsIpIdDuringAResend) {
+  RequesterState q;
+  Probe pr;
+  send(q, pr, packet(OpKind::write_only, 7, 1));
+  EXPECT_EQ(classify(q, packet(OpKind::write_only, 7, 1)).step, ReqStep::duplicate);
+  q.resending = true;  // without an IPv4 ID, a quick copy during a resend is the resend
+  q.resend_next = 7;
+  EXPECT_EQ(classify(q, packet(OpKind::write_only, 7)).step, ReqStep::resend);
+}
+
+// ---------------------------------------------------------------- responses
+
+// Issue 15 class 1: a READ response packet lost, the READ re-issued from the
+// first missing PSN, the responses re-sent with PSNs already seen.
+TEST(RcResponder, ReadRecoveryReissueAndResentResponses) {
+  RequesterState q;
+  Probe pr, resp;
+  ResponseCursor r;
+  send(q, pr, packet(OpKind::read_request, 200, 1, 4));  // PSNs 200..203
+  answer(r, q, resp, pr, packet(OpKind::read_response_first, 200, 10));
+  const ResponseEvent gap = answer(r, q, resp, pr, packet(OpKind::read_response_middle, 202, 11));
+  EXPECT_EQ(gap.step, RespStep::read_gap);
+  EXPECT_EQ(resp.stats.missing, 1u);
+  answer(r, q, resp, pr, packet(OpKind::read_response_last, 203, 12));
+  // The requester re-issues the READ from 201: a retransmission caused by the lost response.
+  const SeqPacket reissue = packet(OpKind::read_request, 201, 2, 3);
+  const RequesterEvent e = classify(q, reissue);
+  EXPECT_EQ(e.step, ReqStep::resend);
+  EXPECT_EQ(e.cause, ResendCause::response_loss);
+  send(q, pr, reissue);
+  EXPECT_FALSE(pr.out.spurious_retransmission);
+  // The re-sent responses: 201 fills the gap, 202 and 203 were seen before.
+  EXPECT_EQ(answer(r, q, resp, pr, packet(OpKind::read_response_first, 201, 13)).step, RespStep::read_data);
+  EXPECT_EQ(resp.stats.gaps_recovered, 1u);
+  const ResponseEvent again = answer(r, q, resp, pr, packet(OpKind::read_response_middle, 202, 14));
+  EXPECT_TRUE(again.resent);
+  EXPECT_TRUE(resp.out.retransmission);
+  answer(r, q, resp, pr, packet(OpKind::read_response_last, 203, 15));
+  EXPECT_EQ(resp.stats.resent_responses, 2u);
+  EXPECT_EQ(resp.count(AnomalyKind::psn_gap), 1u);
+  for (const Anomaly& a : resp.items())
+    if (a.kind == AnomalyKind::psn_gap) {
+      EXPECT_EQ(a.related_count, 2);  // the re-issue and the fill
+    }
+}
+
+TEST(RcResponder, CoalescedAckAfterAResendAnswersTheCopy) {
+  RequesterState q;
+  Probe pr, resp;
+  ResponseCursor r;
+  send(q, pr, packet(OpKind::send_first, 280, 1));
+  send(q, pr, packet(OpKind::send_last, 281, 2));
+  answer(r, q, resp, pr, packet(OpKind::acknowledge, 281, 3));  // syndrome 0: ACK
+  send(q, pr, packet(OpKind::send_first, 280, 4));                // the timer fired: a spurious resend
+  answer(r, q, resp, pr, packet(OpKind::acknowledge, 281, 5));   // answers part of the copy
+  send(q, pr, packet(OpKind::send_last, 281, 6));
+  answer(r, q, resp, pr, packet(OpKind::acknowledge, 281, 7));   // answers the whole copy
+  send(q, pr, packet(OpKind::send_only, 282, 8));
+  answer(r, q, resp, pr, packet(OpKind::acknowledge, 282, 9));   // closes the count
+  EXPECT_EQ(pr.count(AnomalyKind::retransmission), 0u);          // nothing was lost
+  EXPECT_EQ(pr.stats.spurious_retransmissions, 2u);
+}
+
+// ---------------------------------------------------------------- unreliable
+
+// Issue 15 class 4: a UD source numbers datagrams to all its peers with one
+// counter: a jump is never a loss; only a copy with the same IPv4 ID is a duplicate.
+TEST(Unreliable, UdJumpIsNoLossAndOnlyANetworkCopyIsADuplicate) {
+  UnreliableState u;
+  Probe pr;
+  auto feed = [&](std::uint32_t psn, std::int32_t ip_id) {
+    const SeqPacket p = packet(OpKind::send_only, psn, ip_id);
+    const UnreliableEvent e = classify(u, true, p);
+    SeqSink s = pr.sink();
+    apply(u, e, p, s);
+    return e.step;
+  };
+  EXPECT_EQ(feed(10, 1), UnreliableStep::ud_datagram);
+  EXPECT_EQ(feed(490, 2), UnreliableStep::ud_datagram);
+  EXPECT_EQ(feed(93238, 3), UnreliableStep::ud_datagram);
+  EXPECT_EQ(feed(11, 4), UnreliableStep::ud_datagram);
+  EXPECT_EQ(feed(490, 2), UnreliableStep::duplicate);
+  EXPECT_EQ(pr.count(AnomalyKind::psn_gap), 0u);
+  EXPECT_EQ(pr.count(AnomalyKind::psn_duplicate), 1u);
+}
+
+TEST(Unreliable, UcTellsLatePacketsFromCopiesByWhatWasSeen) {
+  UnreliableState u;
+  Probe pr;
+  auto feed = [&](std::uint32_t psn) {
+    const SeqPacket p = packet(OpKind::send_only, psn);
+    const UnreliableEvent e = classify(u, false, p);
+    SeqSink s = pr.sink();
+    apply(u, e, p, s);
+    return e.step;
+  };
+  EXPECT_EQ(feed(5), UnreliableStep::start);
+  EXPECT_EQ(feed(4), UnreliableStep::late);  // older than the first seen, never seen: reordered
+  EXPECT_EQ(feed(7), UnreliableStep::gap);
+  EXPECT_EQ(feed(6), UnreliableStep::late);
+  EXPECT_EQ(feed(6), UnreliableStep::duplicate);
+  EXPECT_EQ(pr.stats.gaps_recovered, 1u);
+}
