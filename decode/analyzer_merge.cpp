@@ -7,17 +7,6 @@
 
 namespace rdmadiag::decode {
 
-namespace {
-
-void add_counts(IwarpCrcCounts& a, const IwarpCrcCounts& b) {
-  a.ok += b.ok;
-  a.bad += b.bad;
-  a.unverifiable += b.unverifiable;
-  a.not_negotiated += b.not_negotiated;
-}
-
-}  // namespace
-
 void AnalyzerMerge::finish_shards(std::span<Analyzer* const> shards) {
   std::uint64_t last = 0;
   double last_ts = 0;
@@ -138,32 +127,8 @@ void AnalyzerMerge::merge(std::span<Analyzer* const> shards, Analyzer& out,
     const IwarpAnalyzer& x = *shards[s]->iwarp_;
     iwarp_index[s].assign(x.flows_.size(), UINT32_MAX);
     for (std::size_t i = 0; i + 1 < x.flows_.size(); i += 2) conns.push_back({x.flow_order_keys_[i], s, i});
-    const IwarpStats& a = x.stats_;
-    IwarpStats& m = iw.stats_;
-    if (a.reads_matched) {
-      if (m.reads_matched == 0 || a.read_latency_min_us < m.read_latency_min_us) m.read_latency_min_us = a.read_latency_min_us;
-      if (m.reads_matched == 0 || a.read_latency_max_us > m.read_latency_max_us) m.read_latency_max_us = a.read_latency_max_us;
-    }
+    iw.stats_.merge(x.stats_);
     read_sum.add(x.read_latency_sum_);
-    m.connections += a.connections;
-    m.negotiated += a.negotiated;
-    m.rejected += a.rejected;
-    m.untracked_connections += a.untracked_connections;
-    m.fpdus += a.fpdus;
-    m.frames += a.frames;
-    add_counts(m.crc, a.crc);
-    for (std::size_t i = 0; i < m.by_opcode.size(); ++i) {
-      m.by_opcode[i] += a.by_opcode[i];
-      m.bytes_by_opcode[i] += a.bytes_by_opcode[i];
-    }
-    m.markers += a.markers;
-    m.resyncs += a.resyncs;
-    m.reads_matched += a.reads_matched;
-    m.atomics_matched += a.atomics_matched;
-    m.tcp_holes_recovered += a.tcp_holes_recovered;
-    m.tcp_holes_lost += a.tcp_holes_lost;
-    m.tcp_bytes_lost += a.tcp_bytes_lost;
-    m.tcp_retransmitted_segments += a.tcp_retransmitted_segments;
   }
   iw.read_latency_sum_ = read_sum;
   iw.stats_.read_latency_sum_us = read_sum.value();

@@ -854,4 +854,30 @@ void IwarpAnalyzer::finish() {
   }
 }
 
+void IwarpStats::merge(const IwarpStats& o) {
+  if (o.reads_matched) {
+    if (reads_matched == 0 || o.read_latency_min_us < read_latency_min_us) read_latency_min_us = o.read_latency_min_us;
+    if (reads_matched == 0 || o.read_latency_max_us > read_latency_max_us) read_latency_max_us = o.read_latency_max_us;
+  }
+  connections += o.connections;
+  negotiated += o.negotiated;
+  rejected += o.rejected;
+  untracked_connections += o.untracked_connections;
+  fpdus += o.fpdus;
+  frames += o.frames;
+  crc.merge(o.crc);
+  for (std::size_t i = 0; i < by_opcode.size(); ++i) {
+    by_opcode[i] += o.by_opcode[i];
+    bytes_by_opcode[i] += o.bytes_by_opcode[i];
+  }
+  markers += o.markers;
+  resyncs += o.resyncs;
+  reads_matched += o.reads_matched;
+  atomics_matched += o.atomics_matched;
+  tcp_holes_recovered += o.tcp_holes_recovered;
+  tcp_holes_lost += o.tcp_holes_lost;
+  tcp_bytes_lost += o.tcp_bytes_lost;
+  tcp_retransmitted_segments += o.tcp_retransmitted_segments;
+}
+
 }  // namespace rdmadiag::decode

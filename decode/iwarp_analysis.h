@@ -74,6 +74,12 @@ struct IwarpFrame {
 
 struct IwarpCrcCounts {
   std::uint64_t ok = 0, bad = 0, unverifiable = 0, not_negotiated = 0;
+  void merge(const IwarpCrcCounts& o) {
+    ok += o.ok;
+    bad += o.bad;
+    unverifiable += o.unverifiable;
+    not_negotiated += o.not_negotiated;
+  }
 };
 
 // One direction of one TCP connection that carried MPA.
@@ -111,6 +117,9 @@ struct IwarpStats {
   std::uint64_t atomics_matched = 0;
   std::uint64_t tcp_holes_recovered = 0, tcp_holes_lost = 0, tcp_bytes_lost = 0;
   std::uint64_t tcp_retransmitted_segments = 0;
+  // Adds another part's counts (a shard of `analyze -j`): sums, the extreme
+  // READ latencies. read_latency_sum_us is the analyzer's exact sum, merged there.
+  void merge(const IwarpStats& o);
 };
 
 // What the fields of an iWARP Anomaly hold (the struct's names are IB's):
