@@ -437,6 +437,9 @@ bool report_loss(RequesterState& q, bool response, std::uint32_t first, std::uin
   ++s.gaps;
   s.missing += missing;
   sink.verdict().gap += missing;
+  // A packet flagged with a gap says where the gap starts (a READ response that
+  // opens a new response has no expected PSN of its own).
+  if (sink.verdict().expected_psn < 0) sink.verdict().expected_psn = first;
   Anomaly a{AnomalyKind::psn_gap};
   a.frame = at.frame;
   a.psn = at.psn;

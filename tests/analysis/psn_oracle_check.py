@@ -166,6 +166,13 @@ def check(bin_path, pcap, expect, minimum):
         fr = frames.get(p["frame"])
         if not v or fr is None:
             continue
+        # A packet flagged with a gap must say where it starts, and those PSNs must not be held.
+        if v.get("gap"):
+            if v.get("expected_psn") is None:
+                problems.append("frame %d flagged with a gap but no expected PSN" % p["frame"])
+            elif any(index.seen_before(p["frame"], fr, (v["expected_psn"] + i) % (1 << 24)) for i in range(v["gap"])):
+                problems.append("frame %d flags PSNs from %d lost, but the capture holds one before"
+                                % (p["frame"], v["expected_psn"]))
         seen = index.seen_before(p["frame"], fr, fr["psn"], reserved=fr["opcode"] == 12)
         if v.get("duplicate") and not seen:
             problems.append("frame %d flagged duplicate, but PSN %d never appeared before on its flow"
