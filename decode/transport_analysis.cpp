@@ -316,6 +316,7 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     const bool reliable = info.service != TransportService::ud && info.service != TransportService::uc;
     if (info.valid && reliable && info.is_request() && f.started()) requester(f, p, sp, out);
     if (info.valid && reliable && info.is_response() && f.resp) responder(f, p, sp, out);
+    if (info.valid && info.service == TransportService::uc) unreliable(f, p, sp, out);
     return;
   }
   if (!info.valid) return;

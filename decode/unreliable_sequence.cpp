@@ -64,6 +64,10 @@ UnreliableEvent classify(const UnreliableState& u, bool ud, const SeqPacket& p) 
     return e;
   }
   const std::int32_t d = u.started ? psn_diff(p.psn, u.expected) : 0;
+  if (p.corrupt && (!u.started || d < 0 || d >= kUcCorruptAhead)) {
+    e.step = UnreliableStep::corrupt_ignored;  // what it says cannot be checked
+    return e;
+  }
   if (!u.started || d > kRestartJump || d < -kRestartJump) {
     e.step = UnreliableStep::start;
   } else if (d > 0) {
@@ -79,6 +83,8 @@ UnreliableEvent classify(const UnreliableState& u, bool ud, const SeqPacket& p) 
 void apply(UnreliableState& u, const UnreliableEvent& e, const SeqPacket& p, SeqSink& sink) {
   PacketVerdict& v = sink.verdict();
   switch (e.step) {
+    case UnreliableStep::corrupt_ignored:
+      return;
     case UnreliableStep::ud_datagram:
       u.recent.add(p.psn, p.ip_id, p.ts);
       return;

@@ -11,6 +11,10 @@
 // destination: a UD flow is keyed by its source (source QP from the DETH) and a
 // PSN jump is never a loss. Only a copy made by the network (the same PSN with
 // the same IPv4 ID) is reported.
+//
+// A UC packet captured with a bad ICRC was on the wire (its receiver drops it):
+// when its PSN is the next one (or a little ahead) it holds that PSN, so the
+// packet after it shows no gap for it. Corruption is not loss.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -18,6 +22,8 @@
 #include "decode/rc_requester.h"
 
 namespace rdmadiag::decode {
+
+inline constexpr std::int32_t kUcCorruptAhead = 64;  // how far ahead a corrupt UC packet's PSN is believed
 
 struct UnreliableState {
   bool started = false;
@@ -27,7 +33,7 @@ struct UnreliableState {
   RecentCopies recent;             // UD: the last datagrams' PSNs and IPv4 IDs
 };
 
-enum class UnreliableStep : std::uint8_t { start, in_order, gap, late, duplicate, ud_datagram };
+enum class UnreliableStep : std::uint8_t { start, in_order, gap, late, duplicate, ud_datagram, corrupt_ignored };
 
 struct UnreliableEvent {
   UnreliableStep step = UnreliableStep::in_order;

@@ -331,3 +331,27 @@ TEST(Unreliable, UcTellsLatePacketsFromCopiesByWhatWasSeen) {
   EXPECT_EQ(feed(6), UnreliableStep::duplicate);
   EXPECT_EQ(pr.stats.gaps_recovered, 1u);
 }
+
+// Corruption is not loss (issue 15 class 3, on UC): a corrupt packet at the next
+// PSN holds it; one far off or behind says nothing. Regression: the fault
+// matrix's rxe-corrupt-* boots, write_lat UC (a gap at the corrupt packet's PSN).
+TEST(Unreliable, UcCorruptPacketHoldsItsPsn) {
+  UnreliableState u;
+  Probe pr;
+  auto feed = [&](std::uint32_t psn, bool corrupt) {
+    SeqPacket p = packet(OpKind::send_only, psn);
+    p.corrupt = corrupt;
+    const UnreliableEvent e = classify(u, false, p);
+    SeqSink s = pr.sink();
+    apply(u, e, p, s);
+    return e.step;
+  };
+  EXPECT_EQ(feed(10, false), UnreliableStep::start);
+  EXPECT_EQ(feed(11, true), UnreliableStep::in_order);
+  EXPECT_EQ(feed(12, false), UnreliableStep::in_order);
+  EXPECT_EQ(feed(12 + 5000, true), UnreliableStep::corrupt_ignored);
+  EXPECT_EQ(feed(3, true), UnreliableStep::corrupt_ignored);
+  EXPECT_EQ(feed(13, false), UnreliableStep::in_order);
+  EXPECT_EQ(pr.stats.gaps, 0u);
+  EXPECT_EQ(pr.stats.duplicates + pr.stats.out_of_order, 0u);
+}
