@@ -126,9 +126,18 @@ for i in $(seq 1 "$LAB_STEPS"); do
     done
     sleep 0.3   # the listener exists; let the server reach accept()/rdma_get_cm_event
     mark_step "$i"
-    note "step $i: $cmd"
-    timeout -k 5 "$LAB_STEP_TIMEOUT" bash -c "$cmd" >"step$i.stdout" 2>"step$i.stderr"
-    rc=$?
+    # A client refused at once (an rdma_cm connect that raced the server's listen,
+    # seen under heavy host load; perftest then gives up) is tried again, a few times.
+    for attempt in 1 2 3 4 5; do
+      note "step $i: $cmd"
+      started=$SECONDS
+      timeout -k 5 "$LAB_STEP_TIMEOUT" bash -c "$cmd" >"step$i.stdout" 2>"step$i.stderr"
+      rc=$?
+      [ "$rc" -ne 0 ] && [ $((SECONDS - started)) -lt 10 ] && grep -q "Connection refused" "step$i.stderr" || break
+      cp "step$i.stderr" "step$i.stderr.refused$attempt"
+      note "step $i: connection refused (attempt $attempt): trying again"
+      sleep 1
+    done
   fi
   snapshot "step$i" after
   echo "$rc" >"step$i.rc"
