@@ -1,5 +1,6 @@
 #include "cli/analysis_session.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include "exporters/text_report.h"
@@ -69,6 +70,12 @@ void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype) 
       if (pa.latency_us < 0) pa.latency_us = it->second.latency_us;
     }
   }
+  // With an earlier pass, every output shows the gap as the whole capture tells
+  // it; otherwise the tallies take the revisions at the end (finish).
+  if (pa.gap && !gap_revisions_.empty()) {
+    auto it = gap_revisions_.find(frame_);
+    if (it != gap_revisions_.end()) pa.gap = static_cast<std::uint32_t>(std::max<std::int64_t>(0, pa.gap + it->second));
+  }
   if (json_) json_->packet(pkt_, pa, frame_, ts);
   if (outputs_.active()) outputs_.frame(pkt_, pa, frame_, ts);
   if (opts_.packets && text_out_) std::cout << exporters::packet_line(pkt_, pa, frame_, ts - first_ts_) << '\n';
@@ -89,6 +96,7 @@ void AnalysisSession::end_input(std::uint64_t records, const std::string& stop_r
 
 bool AnalysisSession::finish() {
   analyzer_->finish();
+  if (!revisions_applied_ && outputs_.tally()) outputs_.tally()->revise(analyzer_->anomalies().revisions());
   report_.summary = &analyzer_->summary();
   report_.analyzer = analyzer_.get();
   const exporters::Json tallied = outputs_.report_members();

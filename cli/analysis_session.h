@@ -55,6 +55,12 @@ class AnalysisSession {
   void set_forward_links(std::unordered_map<std::uint64_t, decode::TransportAnalyzer::ForwardLink> links) {
     forward_ = std::move(links);
   }
+  // What later packets showed of each gap frame's gap (PSNs that came late,
+  // negative), from the same earlier pass: --packets shows the final gap.
+  void set_gap_revisions(std::unordered_map<std::uint64_t, std::int64_t> r) {
+    gap_revisions_ = std::move(r);
+    revisions_applied_ = true;
+  }
   std::uint64_t frames() const { return frame_; }
 
  private:
@@ -74,6 +80,8 @@ class AnalysisSession {
   decode::DecodedPacket pkt_;
   decode::PacketAnalysis pa_;  // reused: ~12 KB, not rebuilt per frame
   std::unordered_map<std::uint64_t, decode::TransportAnalyzer::ForwardLink> forward_;
+  std::unordered_map<std::uint64_t, std::int64_t> gap_revisions_;
+  bool revisions_applied_ = false;  // per packet, from an earlier pass
 };
 
 }  // namespace rdmadiag::cli

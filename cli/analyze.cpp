@@ -185,6 +185,7 @@ int run_analyze(const AnalyzeOptions& o) {
   // response, so a first pass over the files finds the links (not possible for
   // standard input, which cannot be read twice).
   std::unordered_map<std::uint64_t, decode::TransportAnalyzer::ForwardLink> links;
+  std::unordered_map<std::uint64_t, std::int64_t> gap_revisions;  // gap frame -> PSNs found late after it
   const bool two_pass = o.packets && std::none_of(o.files.begin(), o.files.end(), [](const std::string& f) { return f == "-"; });
   if (two_pass) {
     decode::Analyzer first;
@@ -204,10 +205,12 @@ int run_analyze(const AnalyzeOptions& o) {
     }
     first.finish();
     links = first.transport().forward_links();
+    for (const decode::GapRevision& r : first.anomalies().revisions()) gap_revisions[r.frame] += r.missing;
   }
   const SessionOptions parallel_options = so;
   AnalysisSession session(std::move(so));
   session.set_forward_links(std::move(links));
+  if (two_pass) session.set_gap_revisions(std::move(gap_revisions));
   session.analyzer().transport().set_pmtu_override(o.pmtu);
   session.analyzer().pfc().set_options(pfc);
   if (!session.open()) {

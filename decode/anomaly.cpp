@@ -66,6 +66,13 @@ void AnomalyLog::merge(std::span<const AnomalyLog* const> parts, const FlowRenum
     for (std::size_t k = 0; k < by_kind_.size(); ++k) by_kind_[k] += x.by_kind_[k];
     added += x.items_.size() + x.dropped_;
     for (std::size_t i = 0; i < x.items_.size(); ++i) refs.push_back({x.order_keys_[i], s, i});
+    for (GapRevision r : x.revisions_) {
+      Anomaly as_entry{AnomalyKind::psn_gap};
+      as_entry.flow = r.flow;
+      as_entry.frame = r.frame;
+      r.flow = flow_of(s, as_entry);
+      note_revision(r);
+    }
   }
   std::sort(refs.begin(), refs.end(),
             [](const Ref& a, const Ref& b) { return std::tie(a.key, a.part, a.pos) < std::tie(b.key, b.part, b.pos); });
@@ -74,6 +81,7 @@ void AnomalyLog::merge(std::span<const AnomalyLog* const> parts, const FlowRenum
   for (const Ref& r : refs) {
     Anomaly a = parts[r.part]->items_[r.pos];
     if (a.flow != UINT32_MAX) a.flow = flow_of(r.part, a);
+    retracted_ += a.retracted;
     items_.push_back(a);
   }
   dropped_ += added - refs.size();

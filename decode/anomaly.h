@@ -76,6 +76,7 @@ struct Anomaly {
   double duration_us = -1;         // e.g. recovery time of a retransmission; -1: none
   ResendCause cause = ResendCause::nak;  // IB/RoCE retransmission: why it was made
   bool late = false;               // IB/RoCE psn_gap: (partly) filled by a late original: reordered, not lost
+  bool retracted = false;          // withdrawn: every PSN of a psn_gap arrived late (reordered); not listed
   std::array<std::uint64_t, 3> related{};  // related frames (the gap a NAK answers, the NAK a resend follows...)
   std::uint8_t related_count = 0;
   std::int8_t priority = -1;       // pause kinds: the priority (PAUSE: each of the 8)
@@ -83,6 +84,16 @@ struct Anomaly {
   void relate(std::uint64_t f) {
     if (f && related_count < related.size()) related[related_count++] = f;
   }
+};
+
+// A psn_gap narrowed after it was reported, because PSNs it named arrived late
+// (reordered on the path, not lost): what the gap frame's per-packet verdict
+// and the per-flow tallies made when it was read must change by.
+struct GapRevision {
+  std::uint64_t frame = 0;   // the gap frame
+  std::uint32_t flow = 0;
+  std::int32_t missing = 0;  // PSNs no longer called lost (negative)
+  std::int32_t gaps = 0;     // gaps no longer reported (negative), or added by a split (positive)
 };
 
 class AnomalyLog {
@@ -114,6 +125,22 @@ class AnomalyLog {
     return t;
   }
   std::uint64_t dropped() const { return dropped_; }
+  // Entries listed (kept and not retracted).
+  std::size_t listed() const { return items_.size() - retracted_; }
+
+  // Withdraws the entry at `handle` (it stays in place, so handles stay valid;
+  // outputs skip it) and takes it out of the counts.
+  void retract(std::size_t handle) {
+    if (handle >= items_.size() || items_[handle].retracted) return;
+    items_[handle].retracted = true;
+    --by_kind_[static_cast<std::size_t>(items_[handle].kind)];
+    ++retracted_;
+  }
+  // Records a gap narrowed, withdrawn or split after it was reported.
+  void note_revision(const GapRevision& r) {
+    if (revisions_.size() < cap_) revisions_.push_back(r);
+  }
+  const std::vector<GapRevision>& revisions() const { return revisions_; }
 
   // Fills this empty log from the logs of the shards of a sharded analysis
   // (analyzer_merge.h): entries in the order one log would have added them
@@ -127,6 +154,8 @@ class AnomalyLog {
   std::vector<Anomaly> items_;
   std::array<std::uint64_t, static_cast<std::size_t>(AnomalyKind::count_)> by_kind_{};
   std::uint64_t dropped_ = 0;
+  std::size_t retracted_ = 0;
+  std::vector<GapRevision> revisions_;
   bool keep_order_keys_ = false;
   std::uint64_t order_key_ = 0;
   std::vector<std::uint64_t> order_keys_;

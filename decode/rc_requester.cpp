@@ -56,6 +56,21 @@ bool sent_before(std::int32_t ip_id, std::int32_t than) {
   return d > 0 && d < 0x8000;
 }
 
+// A gap recovered by a resend whose original of `p.psn` comes now: sent before
+// the packet that showed the gap, so it was late, not lost (its resend overtook it).
+// The gap may still be open (other PSNs of it missing) or recovered already.
+const OpenLoss* recovered_late(const RequesterState& q, const SeqPacket& p) {
+  auto late_in = [&](const OpenLoss& l) {
+    return l.part_count && !l.corrupt && !l.resend_hole && !l.response && l.contains(p.psn) &&
+           sent_before(p.ip_id, l.ip_id_at);
+  };
+  for (const OpenLoss& l : q.losses)
+    if (late_in(l)) return &l;
+  for (const OpenLoss& l : q.recovered)
+    if (late_in(l)) return &l;
+  return nullptr;
+}
+
 // An older PSN than the next new one (IBA 9.7.5.2.2, 9.7.6): which kind of copy is it?
 RequesterEvent classify_older(const RequesterState& q, const SeqPacket& p) {
   RequesterEvent e;
@@ -67,13 +82,28 @@ RequesterEvent classify_older(const RequesterState& q, const SeqPacket& p) {
     e.step = ReqStep::duplicate;
     return e;
   }
-  const bool never_seen = loss && !loss->corrupt && !loss->resend_hole && !q.sent.holds(p.psn);
-  if (never_seen && ((!q.nak_frame && !q.resending) || sent_before(p.ip_id, loss->ip_id_at))) {
+  if (q.sent.holds(p.psn) && recovered_late(q, p)) {
+    e.step = ReqStep::late_after_resend;
+    return e;
+  }
+  // A PSN the capture never held, sent before the packet that carried the
+  // highest PSN: its first copy, overtaken on the path (a go-back-N resend of it
+  // would be sent after every higher PSN's original). Late, whatever NAK came meanwhile.
+  const bool unheld = q.sent.covers(p.psn) && !q.sent.holds(p.psn);
+  const bool never_seen = loss && !loss->corrupt && !loss->resend_hole && unheld;
+  // The IPv4 ID counter is shared by every flow between two hosts: trusted over a short time only.
+  const bool clock_fresh = p.ts - q.high_ts < kIpIdClockSeconds;
+  if ((unheld && clock_fresh && sent_before(p.ip_id, q.high_ip_id)) ||
+      (never_seen && ((!q.nak_frame && !q.resending) || sent_before(p.ip_id, loss->ip_id_at)))) {
     e.step = ReqStep::late;
     return e;
   }
   e.step = ReqStep::resend;
-  if (q.nak_frame && (p.psn == q.nak_psn || !q.resending)) {
+  // During a resend, an older PSN than its cursor but after a NAK's PSN: the resend
+  // that NAK asked for, whose first packets were overtaken on the path.
+  const bool nak_resend_ahead =
+      q.nak_frame && q.resending && psn_diff(p.psn, q.nak_psn) > 0 && psn_diff(p.psn, q.resend_next) < 0;
+  if (q.nak_frame && (p.psn == q.nak_psn || !q.resending || nak_resend_ahead)) {
     // The resend the NAK asked for; older than its PSN (and filling nothing): a delayed copy.
     if (p.psn != q.nak_psn && psn_diff(p.psn, q.nak_psn) < 0 && !loss) e.step = ReqStep::stray;
     e.new_episode = true;
@@ -81,7 +111,8 @@ RequesterEvent classify_older(const RequesterState& q, const SeqPacket& p) {
   } else if (q.resending) {
     // Continuing a resend; a NAK that arrived meanwhile waits for its own PSN.
     const std::int32_t c = psn_diff(p.psn, q.resend_next);
-    if (c < 0 && !loss) e.step = ReqStep::stray;
+    // Sent before the packet this resend was first seen at: the same go-back-N, reordered on the path.
+    if (c < 0 && !loss) e.step = sent_before(p.ip_id, q.episode_ip_id) ? ReqStep::resend_early : ReqStep::stray;
     if (c > 0) e.ahead = static_cast<std::uint32_t>(c);  // the resend skipped PSNs
   } else {
     e.new_episode = true;  // a resend without a NAK: the requester's timer, or a READ re-issued
@@ -113,20 +144,78 @@ void close_loss(RequesterState& q, std::size_t i, const SeqPacket& at, SeqSink& 
   if (l.resend_hole) {
     // recovered by a later resend: nothing more to say
   } else if (!l.corrupt) {
-    ++sink.stats().gaps_recovered;
-    sink.stats().recovery.add(us);
+    if (l.late < l.reported) {  // else every PSN came late: reordered, nothing was recovered
+      ++sink.stats().gaps_recovered;
+      sink.stats().recovery.add(us);
+    }
   } else if (Anomaly* a = sink.anomaly(l.anomaly)) {
     a->duration_us = us;  // the corrupt packet's recovery
   }
   sink.relate(l.anomaly, at.frame);
   if (Anomaly* e = sink.anomaly(q.episode_anomaly)) e->duration_us = std::max(e->duration_us, us);
+  // Its originals may still come, overtaken by the resend: kept a while to tell.
+  if (!l.corrupt && !l.resend_hole && l.ip_id_at >= 0) q.recovered[q.recovered_next++ % q.recovered.size()] = l;
   q.losses.erase(q.losses.begin() + static_cast<std::ptrdiff_t>(i));
+}
+
+// The part of the gap (the entry, or one split off it) whose range holds `x`.
+OpenLoss::Part* part_holding(OpenLoss& l, std::uint32_t x) {
+  for (std::uint8_t i = 0; i < l.part_count; ++i) {
+    OpenLoss::Part& p = l.parts[i];
+    if (psn_diff(x, p.first) >= 0 && psn_diff(p.last, x) >= 0) return &p;
+  }
+  return nullptr;
+}
+
+// PSN `x` of an open loss arrived late (reordered on the path): it is taken out
+// of the gap entry that names it (the range trimmed at an end, or split in two
+// around it), and out of the flow's missing PSNs. A gap whose every PSN came late
+// is withdrawn: it was no loss.
+bool unlose(OpenLoss& l, std::uint32_t x, SeqSink& sink) {
+  OpenLoss::Part* p = part_holding(l, x);
+  if (!p) return false;  // not named by the gap any more
+  ++l.late;
+  FlowSummary& s = sink.stats();
+  if (s.missing) --s.missing;
+  GapRevision r{l.frame, s.index, -1, 0};
+  if (l.late == l.reported && s.gaps) {
+    --s.gaps;
+    r.gaps = -1;
+  }
+  sink.revise(r);
+  Anomaly* a = sink.anomaly(p->anomaly);
+  if (a) {
+    a->late = true;
+    if (a->count) --a->count;
+  }
+  if (x == p->first && x == p->last) {
+    sink.retract(p->anomaly);
+    *p = l.parts[--l.part_count];
+  } else if (x == p->first) {
+    p->first = (x + 1) & kPsnMask;
+    if (a) a->expected_psn = p->first;
+  } else if (x == p->last) {
+    p->last = (x - 1) & kPsnMask;
+  } else if (l.part_count < l.parts.size()) {
+    // A late PSN inside the range: the PSNs after it become an entry of their own.
+    OpenLoss::Part upper{(x + 1) & kPsnMask, p->last, SIZE_MAX};
+    p->last = (x - 1) & kPsnMask;
+    if (a) {
+      Anomaly part = *a;
+      part.expected_psn = upper.first;
+      part.count = static_cast<std::uint32_t>(psn_diff(upper.last, x));
+      a->count = static_cast<std::uint32_t>(psn_diff(x, p->first));
+      upper.anomaly = sink.add_part(part);
+    }
+    l.parts[l.part_count++] = upper;
+  }
+  return true;
 }
 
 }  // namespace
 
 void mark_seen(RequesterState& q, bool response, std::uint32_t psn, std::uint32_t span, const SeqPacket& at,
-               SeqSink& sink) {
+               SeqSink& sink, bool late) {
   PsnWindow& w = response ? q.answered : q.sent;
   const std::uint32_t n = std::min(span, PsnWindow::kBits);
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -136,6 +225,10 @@ void mark_seen(RequesterState& q, bool response, std::uint32_t psn, std::uint32_
     for (std::size_t j = 0; j < q.losses.size();) {
       OpenLoss& l = q.losses[j];
       const bool fills = l.response == response && l.contains(x) && (fresh || l.corrupt || l.resend_hole) && l.remaining;
+      // The first copy of a PSN called lost, sent before the packet that showed the gap: it was only late.
+      if (fills && fresh && !l.corrupt && !l.resend_hole &&
+          (l.ip_id_at >= 0 && at.ip_id >= 0 ? sent_before(at.ip_id, l.ip_id_at) : late))
+        unlose(l, x, sink);
       // A copy sent before the packet that showed the hole was only late: not lost after all.
       if (fills && l.resend_hole && sent_before(at.ip_id, l.ip_id_at) && sink.stats().lost_resends)
         --sink.stats().lost_resends;
@@ -207,6 +300,7 @@ void apply_resend(RequesterState& q, const RequesterEvent& e, const SeqPacket& p
     q.spurious_episode = e.cause == ResendCause::timer;
     q.resend_after_nak = q.nak_frame != 0;
     q.episode_anomaly = SIZE_MAX;
+    q.episode_ip_id = p.ip_id;
     if (q.spurious_episode) open_spurious_check(q, p, sink);
     else report_episode(q, e, p, sink);
     q.nak_frame = 0;
@@ -256,7 +350,11 @@ void advance(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, boo
     }
     q.resending = false;
   }
-  if (e.step == ReqStep::restart || psn_diff(next, q.high_next) > 0) q.high_next = next;
+  if (e.step == ReqStep::restart || psn_diff(next, q.high_next) > 0) {
+    q.high_next = next;
+    q.high_ip_id = p.ip_id;
+    q.high_ts = p.ts;
+  }
   if (!q.resending) q.resend_next = q.high_next;
   if (q.spur.open && psn_diff(q.resend_next, q.spur.limit) > 0) q.spur.complete = true;
 }
@@ -290,6 +388,7 @@ void RequesterState::restart(std::uint32_t psn) {
   resending = false;
   nak_frame = 0;
   losses.clear();
+  recovered = {};
   pending.clear();
   sent.reset(psn);
   answered.reset(psn);
@@ -352,6 +451,9 @@ void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSi
   if (!p.corrupt) q.corrupt_unplaced = false;
   PacketVerdict& v = sink.verdict();
   v.expected_psn = !q.started ? -1 : static_cast<std::int64_t>(q.resending ? q.resend_next : q.high_next);
+  // A packet the message check does not see breaks the run it checks (check_message).
+  if (e.step != ReqStep::restart && e.step != ReqStep::in_order && e.step != ReqStep::gap && e.step != ReqStep::resend)
+    q.msg.next_valid = false;
   switch (e.step) {
     case ReqStep::corrupt_other: q.corrupt_unplaced = true; return;
     case ReqStep::corrupt: apply_corrupt(q, p, sink); return;
@@ -369,10 +471,30 @@ void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSi
       ++sink.stats().out_of_order;
       v.out_of_order = true;
       report_copy(AnomalyKind::psn_out_of_order, q, p, sink);
-      if (const OpenLoss* l = q.loss_at(p.psn, false))
-        if (Anomaly* gap = sink.anomaly(l->anomaly)) gap->late = true;
-      mark_seen(q, false, p.psn, p.span, p, sink);
+      mark_seen(q, false, p.psn, p.span, p, sink, true);
+      q.recent.add(p.psn, p.ip_id, p.ts);  // to know its network copies
       return;  // a late original: the stream goes on from where it was
+    case ReqStep::late_after_resend: {
+      ++sink.stats().out_of_order;
+      v.out_of_order = true;
+      auto& l = const_cast<OpenLoss&>(*recovered_late(q, p));
+      Anomaly a{AnomalyKind::psn_out_of_order};
+      a.frame = p.frame;
+      a.psn = p.psn;
+      a.expected_psn = q.high_next;
+      a.relate(l.frame);
+      sink.report(a);
+      for (std::uint32_t i = 0; i < p.span; ++i) unlose(l, (p.psn + i) & kPsnMask, sink);
+      if (l.late == l.reported && sink.stats().gaps_recovered) --sink.stats().gaps_recovered;
+      q.recent.add(p.psn, p.ip_id, p.ts);
+      return;  // the stream goes on from where it was
+    }
+    case ReqStep::resend_early:
+      // Part of the go-back-N under way, overtaken on the path by later packets of it.
+      apply_resend(q, e, p, sink);
+      mark_seen(q, false, p.psn, p.span, p, sink);
+      q.recent.add(p.psn, p.ip_id, p.ts);
+      return;
     case ReqStep::stray:
       // An older copy than the resend in progress (a delayed packet): the sender did
       // send it again, but it changes nothing in the sequence.
@@ -449,6 +571,9 @@ bool report_loss(RequesterState& q, bool response, std::uint32_t first, std::uin
   if (count > PsnWindow::kBits / 2) return true;  // too wide to follow its recovery
   OpenLoss l = loss_of(first, count, missing, at);
   l.anomaly = handle;
+  l.reported = missing;
+  l.parts[0] = OpenLoss::Part{l.first, l.last, handle};
+  l.part_count = 1;
   l.response = response;
   open_loss(q, l);
   return true;
@@ -486,7 +611,8 @@ void check_message(RequesterState& q, const RequesterEvent& e, const SeqPacket& 
     sink.report(a);
   };
   using Kind = MessageState::Kind;
-  const bool checkable = (e.step == ReqStep::in_order || e.step == ReqStep::resend) && !m.truncated;
+  const bool checkable = (e.step == ReqStep::in_order || e.step == ReqStep::resend) && !m.truncated &&
+                         q.msg.next_valid && q.msg.next == p.psn;
   const Kind kind = (k == OpKind::send_first || k == OpKind::send_middle || k == OpKind::send_last) ? Kind::send : Kind::write;
   if (checkable) {
     const bool in_msg = q.msg.kind == Kind::send || q.msg.kind == Kind::write;
@@ -512,6 +638,8 @@ void check_message(RequesterState& q, const RequesterEvent& e, const SeqPacket& 
     if (k == OpKind::write_only && checkable && m.payload_len != m.reth_len) report(AnomalyKind::payload_length_mismatch, m.reth_len, m.payload_len);
     q.msg.kind = Kind::none;
   }
+  q.msg.next = (p.psn + p.span) & kPsnMask;
+  q.msg.next_valid = true;
 }
 
 void spurious_verdict(RequesterState& q, SeqSink& sink, bool conclusive) {

@@ -14,7 +14,8 @@
 // corrupt. The windows of PSNs seen (psn_window.h) answer that.
 //
 // Memory per flow: two PSN windows (2 x 256 bytes), a ring of the last 64
-// requests' IP IDs (1 KB), at most 4096 outstanding requests and 64 open losses.
+// requests' IP IDs (1 KB), at most 4096 outstanding requests, 64 open losses
+// and the last 4 recovered ones.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -32,7 +33,8 @@ inline constexpr std::int32_t kRestartJump = 1 << 20;  // a PSN jump this large 
 inline constexpr std::size_t kMaxPending = 4096;
 inline constexpr std::size_t kMaxOpenLosses = 64;
 inline constexpr double kTimeoutSilenceSeconds = 0.001;
-inline constexpr std::int32_t kCorruptAhead = 4096;  // how far ahead a corrupt packet's PSN is believed
+inline constexpr std::int32_t kCorruptAhead = 4096;
+inline constexpr double kIpIdClockSeconds = 0.5;  // how long an IPv4 ID orders packets (a 16-bit counter per host pair)  // how far ahead a corrupt packet's PSN is believed
 
 // What the sequence machines need of one packet.
 struct SeqPacket {
@@ -74,6 +76,16 @@ struct OpenLoss {
   bool resend_hole = false;           // missing from a resend after a NAK; an earlier copy was captured
   std::uint64_t nak_frame = 0;
   std::int32_t ip_id_at = -1;         // IPv4 ID of the packet that showed it (-1: none)
+  std::uint32_t reported = 0;         // PSNs called lost when it was reported
+  std::uint32_t late = 0;             // of those, PSNs that arrived late (reordered, not lost after all)
+  // The anomaly entries that name its PSNs still missing: the gap, and the parts a
+  // late PSN in the middle split off it (first/last PSN each, inclusive).
+  struct Part {
+    std::uint32_t first = 0, last = 0;
+    std::size_t anomaly = SIZE_MAX;
+  };
+  std::array<Part, 4> parts{};
+  std::uint8_t part_count = 0;
   bool contains(std::uint32_t psn) const { return psn_diff(psn, first) >= 0 && psn_diff(last, psn) >= 0; }
 };
 
@@ -112,6 +124,10 @@ struct MessageState {
   enum class Kind : std::uint8_t { none, send, write, unknown } kind = Kind::unknown;
   std::uint64_t bytes = 0;
   std::uint32_t reth_len = 0;
+  // The PSN that continues the last packet checked; the next packet is checked
+  // only if it is that PSN and nothing else came between (reordering breaks the view).
+  std::uint32_t next = 0;
+  bool next_valid = false;
 };
 
 struct RequesterState {
@@ -132,9 +148,14 @@ struct RequesterState {
   PsnWindow answered;               // READ response / atomic ACK PSNs seen
   FlowRing<PendingRequest> pending;
   std::vector<OpenLoss> losses;
+  std::array<OpenLoss, 4> recovered{};  // the last gaps a resend recovered: their originals may still come
+  std::uint8_t recovered_next = 0;
   RecentCopies recent;
   MessageState msg;
   bool corrupt_unplaced = false;   // the last packet was corrupt with a PSN that fit nowhere
+  std::int32_t high_ip_id = -1;    // IPv4 ID of the packet that carried the highest PSN (the sender's clock)
+  double high_ts = 0;              // when it was captured
+  std::int32_t episode_ip_id = -1; // IPv4 ID of the packet that started the resend in progress
   bool read_span_unknown = false;  // the last READ's span waits for the next PSN
   std::uint32_t read_psn = 0, read_len = 0;
 
@@ -155,6 +176,8 @@ enum class ReqStep : std::uint8_t {
   late,          // fills a gap with no NAK or resend before it: reordered
   resend,        // a retransmission
   stray,         // an older copy than the resend in progress: changes nothing
+  late_after_resend,  // the original of a PSN called lost, overtaken by its own resend: reordered, not lost
+  resend_early,  // a packet of the resend in progress sent before the one that started it here: reordered
   corrupt,       // bad CRC at the next PSN: held (not lost), its receiver drops it
   corrupt_ahead, // bad CRC a little beyond the next PSN: held, the sequence waits for what comes next
   corrupt_other, // bad CRC elsewhere: its fields cannot be trusted, only counted
@@ -195,8 +218,9 @@ void report_skipped(RequesterState& q, bool response, std::uint32_t first, std::
 void open_corrupt(RequesterState& q, bool response, const SeqPacket& p);
 // Marks `span` PSNs from `psn` (requests, or READ responses / atomic ACKs) seen,
 // and closes what an intact packet fills of the open losses.
+// `late`: the packet is a late original (reordered) even without an IPv4 ID to prove it.
 void mark_seen(RequesterState& q, bool response, std::uint32_t psn, std::uint32_t span, const SeqPacket& at,
-               SeqSink& sink);
+               SeqSink& sink, bool late = false);
 // Settles an open spurious-resend check (conclusive: the answers had time to come).
 void spurious_verdict(RequesterState& q, SeqSink& sink, bool conclusive);
 

@@ -38,6 +38,14 @@ class SeqSink {
   }
   // An anomaly reported earlier (of any flow), or nullptr if it was not kept.
   Anomaly* anomaly(std::size_t handle) { return handle < log_.items().size() ? &log_.items()[handle] : nullptr; }
+  // A part of an earlier anomaly (a gap split in two): logged, not counted at this packet.
+  std::size_t add_part(Anomaly a) {
+    const std::size_t handle = log_.items().size();
+    log_.add(a);
+    return handle < log_.items().size() ? handle : SIZE_MAX;
+  }
+  void retract(std::size_t handle) { log_.retract(handle); }
+  void revise(const GapRevision& r) { log_.note_revision(r); }
   void relate(std::size_t handle, std::uint64_t frame) {
     if (Anomaly* a = anomaly(handle)) a->relate(frame);
   }

@@ -326,16 +326,17 @@ void add_analysis(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const Fra
   char text[512];
   if (file_state) {
     for (const decode::Anomaly& a : file_state->anomalies_of(r)) {
-      if (wireshark::is_crc_anomaly(a.kind)) continue;  // the checksum items report these
+      if (wireshark::is_crc_anomaly(a.kind) || a.retracted) continue;  // the checksum items report these
       covered[static_cast<std::size_t>(a.kind)] = true;
       anomaly_text(a, text, sizeof text);
       expert_add_info_format(pinfo, root, &ei_anomaly[static_cast<std::size_t>(a.kind)], "%s", text);
     }
   }
-  if (r.gap) {
-    proto_item* it = add_generated_uint(t, hf_psn_gap, tvb, r.gap);
+  const std::uint32_t gap = file_state ? file_state->gap_at(pinfo->num, r.gap) : r.gap;
+  if (gap) {
+    proto_item* it = add_generated_uint(t, hf_psn_gap, tvb, gap);
     if (!covered[static_cast<std::size_t>(AnomalyKind::psn_gap)])
-      expert_add_info_format(pinfo, it, &ei_psn_gap, "PSN gap: %u packet(s) missing before this one", r.gap);
+      expert_add_info_format(pinfo, it, &ei_psn_gap, "PSN gap: %u packet(s) missing before this one", gap);
   }
   if (r.duplicate) {
     proto_item* it = add_flag(t, hf_psn_duplicate, tvb);

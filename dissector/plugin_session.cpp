@@ -31,6 +31,13 @@ void PluginSession::finish() {
   finished_ = true;
   for (const decode::FlowSummary& f : analyzer_.transport().flows())
     if (f.peer >= 0) peer_qp_[f.index] = f.peer_qp;
+  for (const decode::GapRevision& r : analyzer_.anomalies().revisions()) gap_revision_[r.frame] += r.missing;
+}
+
+std::uint32_t PluginSession::gap_at(std::uint64_t frame, std::uint32_t when_read) const {
+  auto it = gap_revision_.find(frame);
+  if (!when_read || it == gap_revision_.end()) return when_read;
+  return static_cast<std::uint32_t>(std::max<std::int64_t>(0, when_read + it->second));
 }
 
 std::optional<std::uint32_t> PluginSession::peer_qp(std::uint32_t flow) const {

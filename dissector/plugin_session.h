@@ -38,6 +38,9 @@ class PluginSession {
 
   // Display passes.
   std::optional<std::uint32_t> peer_qp(std::uint32_t flow) const;
+  // The gap at `frame` as the whole capture tells it (PSNs that arrived late are
+  // not missing); `when_read` is what the analysis said when it read the frame.
+  std::uint32_t gap_at(std::uint64_t frame, std::uint32_t when_read) const;
   // The anomalies raised at the record's frame that the (capped) log kept.
   std::span<const decode::Anomaly> anomalies_of(const FrameRecord& r) const;
   // An anomaly worded as `rdmadiag analyze` words it.
@@ -52,6 +55,7 @@ class PluginSession {
   bool finished_ = false;
   std::uint64_t last_frame_ = 0;
   std::unordered_map<std::uint32_t, std::uint32_t> peer_qp_;  // flow index -> QP at its source
+  std::unordered_map<std::uint64_t, std::int64_t> gap_revision_;  // gap frame -> PSNs that came late after it
 };
 
 // Checksums are shown by their own items, not as anomalies.

@@ -114,6 +114,7 @@ template <typename Explain>
 Json anomalies_json_with(const AnomalyLog& log, Explain explain_one) {
   Json arr = Json::array();
   for (const Anomaly& a : log.items()) {
+    if (a.retracted) continue;
     Json j;
     j["kind"] = to_string(a.kind);
     j["severity"] = to_string(severity_of(a.kind));
@@ -183,14 +184,11 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
   const std::string rel = frames(a);
   switch (a.kind) {
     case AnomalyKind::psn_gap:
-      if (a.late)
-        return fmt("%s PSN %s (%u) missing before frame %llu: reordered on the path, arrived late (frames %s)",
-                   who.c_str(), psn_range(static_cast<std::uint32_t>(a.expected_psn), a.count).c_str(), a.count,
-                   static_cast<unsigned long long>(a.frame), rel.c_str());
-      return fmt("%s lost PSN %s (%u missing) before frame %llu%s%s", who.c_str(),
+      // A late gap names only the PSNs still missing; the others it named came late.
+      return fmt("%s lost PSN %s (%u missing) before frame %llu%s%s%s", who.c_str(),
                  psn_range(static_cast<std::uint32_t>(a.expected_psn), a.count).c_str(), a.count,
                  static_cast<unsigned long long>(a.frame), rel.empty() ? "; never resent in this capture" : "; NAK/resend at frames ",
-                 rel.c_str());
+                 rel.c_str(), a.late ? "; other PSNs missing there arrived late (reordered on the path)" : "");
     case AnomalyKind::psn_duplicate:
       return fmt("%s PSN %u seen again at frame %llu (expected %lld): a duplicate copy, not a retransmission",
                  who.c_str(), a.psn, static_cast<unsigned long long>(a.frame), static_cast<long long>(a.expected_psn));
@@ -305,8 +303,9 @@ void write_problems_with(std::ostream& out, const AnomalyLog& log, std::size_t m
   out << "\n";
   std::size_t n = 0;
   for (const Anomaly& a : log.items()) {
+    if (a.retracted) continue;
     if (n++ == max_lines) {
-      out << fmt("  ... %zu more (see --json)\n", log.items().size() - max_lines);
+      out << fmt("  ... %zu more (see --json)\n", log.listed() - max_lines);
       break;
     }
     out << "  " << explain_one(a) << "\n";

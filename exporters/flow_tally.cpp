@@ -1,6 +1,7 @@
 #include "exporters/flow_tally.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace rdmadiag::exporters {
 
@@ -130,6 +131,45 @@ void FlowTally::add(const DecodedPacket& p, const PacketAnalysis& a, std::uint64
   if (p.ib.has(kAeth)) {
     if (p.ib.aeth.kind() == AethKind::nak) add_event(d, {t, psn, frame, "nak", 0});
     if (p.ib.aeth.kind() == AethKind::rnr_nak) add_event(d, {t, psn, frame, "rnr_nak", 0});
+  }
+}
+
+namespace {
+
+void revise_counters(FlowCounters& c, std::int64_t missing, std::int64_t gaps) {
+  c.psn_missing = static_cast<std::uint64_t>(std::max<std::int64_t>(0, static_cast<std::int64_t>(c.psn_missing) + missing));
+  c.psn_gaps = static_cast<std::uint64_t>(std::max<std::int64_t>(0, static_cast<std::int64_t>(c.psn_gaps) + gaps));
+}
+
+}  // namespace
+
+void FlowTally::revise(const std::vector<GapRevision>& revisions) {
+  struct Sum {
+    std::uint32_t flow;
+    std::int64_t missing = 0, gaps = 0;
+  };
+  std::unordered_map<std::uint64_t, Sum> by_frame;  // a gap frame's revisions, summed
+  for (const GapRevision& r : revisions) {
+    Sum& s = by_frame.try_emplace(r.frame, Sum{r.flow}).first->second;
+    s.missing += r.missing;
+    s.gaps += r.gaps;
+  }
+  for (const auto& [frame, s] : by_frame) {
+    revise_counters(totals_, s.missing, s.gaps);
+    const std::int32_t slot = s.flow < slot_of_flow_.size() ? slot_of_flow_[s.flow] : -1;
+    if (slot < 0) {
+      revise_counters(untracked_, s.missing, s.gaps);
+      continue;
+    }
+    FlowDetail& d = details_[static_cast<std::size_t>(slot)];
+    revise_counters(d.counters, s.missing, s.gaps);
+    for (auto it = d.events.begin(); it != d.events.end(); ++it) {
+      if (it->frame != frame || it->kind != "gap") continue;
+      const std::int64_t left = static_cast<std::int64_t>(it->count) + s.missing;
+      if (left > 0) it->count = static_cast<std::uint32_t>(left);
+      else d.events.erase(it);
+      break;
+    }
   }
 }
 

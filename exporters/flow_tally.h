@@ -83,6 +83,9 @@ class FlowTally {
   // The tallies of the shards of a sharded analysis (analyzer_merge.h), each fed
   // its frames after set_origin(the input's first time), into what one tally fed
   // every frame holds. flow_index[s]: shard s's flow indices -> merged ones.
+  // Gaps narrowed or withdrawn after their frame was tallied (late PSNs:
+  // decode::AnomalyLog::revisions), applied once at the end.
+  void revise(const std::vector<decode::GapRevision>& revisions);
   static FlowTally merge(const std::vector<const FlowTally*>& shards,
                          const std::vector<std::vector<std::uint32_t>>& flow_index, double origin);
 

@@ -216,7 +216,7 @@ Json report_members_json(const AnalyzeReport& report, const Json& extra) {
       Json by_kind = Json::object();
       for (std::size_t k = 0; k < static_cast<std::size_t>(AnomalyKind::count_); ++k)
         if (log.count(static_cast<AnomalyKind>(k))) by_kind[std::string(to_string(static_cast<AnomalyKind>(k)))] = log.count(static_cast<AnomalyKind>(k));
-      summary["anomalies"] = {{"total", log.total()}, {"by_kind", by_kind}, {"listed", log.items().size()}};
+      summary["anomalies"] = {{"total", log.total()}, {"by_kind", by_kind}, {"listed", log.listed()}};
       summary["flows"] = report.analyzer->transport().flows().size();
       if (report.analyzer->transport().evicted_flows()) summary["flows_evicted"] = report.analyzer->transport().evicted_flows();
     }

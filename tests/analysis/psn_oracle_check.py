@@ -4,11 +4,13 @@ per-frame PSN list (an independent decode of the same bytes):
 
 - a PSN called lost (psn_gap) must not appear on that flow (same direction,
   destination QP and PSN space: requests, or READ responses) before the frame
-  that reports it;
+  that reports it, nor after it in a packet sent before it (an older IPv4 ID:
+  reordered, not lost);
 - a frame flagged duplicate or retransmission must carry a PSN that appeared
   before on that flow (a re-issued READ: a PSN its earlier READ reserved);
 - a frame flagged out of order (a late original) must carry a PSN that did
-  not appear before;
+  not appear before, unless its IPv4 ID is older than every earlier copy's (the
+  sender's clock: the original, overtaken by its own resend);
 - a READ response (or atomic ACK) whose PSN appeared before on its flow must be
   flagged a retransmission or a duplicate (it is not new data);
 - a gap whose PSN appears later on its flow must not say it was never resent;
@@ -32,7 +34,7 @@ import sys
 
 FIELDS = ["frame.number", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst", "infiniband.lrh.slid", "infiniband.lrh.dlid",
           "infiniband.grh.sgid", "infiniband.grh.dgid", "infiniband.bth.opcode", "infiniband.bth.destqp",
-          "infiniband.bth.psn", "infiniband.reth.dmalen", "infiniband.deth.srcqp"]
+          "infiniband.bth.psn", "infiniband.reth.dmalen", "infiniband.deth.srcqp", "ip.id"]
 RESPONSES = {13, 14, 15, 16, 17, 18}  # RC READ responses, ACK, atomic ACK (IBA table 38)
 UD_OPCODES = {100, 101}
 
@@ -66,7 +68,8 @@ def tshark_frames(pcap):
             ends = (c[7], c[8])
         frames[int(c[0])] = dict(ends=ends, qp=int(first(c[10]), 0), psn=int(first(c[11])),
                                  opcode=int(first(c[9]), 0), dmalen=int(first(c[12]) or "0", 0),
-                                 srcqp=int(first(c[13]), 0) if c[13] else None)
+                                 srcqp=int(first(c[13]), 0) if c[13] else None,
+                                 ipid=int(first(c[14]), 0) if c[14] else None)
     return frames
 
 
@@ -111,6 +114,24 @@ class Index:
                 return True
         return False
 
+
+    def overtaken(self, at, fr, frames):
+        """Whether every earlier copy of fr's PSN on its flow was sent after fr
+        (IPv4 IDs, mod 2^16): fr is the original, overtaken on the path."""
+        if fr["ipid"] is None:
+            return False
+        key = (fr["ends"], fr["qp"], space_of(fr))
+        earlier = [frames[n]["ipid"] for n, psn in self.order.get(key, []) if n < at and psn == fr["psn"]]
+        return all(i is not None and 0 < (i - fr["ipid"]) % 65536 < 32768 for i in earlier)
+
+    def late_original(self, at, fr, psn, frames):
+        """Whether `psn` arrives after frame `at` on fr's flow in a packet sent
+        before it (older IPv4 ID): it was late, not lost."""
+        if fr["ipid"] is None:
+            return False
+        key = (fr["ends"], fr["qp"], space_of(fr))
+        return any(n > at and p == psn and frames[n]["ipid"] is not None
+                   and 0 < (fr["ipid"] - frames[n]["ipid"]) % 65536 < 32768 for n, p in self.order.get(key, []))
 
     def seen_after(self, at, fr, psn):
         key = (fr["ends"], fr["qp"], space_of(fr))
@@ -158,6 +179,9 @@ def check(bin_path, pcap, expect, minimum):
             psn = (a["expected_psn"] + i) % (1 << 24)
             if index.seen_before(a["frame"], fr, psn):
                 problems.append("frame %d calls PSN %d lost, but the capture holds it before" % (a["frame"], psn))
+            elif index.late_original(a["frame"], fr, psn, frames):
+                problems.append("frame %d calls PSN %d lost, but it arrives later with an older IPv4 ID: reordered"
+                                % (a["frame"], psn))
             elif "never resent" in a.get("text", "") and index.seen_after(a["frame"], fr, psn):
                 problems.append("frame %d says PSN %d was never resent, but it comes later" % (a["frame"], psn))
     for line in lines[:-1]:
@@ -189,7 +213,7 @@ def check(bin_path, pcap, expect, minimum):
         if v.get("out_of_order"):
             if fr["opcode"] in UD_OPCODES:
                 problems.append("frame %d: a UD datagram called out of order" % p["frame"])
-            elif index.seen_before(p["frame"], fr, fr["psn"]):
+            elif index.seen_before(p["frame"], fr, fr["psn"]) and not index.overtaken(p["frame"], fr, frames):
                 problems.append("frame %d flagged out of order (a late original), but PSN %d appeared before"
                                 % (p["frame"], fr["psn"]))
     for kind, n in expect.items():

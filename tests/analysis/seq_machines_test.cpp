@@ -228,6 +228,81 @@ TEST(RcRequester, LateOriginalIsReorderingEvenAfterANak) {
   EXPECT_EQ(pr.count(AnomalyKind::psn_out_of_order), 1u);
 }
 
+// Reordering (netem reorder, as seen in the fault matrix): the PSNs of a gap
+// arrive later in packets the sender sent before the gap frame (older IPv4 IDs).
+TEST(RcRequester, GapWhosePsnsAllCameLateIsWithdrawn) {
+  RequesterState q;
+  Probe pr;
+  send(q, pr, packet(OpKind::send_only, 1, 100));
+  send(q, pr, packet(OpKind::send_only, 4, 103));  // 2 and 3 overtaken
+  EXPECT_EQ(pr.stats.missing, 2u);
+  EXPECT_EQ(send(q, pr, packet(OpKind::send_only, 2, 101)).step, ReqStep::late);
+  EXPECT_EQ(send(q, pr, packet(OpKind::send_only, 3, 102)).step, ReqStep::late);
+  EXPECT_EQ(pr.stats.missing, 0u);
+  EXPECT_EQ(pr.stats.gaps, 0u);
+  EXPECT_EQ(pr.stats.gaps_recovered, 0u);  // nothing was lost, so nothing recovered
+  for (const Anomaly& a : pr.items()) {
+    if (a.kind == AnomalyKind::psn_gap) {
+      EXPECT_TRUE(a.retracted);
+    }
+  }
+  EXPECT_EQ(pr.count(AnomalyKind::psn_out_of_order), 2u);
+  std::int32_t missing = 0, gaps = 0;
+  for (const GapRevision& r : pr.log.revisions())
+    if (r.flow == pr.stats.index) {
+      missing += r.missing;
+      gaps += r.gaps;
+    }
+  EXPECT_EQ(missing, -2);
+  EXPECT_EQ(gaps, -1);
+}
+
+TEST(RcRequester, LatePsnInsideAGapSplitsIt) {
+  RequesterState q;
+  Probe pr;
+  send(q, pr, packet(OpKind::send_only, 1, 100));
+  send(q, pr, packet(OpKind::send_only, 5, 104));  // 2, 3, 4 missing
+  send(q, pr, packet(OpKind::send_only, 3, 102));  // 3 was late
+  std::vector<std::pair<std::int64_t, std::uint32_t>> ranges;
+  for (const Anomaly& a : pr.items())
+    if (a.kind == AnomalyKind::psn_gap && !a.retracted) ranges.emplace_back(a.expected_psn, a.count);
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(ranges[0], (std::pair<std::int64_t, std::uint32_t>{2, 1}));
+  EXPECT_EQ(ranges[1], (std::pair<std::int64_t, std::uint32_t>{4, 1}));
+  EXPECT_EQ(pr.stats.missing, 2u);
+  EXPECT_EQ(pr.stats.gaps, 1u);  // still one gap event
+}
+
+TEST(RcRequester, OriginalOvertakenByItsOwnResendIsLateNotLost) {
+  RequesterState q;
+  Probe pr, resp;
+  ResponseCursor r;
+  send(q, pr, packet(OpKind::send_only, 1, 100));
+  send(q, pr, packet(OpKind::send_only, 3, 102));  // 2 (ID 101) delayed
+  answer(r, q, resp, pr, nak(2));
+  EXPECT_EQ(send(q, pr, packet(OpKind::send_only, 2, 103)).step, ReqStep::resend);  // the NAK's resend first
+  EXPECT_EQ(send(q, pr, packet(OpKind::send_only, 2, 101)).step, ReqStep::late_after_resend);
+  EXPECT_EQ(pr.stats.missing, 0u);
+  EXPECT_EQ(pr.stats.gaps, 0u);
+  EXPECT_EQ(pr.count(AnomalyKind::psn_out_of_order), 1u);
+  EXPECT_EQ(pr.stats.retransmissions, 1u);  // the resend is still one (the NAK asked for it)
+}
+
+TEST(RcRequester, NakResendWhoseFirstPacketsWereOvertakenIsNeeded) {
+  RequesterState q;
+  Probe pr, resp;
+  ResponseCursor r;
+  for (std::uint32_t psn = 1; psn <= 6; ++psn) send(q, pr, packet(OpKind::send_only, psn, 99 + static_cast<std::int32_t>(psn)));
+  answer(r, q, resp, pr, nak(2));
+  for (std::uint32_t psn = 2; psn <= 4; ++psn) send(q, pr, packet(OpKind::send_only, psn, 104 + static_cast<std::int32_t>(psn)));
+  answer(r, q, resp, pr, nak(3));
+  // The resend from 3 (IDs 111, 112): 4 overtakes 3.
+  EXPECT_EQ(send(q, pr, packet(OpKind::send_only, 4, 112)).step, ReqStep::resend);
+  EXPECT_EQ(send(q, pr, packet(OpKind::send_only, 3, 111)).step, ReqStep::resend_early);
+  EXPECT_EQ(pr.stats.spurious_retransmissions, 0u);
+  EXPECT_EQ(pr.stats.retransmissions, 5u);
+}
+
 TEST(RcRequester, NetworkCopyNeedsItsIpIdDuringAResend) {
   RequesterState q;
   Probe pr;

@@ -246,7 +246,11 @@ class Judge:
 
     def out_of_order(self, a, subject):
         _, me, prior = subject
-        if any(r["psn"] == me["psn"] for r in prior):
+        # A copy already on the wire makes this one a copy or resend, unless this one was
+        # sent first (its IPv4 ID is older): then it is the original, overtaken by its resend.
+        earlier = [r for r in prior if r["psn"] == me["psn"]]
+        if earlier and not (me["ipid"] is not None and all(r["ipid"] is not None and sent_before(me["ipid"], r["ipid"])
+                                                            for r in earlier)):
             return ("O1", f"PSN {me['psn']} was already on the wire: a copy or resend, not a late original")
         later = [r for r in prior if psn_diff(r["psn"], me["psn"]) > 0]
         if not later:
@@ -263,8 +267,12 @@ class Judge:
             return ("R3", f"{service_of(me['opcode'])} never resends (IBA 9.8)")
         if any(r["psn"] == p and r["ipid"] == me["ipid"] and r["ipid"] is not None for r in prior):
             return ("R2", f"frame {f} has the IPv4 ID of an earlier copy of PSN {p}: a network duplicate, not a resend")
+        # ... or its original comes later, overtaken by this resend (an older IPv4 ID).
+        overtaken = me["ipid"] is not None and any(
+            r["frame"] > f and r["psn"] == p and r["ipid"] is not None and sent_before(r["ipid"], me["ipid"])
+            for r in self.flows.get(key, []))
         seen = any(r["psn"] == p for r in prior) or any(in_range(p, s, n) for s, n in read_ranges(prior)) \
-            or any(in_range(p, s, n) for s, n, _ in self.gap_psns.get(key, []))
+            or any(in_range(p, s, n) for s, n, _ in self.gap_psns.get(key, [])) or overtaken
         if not seen:
             return ("R1", f"PSN {p} never sent before (nor inside an earlier READ's range, nor reported lost)")
         if a.get("cause") == "ack_lost":

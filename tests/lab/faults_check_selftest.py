@@ -56,6 +56,11 @@ def sequence_rules():
     expect("O3 silent on a reordered original", fc.ROCE_RULES["psn_out_of_order"](j, {"frame": 3}), None)
     j = judge([pkt(1, 100, 1), pkt(2, 102, 2), pkt(3, 101, 3)])
     expect("O3 a later-sent packet called out of order", fc.ROCE_RULES["psn_out_of_order"](j, {"frame": 3}), "O3")
+    # 101 (ID 2) delayed; 102 (ID 3); the resend of 101 (ID 4) overtakes the original.
+    j = judge([pkt(1, 100, 1), pkt(2, 102, 3), pkt(3, 101, 4), pkt(4, 101, 2)])
+    expect("O1 silent on an original overtaken by its resend", fc.ROCE_RULES["psn_out_of_order"](j, {"frame": 4}), None)
+    j = judge([pkt(1, 100, 1), pkt(2, 102, 3), pkt(3, 101, 4), pkt(4, 101, 5)])
+    expect("O1 a second resend called out of order", fc.ROCE_RULES["psn_out_of_order"](j, {"frame": 4}), "O1")
 
 
 def resend_rules():
@@ -66,6 +71,8 @@ def resend_rules():
            fc.ROCE_RULES["retransmission"](j, {"frame": 2}), None)
     j = judge([pkt(1, 100, 1), pkt(2, 101, 2)])
     expect("R1 a first transmission called a resend", fc.ROCE_RULES["retransmission"](j, {"frame": 2}), "R1")
+    j = judge([pkt(1, 100, 1), pkt(2, 102, 3), pkt(3, 101, 4), pkt(4, 101, 2)])
+    expect("R1 silent on a resend that overtook its original", fc.ROCE_RULES["retransmission"](j, {"frame": 3}), None)
     j = judge([pkt(1, 100, 1), pkt(2, 100, 7, src=B, dst=A, opcode=17, syndrome=0), pkt(3, 100, 2)])
     expect("R5 'ACK lost' while the ACK is captured",
            fc.ROCE_RULES["retransmission"](j, {"frame": 3, "cause": "ack_lost"}), "R5")
