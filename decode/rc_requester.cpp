@@ -99,6 +99,12 @@ RequesterEvent classify_older(const RequesterState& q, const SeqPacket& p) {
     return e;
   }
   e.step = ReqStep::resend;
+  // A copy of a held PSN sent before the packet the last resend was first seen
+  // at: part of that resend, overtaken on the path (even if the resend caught up).
+  if (q.sent.holds(p.psn) && p.ts - q.episode_ts < kIpIdClockSeconds && sent_before(p.ip_id, q.episode_ip_id)) {
+    e.step = ReqStep::resend_early;
+    return e;
+  }
   // During a resend, an older PSN than its cursor but after a NAK's PSN: the resend
   // that NAK asked for, whose first packets were overtaken on the path.
   const bool nak_resend_ahead =
@@ -167,6 +173,9 @@ OpenLoss::Part* part_holding(OpenLoss& l, std::uint32_t x) {
   return nullptr;
 }
 
+
+}  // namespace
+
 // PSN `x` of an open loss arrived late (reordered on the path): it is taken out
 // of the gap entry that names it (the range trimmed at an end, or split in two
 // around it), and out of the flow's missing PSNs. A gap whose every PSN came late
@@ -211,8 +220,6 @@ bool unlose(OpenLoss& l, std::uint32_t x, SeqSink& sink) {
   }
   return true;
 }
-
-}  // namespace
 
 void mark_seen(RequesterState& q, bool response, std::uint32_t psn, std::uint32_t span, const SeqPacket& at,
                SeqSink& sink, bool late) {
@@ -301,6 +308,7 @@ void apply_resend(RequesterState& q, const RequesterEvent& e, const SeqPacket& p
     q.resend_after_nak = q.nak_frame != 0;
     q.episode_anomaly = SIZE_MAX;
     q.episode_ip_id = p.ip_id;
+    q.episode_ts = p.ts;
     if (q.spurious_episode) open_spurious_check(q, p, sink);
     else report_episode(q, e, p, sink);
     q.nak_frame = 0;
@@ -558,10 +566,10 @@ bool report_loss(RequesterState& q, bool response, std::uint32_t first, std::uin
   FlowSummary& s = sink.stats();
   ++s.gaps;
   s.missing += missing;
+  // A packet flagged with a gap says where the gap starts (not the cursor of a
+  // resend under way; a READ response that opens a new response has no expected PSN of its own).
+  if (sink.verdict().expected_psn < 0 || !sink.verdict().gap) sink.verdict().expected_psn = first;
   sink.verdict().gap += missing;
-  // A packet flagged with a gap says where the gap starts (a READ response that
-  // opens a new response has no expected PSN of its own).
-  if (sink.verdict().expected_psn < 0) sink.verdict().expected_psn = first;
   Anomaly a{AnomalyKind::psn_gap};
   a.frame = at.frame;
   a.psn = at.psn;

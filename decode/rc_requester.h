@@ -156,6 +156,7 @@ struct RequesterState {
   std::int32_t high_ip_id = -1;    // IPv4 ID of the packet that carried the highest PSN (the sender's clock)
   double high_ts = 0;              // when it was captured
   std::int32_t episode_ip_id = -1; // IPv4 ID of the packet that started the resend in progress
+  double episode_ts = 0;
   bool read_span_unknown = false;  // the last READ's span waits for the next PSN
   std::uint32_t read_psn = 0, read_len = 0;
 
@@ -214,6 +215,10 @@ bool report_loss(RequesterState& q, bool response, std::uint32_t first, std::uin
 // READ responses: PSNs a response skipped (`response`), a hole if re-sent ones.
 void report_skipped(RequesterState& q, bool response, std::uint32_t first, std::uint32_t count, const SeqPacket& at,
                     SeqSink& sink);
+// PSN `x` of the open loss `l` arrived late (reordered, not lost): taken out of
+// the gap entry that names it (trimmed, split, or withdrawn when empty) and out
+// of the flow's missing PSNs. False if no entry of it names `x` any more.
+bool unlose(OpenLoss& l, std::uint32_t x, SeqSink& sink);
 // A packet captured corrupt at `p.psn` (its receiver drops it): open until its intact resend.
 void open_corrupt(RequesterState& q, bool response, const SeqPacket& p);
 // Marks `span` PSNs from `psn` (requests, or READ responses / atomic ACKs) seen,

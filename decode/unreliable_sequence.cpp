@@ -34,22 +34,21 @@ void open_gap(UnreliableState& u, const UnreliableEvent& e, const SeqPacket& p, 
   g.frame = p.frame;
   g.ts = p.ts;
   g.anomaly = sink.report(a);
+  g.reported = e.ahead;
+  g.parts[0] = OpenLoss::Part{g.first, g.last, g.anomaly};
+  g.part_count = 1;
   if (u.gaps.size() == kMaxOpenLosses) u.gaps.erase(u.gaps.begin());
   u.gaps.push_back(g);
 }
 
-// A late packet fills its gap; the gap closes when all of it came.
+// A late packet fills its gap (UC never resends: what fills a gap was only
+// late, not lost); the gap is withdrawn when all of it came.
 void fill_gap(UnreliableState& u, const SeqPacket& p, SeqSink& sink) {
   for (std::size_t i = 0; i < u.gaps.size(); ++i) {
     OpenLoss& g = u.gaps[i];
     if (!g.contains(p.psn)) continue;
-    sink.relate(g.anomaly, p.frame);
-    if (Anomaly* gap = sink.anomaly(g.anomaly)) gap->late = true;
-    if (--g.remaining == 0) {
-      ++sink.stats().gaps_recovered;
-      sink.stats().recovery.add((p.ts - g.ts) * 1e6);
-      u.gaps.erase(u.gaps.begin() + static_cast<std::ptrdiff_t>(i));
-    }
+    unlose(g, p.psn, sink);
+    if (--g.remaining == 0) u.gaps.erase(u.gaps.begin() + static_cast<std::ptrdiff_t>(i));
     return;
   }
 }
