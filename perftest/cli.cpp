@@ -172,6 +172,29 @@ int run_leaf(LeafState& st) {
   return result.errors.empty() && written ? 0 : 1;
 }
 
+// Options perftest accepts on every test and refuses on latency tests with its own message
+// (checked in the engine, so the message is perftest's rather than CLI11's), and perftest's GPU
+// memory options, refused with a clear error.
+void add_perftest_bandwidth_options(CLI::App& sub, TestOptions& o) {
+  sub.add_option("-q,--qp", o.qp_count, "bandwidth: number of QPs, each with -n operations (default 1)")
+      ->check(CLI::Range(1, 16384));
+  sub.add_flag("-b,--bidirectional", o.bidirectional, "bandwidth: both sides send (the table shows the sum)");
+  sub.add_flag("-N,--noPeak", o.no_peak, "bandwidth: do not compute the peak bandwidth");
+  sub.add_option("-r,--rx-depth", o.rx_depth, "receives posted per QP in SEND tests (default 512)")
+      ->check(CLI::Range(1, 16384))
+      ->each([&o](const std::string&) { o.rx_depth_given = true; });
+  sub.add_flag_function("--dont_xchg_versions", [&o](std::int64_t) { o.exchange_versions = false; },
+               "skip the version, page size and MTU exchange (the peer needs it too; perftest 4.5 then refuses to run)");
+  for (const char* name : {"use_cuda", "use_cuda_bus_id", "use_rocm", "use_neuron", "use_hl", "use_mlu", "use_opencl"})
+    sub.add_option_function<std::string>(std::string("--") + name, [&o, name](const std::string&) { o.gpu_option = name; },
+                                         "GPU memory: not supported in this build (refused)")
+        ->group("");
+  for (const char* name : {"use_cuda_dmabuf", "use_rocm_dmabuf", "use_neuron_dmabuf", "use_mlu_dmabuf", "use_musa_dmabuf"})
+    sub.add_flag_function(std::string("--") + name, [&o, name](std::int64_t) { o.gpu_option = name; },
+                          "GPU memory: not supported in this build (refused)")
+        ->group("");
+}
+
 void add_leaf(CLI::App& parent, const LeafSpec& spec, rdmadiag::cli::Commands& out) {
   auto st = std::make_shared<LeafState>();
   TestOptions& o = st->options;
@@ -211,8 +234,14 @@ void add_leaf(CLI::App& parent, const LeafSpec& spec, rdmadiag::cli::Commands& o
   sub->add_flag("-H,--report-histogram", o.print_every_sample, "print every sample (latency tests)");
   if (spec.measure == Measure::Bandwidth) {
     sub->add_flag("--report-both", o.report_both, "also print the peer's report (when the peer is rdmadiag)");
-    sub->add_option("-t,--tx-depth", o.tx_depth, "operations in flight (default 128)")->check(CLI::Range(1, 8192));
+    sub->add_option("-t,--tx-depth", o.tx_depth, "operations in flight per QP (default 128)")->check(CLI::Range(1, 8192));
+    sub->add_option("-Q,--cq-mod", o.cq_mod,
+                    "signal every Nth send (default 100; above 8 KiB every send unless given, as perftest)")
+        ->check(CLI::Range(1, 1024))
+        ->each([&o](const std::string&) { o.cq_mod_given = true; });
+    sub->add_flag("--report_gbits", o.report_gbits, "report Gb/s (10^9 bits) instead of MB/s (2^20 bytes)");
   }
+  add_perftest_bandwidth_options(*sub, o);
   sub->add_option("--warmup", o.warmup, "leading iterations excluded from the statistics (default 0)");
   sub->add_flag("--samples", o.keep_samples, "put every sample in the JSON report");
   sub->add_option("--timeout", o.timeout_s, "seconds for connecting and the longest silence during a test (default 60)")

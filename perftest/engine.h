@@ -43,6 +43,17 @@ struct TestOptions {
   bool print_every_sample = false;    // -H
   bool report_both = false;           // --report-both
   int tx_depth = 128;                 // -t (bandwidth)
+  int qp_count = 1;                   // -q (bandwidth): traffic spread over this many QPs
+  bool bidirectional = false;         // -b (bandwidth): both sides send
+  bool report_gbits = false;          // --report_gbits: Gb/s (10^9 bits) instead of MB/s (2^20 bytes)
+  bool no_peak = false;               // -N: no peak bandwidth (perftest also forces it, see engine)
+  int cq_mod = 100;                   // -Q: signal every cq_mod-th send (perftest's DEF_CQ_MOD)
+  bool cq_mod_given = false;
+  int rx_depth = 512;                 // -r: receives posted per QP (SEND tests; perftest's DEF_RX_SEND)
+  bool rx_depth_given = false;
+  std::string gpu_option;             // --use_cuda etc.: refused (no GPU memory in this build)
+  bool perform_warm_up = false;       // --perform_warm_up (bandwidth)
+  bool exchange_versions = true;      // --dont_xchg_versions clears it
   std::uint64_t warmup = 0;           // --warmup: iterations excluded from statistics
   bool keep_samples = false;          // --samples: raw samples in the JSON
   int timeout_s = 60;                 // --timeout: connection / no-progress limit
@@ -60,6 +71,13 @@ struct DurationFigures {
   double tps = 0;
 };
 
+// One QP's share of a bandwidth run (-q): what it moved, over its own first post .. last completion.
+struct QpShare {
+  std::uint32_t qpn = 0;
+  std::uint64_t messages = 0;
+  double bw_avg_mb_per_sec = 0;
+};
+
 struct SizeResult {
   std::uint64_t size = 0;
   std::uint64_t iterations = 0;
@@ -70,6 +88,8 @@ struct SizeResult {
   // Bandwidth tests.
   double bw_peak_mb_per_sec = 0, bw_avg_mb_per_sec = 0, msg_rate_mpps = 0;
   std::optional<oob::BwReport> remote_report;  // what the peer reported (bw tests)
+  bool bidirectional = false;                  // -b: the table shows local + remote_report, as perftest
+  std::vector<QpShare> per_qp;                 // -q: each QP's share (the sender's side)
   double elapsed_usec = 0;
   std::optional<DurationFigures> duration;  // -D
 };
