@@ -180,6 +180,11 @@ void add_perftest_bandwidth_options(CLI::App& sub, TestOptions& o) {
       ->check(CLI::Range(1, 16384));
   sub.add_flag("-b,--bidirectional", o.bidirectional, "bandwidth: both sides send (the table shows the sum)");
   sub.add_flag("-N,--noPeak", o.no_peak, "bandwidth: do not compute the peak bandwidth");
+  sub.add_flag("--perform_warm_up", o.perform_warm_up, "write/read-bw: -t signalled operations per QP before the timed run");
+  sub.add_option("--latency_gap", o.latency_gap_usec, "latency tests: spin USEC before each post (default 0)")
+      ->check(CLI::Range(0, 10000000));
+  sub.add_option("--tclass", o.tclass, "GRH traffic class of the QPs (default: -T's value, else 0)")->check(CLI::Range(0, 255));
+  sub.add_option("--flow_label", o.flow_label, "GRH flow label of every QP (default 0)")->check(CLI::Range(0u, 0xfffffu));
   sub.add_option("-r,--rx-depth", o.rx_depth, "receives posted per QP in SEND tests (default 512)")
       ->check(CLI::Range(1, 16384))
       ->each([&o](const std::string&) { o.rx_depth_given = true; });

@@ -293,6 +293,13 @@ class SizeRun {
     if (window.sampling(cycles) && posted.size() < kMaxDurationSamples) posted.push_back(cycles);
   }
   bool time_up() const { return window.over(read_cycles()); }
+  // --latency_gap: perftest spins this long before taking the post time of each iteration.
+  void wait_gap() const {
+    if (session.opt.latency_gap_usec <= 0) return;
+    const std::uint64_t until = read_cycles() + static_cast<std::uint64_t>(session.opt.latency_gap_usec * clock_.cycles_per_usec);
+    while (read_cycles() < until) {
+    }
+  }
 
   // Latency figures over the recorded post times (factor 2: one-way figure of a ping-pong).
   SizeResult finish_latency(int factor) {
@@ -356,6 +363,7 @@ SizeResult run_write_lat(Session& s, std::uint64_t size, const CycleClock& clock
         run.watchdog.progressed();
       }
       if (sent < iters) {
+        run.wait_gap();
         run.record(read_cycles());
         *post_byte = static_cast<char>(++sent);
         post_send(res.qp(), run.wr);
@@ -411,6 +419,7 @@ SizeResult run_read_or_atomic_lat(Session& s, std::uint64_t size, const CycleClo
   const char* name = atomic ? "ATOMIC FETCH_AND_ADD" : "RDMA READ";
   try {
     for (std::uint64_t i = 0; i < run.iters && !run.time_up(); ++i) {
+      run.wait_gap();
       run.record(read_cycles());
       post_send(res.qp(), run.wr);
       wait_completion(res.send_cq(), res.channel(), s.opt.use_events, run.watchdog, std::string(name) + " #" + std::to_string(i + 1));
@@ -438,6 +447,7 @@ SizeResult run_send_lat(Session& s, std::uint64_t size, std::uint64_t receive_de
         if (run.window.active || received + receive_depth <= iters) post_receives(res, size, 1);
       }
       if (sent < iters) {
+        run.wait_gap();
         run.record(read_cycles());
         ++sent;
         const bool signalled = sent % kSignalEvery == 0 || sent == iters;
@@ -534,6 +544,21 @@ class BwSender {
 
   bool finished() const { return retired_ == iters_ * flows_.size(); }
 
+  // --perform_warm_up (perftest's perform_warm_up): per QP, -t signalled operations and their
+  // completions, before anything is timed.
+  void warm_up(Session& s) {
+    constexpr std::uint64_t kWarmUpId = ~std::uint64_t{0};
+    for (Flow& f : flows_) {
+      ibv_send_wr wr = f.wr;
+      wr.sg_list = &f.sge;
+      wr.wr_id = kWarmUpId;
+      wr.send_flags = (f.wr.send_flags & IBV_SEND_INLINE) | IBV_SEND_SIGNALED;
+      for (std::uint64_t i = 0; i < depth_; ++i) post_send(f.qp, wr);
+      for (std::uint64_t i = 0; i < depth_; ++i)
+        wait_completion(s.res.send_cq(), s.res.channel(), s.opt.use_events, run_.watchdog, "a warm-up operation");
+    }
+  }
+
   // perftest's inner loop: every QP posts while it has room (-t) and operations left.
   void post_round() {
     for (std::size_t q = 0; q < flows_.size(); ++q) {
@@ -604,6 +629,7 @@ ibv_wr_opcode bw_opcode(Verb verb) {
 SizeResult run_bw_client(Session& s, std::uint64_t size, const CycleClock& clock) {
   SizeRun run(s, size, clock, bw_opcode(s.opt.verb), s.opt.test_name + " size " + std::to_string(size));
   BwSender sender(run, s);
+  if (s.opt.perform_warm_up && s.opt.verb != Verb::Send) sender.warm_up(s);
   try {
     while (!sender.finished() && !(run.window.active && run.time_up())) {
       sender.post_round();
@@ -908,6 +934,9 @@ void check_bandwidth_options(const TestOptions& opt) {
   if (latency && opt.qp_count > 1) throw RunError("-q: multiple QPs only available on bandwidth tests (as perftest)");
   if (latency && opt.bidirectional) throw RunError("-b: bidirectional is only available in bandwidth tests (as perftest)");
   if (latency && opt.no_peak) throw RunError("-N: noPeak is only valid for bandwidth tests (as perftest)");
+  if (!latency && opt.latency_gap_usec > 0)
+    throw RunError("--latency_gap: the latency gap is only for latency tests (as perftest)");
+
   if (!opt.gpu_option.empty())
     throw RunError("--" + opt.gpu_option +
                    ": GPU memory is not supported in this build of rdmadiag perftest (host memory only; nothing falls back "
@@ -945,6 +974,8 @@ TestResult run_test(const TestOptions& opt) {
   if (largest == 0 || largest > (1ull << 31)) throw RunError("-s must be between 1 and 2^31 bytes");
 
   TestResult result;
+  if (opt.perform_warm_up && (latency || opt.verb == Verb::Send))
+    result.warnings.push_back("--perform_warm_up is ignored here: perftest warms up only in write_bw and read_bw");
   // perftest's -r (default DEF_RX_SEND); latency tests keep their fixed 512.
   const std::uint64_t receive_depth =
       std::min<std::uint64_t>(opt.iterations, latency ? kMaxReceiveDepth : static_cast<std::uint64_t>(opt.rx_depth));
@@ -1138,7 +1169,9 @@ TestResult run_test(const TestOptions& opt) {
   result.counters_before = read_port_counters(res.device_name(), res.port());
   auto connect = [&] {
     if (res.connected_by_rdma_cm()) return;
-    for (std::size_t q = 0; q < res.qp_count(); ++q) res.connect(s.remote_key_of(q), mtu, opt.tos, opt.qp_timeout, opt.sl, q);
+    res.set_flow_label(opt.flow_label);
+    const int traffic_class = opt.tclass >= 0 ? opt.tclass : opt.tos;
+    for (std::size_t q = 0; q < res.qp_count(); ++q) res.connect(s.remote_key_of(q), mtu, traffic_class, opt.qp_timeout, opt.sl, q);
   };
   info.local_key = s.my_key;
   // A long wait on the server for a client that runs the whole test meanwhile.
@@ -1216,6 +1249,10 @@ TestResult run_test(const TestOptions& opt) {
   if (!oob.is_client()) oob.let_peer_close_first(5000);
   else if (!peer_version.is_rdmadiag) oob.let_peer_close_first(3000);
   if (s.have_remote_key) info.remote_key = s.remote_key;
+  if (res.qp_count() > 1) {
+    for (std::size_t q = 0; q < res.qp_count(); ++q) info.local_keys.push_back(res.key_message(q));
+    info.remote_keys = s.remote_keys;
+  }
   result.counters_after = read_port_counters(res.device_name(), res.port());
   return result;
 }

@@ -52,7 +52,10 @@ struct TestOptions {
   int rx_depth = 512;                 // -r: receives posted per QP (SEND tests; perftest's DEF_RX_SEND)
   bool rx_depth_given = false;
   std::string gpu_option;             // --use_cuda etc.: refused (no GPU memory in this build)
-  bool perform_warm_up = false;       // --perform_warm_up (bandwidth)
+  bool perform_warm_up = false;       // --perform_warm_up (write/read-bw): -t signalled operations per QP first
+  int latency_gap_usec = 0;           // --latency_gap (latency tests): spin this long before each post
+  int tclass = -1;                    // --tclass: GRH traffic class (-1: -T's value)
+  std::uint32_t flow_label = 0;       // --flow_label: GRH flow label of every QP
   bool exchange_versions = true;      // --dont_xchg_versions clears it
   std::uint64_t warmup = 0;           // --warmup: iterations excluded from statistics
   bool keep_samples = false;          // --samples: raw samples in the JSON
@@ -95,6 +98,7 @@ struct SizeResult {
 };
 
 struct TestInfo {
+  std::vector<oob::KeyMessage> local_keys, remote_keys;  // -q: every QP's (also for the text header)
   std::string test, role, device, link_layer, transport, peer, exchange = "tcp";
   int port = 1, gid_index = -1, mtu = 0, inline_size = 0, tos = -1, tcp_port = 18515;
   std::string gid, gid_type, netdev;

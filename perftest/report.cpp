@@ -54,8 +54,13 @@ std::string bandwidth_table(const TestResult& r, const TestOptions& o) {
   const char* name = o.report_gbits ? "Gb/sec" : "MB/sec";
   std::string out = printf_string(" #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]\n", name, name);
   const auto row = [&](std::uint64_t size, std::uint64_t iters, double peak, double avg, double rate) {
-    out += printf_string(" %-7lu    %-10" PRIu64 "       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n",
-                         static_cast<unsigned long>(size), iters, peak * unit, avg * unit, rate);
+    // perftest's inc_accuracy: below 0.1 Gb/s six decimals (REPORT_FMT_EXT).
+    if (o.report_gbits && avg * unit < 0.1)
+      out += printf_string(" %-7lu    %" PRIu64 "           %-7.6lf            %-7.6lf            %-7.6lf\n",
+                           static_cast<unsigned long>(size), iters, peak * unit, avg * unit, rate);
+    else
+      out += printf_string(" %-7lu    %-10" PRIu64 "       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n",
+                           static_cast<unsigned long>(size), iters, peak * unit, avg * unit, rate);
   };
   for (const auto& sr : r.sizes) {
     if (sr.bidirectional && sr.remote_report) {
@@ -71,7 +76,7 @@ std::string bandwidth_table(const TestResult& r, const TestOptions& o) {
     out += printf_string(" per QP, size %lu:", static_cast<unsigned long>(sr.size));
     for (const auto& q : sr.per_qp) {
       out += printf_string(" QPN %#06x %" PRIu64 " msgs", q.qpn, q.messages);
-      if (q.bw_avg_mb_per_sec > 0) out += printf_string(" %.2lf %s", q.bw_avg_mb_per_sec * unit, name);
+      if (q.bw_avg_mb_per_sec > 0) out += printf_string(o.report_gbits ? " %.6lf %s" : " %.2lf %s", q.bw_avg_mb_per_sec * unit, name);
       out += ";";
     }
     out += "\n";
@@ -116,8 +121,13 @@ std::string format_text(const TestResult& r, const TestOptions& o) {
   out << " rdma_cm QPs\t : " << (cm ? "ON" : "OFF") << "\n";
   out << " Data ex. method : " << (cm ? "rdma_cm" : "Ethernet") << "\n";
   out << kRule;
-  out << address_lines("local", i.local_key, o);
-  if (i.remote_key.qpn || i.remote_key.vaddr) out << address_lines("remote", i.remote_key, o);
+  if (i.local_keys.empty()) {
+    out << address_lines("local", i.local_key, o);
+    if (i.remote_key.qpn || i.remote_key.vaddr) out << address_lines("remote", i.remote_key, o);
+  } else {  // -q: every QP's, as perftest
+    for (const auto& k : i.local_keys) out << address_lines("local", k, o);
+    for (const auto& k : i.remote_keys) out << address_lines("remote", k, o);
+  }
   out << kRule;
   if (latency) {
     const bool have_rows = !r.sizes.empty();
@@ -212,6 +222,17 @@ nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
       {"local_address", key_json(i.local_key)},
   };
   if (i.remote_key.qpn || i.remote_key.vaddr) info["remote_address"] = key_json(i.remote_key);
+  if (!i.local_keys.empty()) {  // -q: every QP's key fields
+    nlohmann::json local = nlohmann::json::array(), remote = nlohmann::json::array();
+    for (const auto& k : i.local_keys) local.push_back(key_json(k));
+    for (const auto& k : i.remote_keys) remote.push_back(key_json(k));
+    info["local_addresses"] = local;
+    info["remote_addresses"] = remote;
+  }
+  if (o.measure == Measure::Bandwidth)
+    info["bandwidth_options"] = {{"qps", o.qp_count}, {"bidirectional", o.bidirectional},
+                                 {"report_gbits", o.report_gbits}, {"tx_depth", o.tx_depth},
+                                 {"cq_mod", o.cq_mod}, {"no_peak", o.no_peak}};
 
   nlohmann::json results = nlohmann::json::array();
   for (const auto& sr : r.sizes) {

@@ -350,6 +350,7 @@ void VerbsResources::connect(const oob::KeyMessage& remote, int mtu, int traffic
     attr.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(gid_index_);
     attr.ah_attr.grh.hop_limit = 64;
     attr.ah_attr.grh.traffic_class = static_cast<std::uint8_t>(std::max(traffic_class, 0));
+    attr.ah_attr.grh.flow_label = flow_label_;
   }
   if (transport_ == Transport::UD) {
     // UD: no peer in the QP; the peer's address goes into an address handle for each send.

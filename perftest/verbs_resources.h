@@ -101,6 +101,8 @@ class VerbsResources {
 
   // Our key message (receive region address, rkey, QPN, PSN, GID, out_reads).
   oob::KeyMessage key_message(std::size_t qp_index = 0) const;
+  // --flow_label: the GRH flow label connect() gives every QP.
+  void set_flow_label(std::uint32_t label) { flow_label_ = label & 0xfffff; }
   // INIT -> RTR -> RTS toward the peer; mtu is the ibv_mtu enum agreed with the peer.
   void connect(const oob::KeyMessage& remote, int mtu, int traffic_class, int qp_timeout, int sl,
                std::size_t qp_index = 0);
@@ -116,6 +118,7 @@ class VerbsResources {
   void move_to_init(ibv_qp* qp);
   std::uint32_t qp_psn(std::size_t index) const { return index == 0 ? psn_ : extra_qps_[index - 1].psn; }
   std::vector<ExtraQp> extra_qps_;  // -q: QPs 1..N-1
+  std::uint32_t flow_label_ = 0;
   rdma_cm_id* cm_id_ = nullptr;
   bool owns_context_ = true;
   ibv_context* context_ = nullptr;
