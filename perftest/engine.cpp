@@ -462,37 +462,18 @@ SizeResult run_send_lat(Session& s, std::uint64_t size, std::uint64_t receive_de
   return run.finish_latency(2);
 }
 
-// Bandwidth figures the way perftest computes them (print_report_bw): average over first post ..
-// last completion; peak over the best post..signalled-completion window, where posted[] is in
-// post order and completed[k] is the time the (k+1)-th send was retired (0: not a signalled
-// completion); MB = 2^20 bytes.
+// perftest's figures over all QPs (statistics.h).
 void fill_bandwidth(SizeResult& out, const std::vector<std::uint64_t>& posted, const std::vector<std::uint64_t>& completed,
                     const CycleClock& clock, bool want_peak) {
-  const std::uint64_t n = posted.size();
-  if (n == 0 || completed[n - 1] <= posted[0]) return;
-  const double cycles_per_sec = clock.cycles_per_usec * 1e6;
-  const double total = static_cast<double>(completed[n - 1] - posted[0]);
-  out.bw_avg_mb_per_sec = static_cast<double>(out.size) * static_cast<double>(n) * cycles_per_sec / (total * 1048576.0);
-  out.msg_rate_mpps = static_cast<double>(n) * cycles_per_sec / (total * 1e6);
-  double best_cycles_per_msg = total / static_cast<double>(n);
-  for (std::uint64_t j = 0; want_peak && j < n; ++j) {
-    if (!completed[j]) continue;  // only signalled completions carry a time
-    for (std::uint64_t i = 0; i <= j; ++i) {
-      const double per = static_cast<double>(completed[j] - posted[i]) / static_cast<double>(j - i + 1);
-      best_cycles_per_msg = std::min(best_cycles_per_msg, per);
-    }
-  }
-  // perftest prints 0 as the peak with -N.
-  out.bw_peak_mb_per_sec =
-      want_peak ? static_cast<double>(out.size) * cycles_per_sec / (best_cycles_per_msg * 1048576.0) : 0.0;
+  const auto f = perftest_bandwidth(posted, completed, out.size, clock.cycles_per_usec, want_peak);
+  out.bw_peak_mb_per_sec = f.bw_peak_mb_per_sec;
+  out.bw_avg_mb_per_sec = f.bw_avg_mb_per_sec;
+  out.msg_rate_mpps = f.msg_rate_mpps;
 }
 
-// perftest's CQ moderation (force_dependencies in perftest_parameters.c): signal every cq_mod-th
-// send; above 8 KiB every send unless -Q was given (not with -a, -e or UD); never above -t.
 int effective_cq_mod(const TestOptions& o) {
-  int mod = o.cq_mod;
-  if (o.size > 8192 && o.transport != Transport::UD && !o.all_sizes && !o.use_events && !o.cq_mod_given) mod = 1;
-  return std::clamp(mod, 1, std::max(o.tx_depth, 1));
+  return perftest_cq_mod(o.cq_mod, o.cq_mod_given, o.size, o.all_sizes, o.use_events, o.transport == Transport::UD,
+                         o.tx_depth);
 }
 
 // perftest computes no peak with -N, in duration mode, or above 20000 iterations (per QP).
