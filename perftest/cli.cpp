@@ -49,6 +49,7 @@ struct LeafState {
   bool out_json = false;
   std::string out_json_file;
   std::string json_file;
+  std::string jsonl_file;  // --run_infinitely: one JSON object per period
   std::string html_file, csv_file, metrics_file;  // exporters/ renders these from the JSON report
   CLI::Option* size_option = nullptr;
   CLI::Option* iters_option = nullptr;
@@ -109,6 +110,32 @@ bool write_exported(const LeafState& st, const nlohmann::json& report) {
   return ok;
 }
 
+// --run_infinitely: one row per period (perftest's), and one JSON line with --jsonl.
+void print_period(const SizeResult& period, const TestOptions& o, const std::string& jsonl_file, std::ofstream* jsonl) {
+  const double unit = o.report_gbits ? 1048576.0 * 8 / 1e9 : 1.0;
+  if (jsonl_file != "-") {
+    std::printf(" %-7lu    %-10llu       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n", static_cast<unsigned long>(period.size),
+                static_cast<unsigned long long>(period.iterations), period.bw_peak_mb_per_sec * unit,
+                period.bw_avg_mb_per_sec * unit, period.msg_rate_mpps);
+    std::fflush(stdout);
+  }
+  if (jsonl_file.empty()) return;
+  const nlohmann::json line{{"test", o.test_name},
+                            {"size", period.size},
+                            {"iterations", period.iterations},
+                            {"seconds", period.elapsed_usec / 1e6},
+                            {"bw_avg", period.bw_avg_mb_per_sec},
+                            {"unit", "MB/s (2^20 bytes per second)"},
+                            {"msg_rate_mpps", period.msg_rate_mpps}};
+  if (jsonl) {
+    *jsonl << line.dump() << "\n";
+    jsonl->flush();
+  } else {
+    std::printf("%s\n", line.dump().c_str());
+    std::fflush(stdout);
+  }
+}
+
 int run_leaf(LeafState& st) {
   TestOptions& o = st.options;
   if (st.size_option->count()) {
@@ -149,6 +176,11 @@ int run_leaf(LeafState& st) {
         std::fprintf(stderr, "\rrdmadiag perftest: size %llu B (%zu/%zu)   ", static_cast<unsigned long long>(size), index, count);
         if (index == count) std::fputc('\n', stderr);
       };
+    }
+    std::unique_ptr<std::ofstream> jsonl;
+    if (o.run_infinitely) {
+      if (!st.jsonl_file.empty() && st.jsonl_file != "-") jsonl = std::make_unique<std::ofstream>(st.jsonl_file);
+      o.on_period = [&st, &jsonl, &o](const SizeResult& period) { print_period(period, o, st.jsonl_file, jsonl.get()); };
     }
     result = run_test(o);
   } catch (const RunError& e) {
@@ -245,6 +277,9 @@ void add_leaf(CLI::App& parent, const LeafSpec& spec, rdmadiag::cli::Commands& o
         ->check(CLI::Range(1, 1024))
         ->each([&o](const std::string&) { o.cq_mod_given = true; });
     sub->add_flag("--report_gbits", o.report_gbits, "report Gb/s (10^9 bits) instead of MB/s (2^20 bytes)");
+    sub->add_flag("--run_infinitely", o.run_infinitely,
+                  "write/read-bw client: send until Ctrl-C, a report every -D seconds (default 5)");
+    sub->add_option("--jsonl", st->jsonl_file, "with --run_infinitely: one JSON line per period to FILE ('-': stdout)");
   }
   add_perftest_bandwidth_options(*sub, o);
   sub->add_option("--warmup", o.warmup, "leading iterations excluded from the statistics (default 0)");

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <csignal>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -264,7 +266,7 @@ constexpr std::size_t kMaxDurationSamples = std::size_t{1} << 21;  // -D keeps a
 class SizeRun {
  public:
   SizeRun(Session& s, std::uint64_t size, const CycleClock& clock, ibv_wr_opcode opcode, const std::string& what)
-      : session(s), clock_(clock), watchdog(s.opt.timeout_s, what, clock), window(DurationWindow::start(s.opt.duration_s, clock)) {
+      : session(s), clock_(clock), watchdog(s.opt.timeout_s, what, clock), window(DurationWindow::start(s.opt.run_infinitely ? 0 : s.opt.duration_s, clock)) {
     out.size = size;
     out.iterations = s.opt.iterations;
     iters = window.active ? std::numeric_limits<std::uint64_t>::max() : s.opt.iterations;
@@ -502,7 +504,7 @@ void fill_duration_bandwidth(SizeRun& run, std::uint64_t messages_in_window, con
 class BwSender {
  public:
   BwSender(SizeRun& run, Session& s)
-      : run_(run), timed_(run.window.active), depth_(static_cast<std::uint64_t>(std::max(1, s.opt.tx_depth))),
+      : run_(run), timed_(run.window.active || s.opt.run_infinitely), depth_(static_cast<std::uint64_t>(std::max(1, s.opt.tx_depth))),
         cq_mod_(static_cast<std::uint64_t>(effective_cq_mod(s.opt))), iters_(run.iters) {
     const unsigned inline_flag = (s.opt.verb != Verb::Read && run.inline_ok) ? IBV_SEND_INLINE : 0;
     for (std::size_t q = 0; q < s.res.qp_count(); ++q) {
@@ -524,6 +526,7 @@ class BwSender {
   }
 
   bool finished() const { return retired_ == iters_ * flows_.size(); }
+  std::uint64_t retired() const { return retired_; }
 
   // --perform_warm_up (perftest's perform_warm_up): per QP, -t signalled operations and their
   // completions, before anything is timed.
@@ -674,6 +677,45 @@ SizeResult run_send_bw_server(Session& s, std::uint64_t size, std::uint64_t rece
   return run.out;
 }
 
+// --run_infinitely: SIGINT ends the run (the handler only sets this flag).
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_sigint(int) { g_interrupted = 1; }
+
+// --run_infinitely, the sender (perftest's run_iter_bw_infinitely): send without end; every -D
+// seconds (default 5) report that period's messages and bandwidth; stop at SIGINT, then go on
+// with the end-of-test exchange (a perftest server waits there and then closes).
+SizeResult run_bw_infinitely(Session& s, std::uint64_t size, const CycleClock& clock) {
+  SizeRun run(s, size, clock, bw_opcode(s.opt.verb), s.opt.test_name + " --run_infinitely");
+  run.iters = std::numeric_limits<std::uint64_t>::max() >> 24;  // unbounded, fits the wr_id field
+  BwSender sender(run, s);
+  g_interrupted = 0;
+  const auto previous = std::signal(SIGINT, on_sigint);
+  const double period_s = s.opt.duration_s > 0 ? s.opt.duration_s : 5;
+  const auto period_cycles = static_cast<std::uint64_t>(period_s * clock.cycles_per_usec * 1e6);
+  std::uint64_t period_start = read_cycles(), retired_at_start = 0;
+  SizeResult total = run.out;
+  while (!g_interrupted) {
+    sender.post_round();
+    const ibv_wc wc = wait_completion(s.res.send_cq(), s.res.channel(), false, run.watchdog, "a --run_infinitely operation");
+    const std::uint64_t now = read_cycles();
+    sender.retire(wc, now);
+    if (now - period_start < period_cycles) continue;
+    SizeResult period = run.out;
+    period.iterations = sender.retired() - retired_at_start;
+    const double seconds = static_cast<double>(now - period_start) / (clock.cycles_per_usec * 1e6);
+    period.msg_rate_mpps = static_cast<double>(period.iterations) / seconds / 1e6;
+    period.bw_avg_mb_per_sec = static_cast<double>(size) * static_cast<double>(period.iterations) / seconds / 1048576.0;
+    period.bw_peak_mb_per_sec = 0;  // perftest: noPeak with --run_infinitely
+    period.elapsed_usec = seconds * 1e6;
+    if (s.opt.on_period) s.opt.on_period(period);
+    total = period;
+    period_start = now;
+    retired_at_start = sender.retired();
+  }
+  std::signal(SIGINT, previous);
+  return total;  // the last whole period
+}
+
 // -b send-bw, perftest's run_iter_bi: each side sends its -n per QP (figures as a sender) and
 // at the same time consumes the peer's SENDs, re-posting receives on the QP that used one.
 SizeResult run_send_bw_bidirectional(Session& s, std::uint64_t size, std::uint64_t receive_depth, const CycleClock& clock) {
@@ -743,9 +785,20 @@ void run_rdma_bw_one_way(Session& s, const std::vector<std::uint64_t>& sizes, co
   if (!s.is_server())
     for (auto size : sizes) {
       announce(size);
-      s.result.sizes.push_back(run_bw_client(s, size, clock));
+      s.result.sizes.push_back(s.opt.run_infinitely ? run_bw_infinitely(s, size, clock) : run_bw_client(s, size, clock));
     }
-  s.barrier(s.is_server() ? "end of test (waiting for the client)" : "end of test", whole_test_ms);
+  if (s.is_server() && s.opt.run_infinitely) {
+    // The client runs until it is stopped (a day at most here); a perftest client is simply
+    // killed, so its closed connection is the normal end (perftest: "Client closed connection").
+    try {
+      s.barrier("end of test (waiting for the client)", 86400 * 1000);
+    } catch (const RunError& e) {
+      s.result.warnings.push_back(std::string("client closed connection: ") + e.what());
+      return;
+    }
+  } else {
+    s.barrier(s.is_server() ? "end of test (waiting for the client)" : "end of test", whole_test_ms);
+  }
   const auto remote = exchange_bw_report(s, s.result.sizes.empty() ? nullptr : &s.result.sizes.back());
   if (s.is_server()) {
     SizeResult r;
@@ -915,6 +968,15 @@ void check_bandwidth_options(const TestOptions& opt) {
   if (latency && opt.qp_count > 1) throw RunError("-q: multiple QPs only available on bandwidth tests (as perftest)");
   if (latency && opt.bidirectional) throw RunError("-b: bidirectional is only available in bandwidth tests (as perftest)");
   if (latency && opt.no_peak) throw RunError("-N: noPeak is only valid for bandwidth tests (as perftest)");
+  if (opt.run_infinitely) {
+    if (latency) throw RunError("--run_infinitely exists only in bandwidth tests (as perftest)");
+    if (opt.use_events) throw RunError("--run_infinitely does not support -e (as perftest)");
+    if (opt.all_sizes) throw RunError("--run_infinitely runs one size: not with -a");
+    if (opt.bidirectional && opt.verb == Verb::Send)
+      throw RunError("--run_infinitely is not supported in the SEND bidirectional test (as perftest)");
+    if (opt.bidirectional || opt.verb == Verb::Send)
+      throw RunError("--run_infinitely is implemented for write-bw and read-bw without -b only (send-bw and -b: not yet)");
+  }
   if (!latency && opt.latency_gap_usec > 0)
     throw RunError("--latency_gap: the latency gap is only for latency tests (as perftest)");
 
@@ -1077,6 +1139,7 @@ TestResult run_test(const TestOptions& opt) {
         {"qps", std::to_string(opt.qp_count)},
         {"bidirectional", opt.bidirectional ? "yes" : "no"},
         {"report", opt.report_gbits ? "Gb/s" : "MB/s"},
+        {"run_infinitely", opt.run_infinitely ? "yes" : "no"},
     };
     const auto got = oob.exchange(oob::encode_options(mine), oob::kOptionsMessageSize, "option check", timeout_ms);
     std::vector<std::string> diffs;

@@ -57,6 +57,9 @@ struct TestOptions {
   int tclass = -1;                    // --tclass: GRH traffic class (-1: -T's value)
   std::uint32_t flow_label = 0;       // --flow_label: GRH flow label of every QP
   bool exchange_versions = true;      // --dont_xchg_versions clears it
+  bool run_infinitely = false;        // --run_infinitely (bandwidth): a report every -D s (default 5) until SIGINT
+  // --run_infinitely: called with each period's figures (the front end prints a row / a JSON line).
+  std::function<void(const struct SizeResult&)> on_period;
   std::uint64_t warmup = 0;           // --warmup: iterations excluded from statistics
   bool keep_samples = false;          // --samples: raw samples in the JSON
   int timeout_s = 60;                 // --timeout: connection / no-progress limit
