@@ -212,6 +212,8 @@ void add_perftest_bandwidth_options(CLI::App& sub, TestOptions& o) {
       ->check(CLI::Range(1, 16384));
   sub.add_flag("-b,--bidirectional", o.bidirectional, "bandwidth: both sides send (the table shows the sum)");
   sub.add_flag("-N,--noPeak", o.no_peak, "bandwidth: do not compute the peak bandwidth");
+  sub.add_option("-l,--post_list", o.post_list, "bandwidth: work requests chained per post (default 1; -Q then defaults to it)")
+      ->check(CLI::Range(1, 8192));
   sub.add_flag("--perform_warm_up", o.perform_warm_up, "write/read-bw: -t signalled operations per QP before the timed run");
   sub.add_option("--latency_gap", o.latency_gap_usec, "latency tests: spin USEC before each post (default 0)")
       ->check(CLI::Range(0, 10000000));

@@ -475,7 +475,7 @@ void fill_bandwidth(SizeResult& out, const std::vector<std::uint64_t>& posted, c
 
 int effective_cq_mod(const TestOptions& o) {
   return perftest_cq_mod(o.cq_mod, o.cq_mod_given, o.size, o.all_sizes, o.use_events, o.transport == Transport::UD,
-                         o.tx_depth);
+                         o.tx_depth, o.post_list);
 }
 
 // perftest computes no peak with -N, in duration mode, or above 20000 iterations (per QP).
@@ -505,7 +505,8 @@ class BwSender {
  public:
   BwSender(SizeRun& run, Session& s)
       : run_(run), timed_(run.window.active || s.opt.run_infinitely), depth_(static_cast<std::uint64_t>(std::max(1, s.opt.tx_depth))),
-        cq_mod_(static_cast<std::uint64_t>(effective_cq_mod(s.opt))), iters_(run.iters) {
+        cq_mod_(static_cast<std::uint64_t>(effective_cq_mod(s.opt))), iters_(run.iters),
+        post_list_(static_cast<std::uint64_t>(std::max(1, s.opt.post_list))) {
     const unsigned inline_flag = (s.opt.verb != Verb::Read && run.inline_ok) ? IBV_SEND_INLINE : 0;
     for (std::size_t q = 0; q < s.res.qp_count(); ++q) {
       Flow f;
@@ -543,20 +544,28 @@ class BwSender {
     }
   }
 
-  // perftest's inner loop: every QP posts while it has room (-t) and operations left.
+  // perftest's inner loop: every QP posts while it has room (-t) and operations left; with -l
+  // the work requests of one post are chained (one ibv_post_send, one post time each).
   void post_round() {
     for (std::size_t q = 0; q < flows_.size(); ++q) {
       Flow& f = flows_[q];
-      while (f.sent < iters_ && f.sent - f.done < depth_) {
-        const bool signalled = (f.sent + 1) % cq_mod_ == 0 || f.sent + 1 == iters_;
-        f.wr.send_flags = (f.wr.send_flags & IBV_SEND_INLINE) | (signalled ? IBV_SEND_SIGNALED : 0);
-        f.wr.wr_id = (static_cast<std::uint64_t>(q) << 40) | f.sent;
-        f.wr.sg_list = &f.sge;
+      while (f.sent < iters_ && f.sent - f.done + post_list_ <= depth_) {
+        const std::uint64_t count = std::min(post_list_, iters_ - f.sent);
+        f.chain.assign(count, f.wr);
+        f.sges.assign(count, f.sge);
+        for (std::uint64_t k = 0; k < count; ++k) {
+          const std::uint64_t seq = f.sent + k;
+          const bool signalled = (seq + 1) % cq_mod_ == 0 || seq + 1 == iters_;
+          f.chain[k].send_flags = (f.wr.send_flags & IBV_SEND_INLINE) | (signalled ? IBV_SEND_SIGNALED : 0);
+          f.chain[k].wr_id = (static_cast<std::uint64_t>(q) << 40) | seq;
+          f.chain[k].sg_list = &f.sges[k];
+          f.chain[k].next = k + 1 < count ? &f.chain[k + 1] : nullptr;
+        }
         const std::uint64_t now = read_cycles();
-        if (!timed_) posted_.push_back(now);
+        if (!timed_) posted_.insert(posted_.end(), count, now);
         if (f.sent == 0) f.first_post = now;
-        post_send(f.qp, f.wr);
-        ++f.sent;
+        post_send(f.qp, f.chain.front());
+        f.sent += count;
       }
     }
   }
@@ -579,6 +588,7 @@ class BwSender {
   void finish(const CycleClock& clock, bool want_peak) {
     if (timed_) fill_duration_bandwidth(run_, in_window_, clock);
     else fill_bandwidth(run_.out, posted_, completed_, clock, want_peak);
+    if (!timed_) fill_min_window(clock);
     if (!timed_) run_.out.iterations = retired_;
     if (flows_.size() < 2) return;
     for (const auto& f : flows_) {
@@ -591,15 +601,33 @@ class BwSender {
   }
 
  private:
+  // Minimum bandwidth over a sliding window of a tenth of the run, from the signalled completions.
+  void fill_min_window(const CycleClock& clock) {
+    if (posted_.empty() || retired_ == 0 || !completed_[retired_ - 1]) return;
+    std::vector<std::uint64_t> times{posted_.front()}, retired{0};
+    for (std::size_t k = 0; k < retired_; ++k)
+      if (completed_[k]) {
+        times.push_back(completed_[k]);
+        retired.push_back(k + 1);
+      }
+    const std::uint64_t window = (times.back() - times.front()) / 10;
+    if (window == 0) return;
+    run_.out.bw_min_window_mb_per_sec = min_window_bandwidth(times, retired, run_.out.size, clock.cycles_per_usec, window);
+    run_.out.min_window_seconds = static_cast<double>(window) / (clock.cycles_per_usec * 1e6);
+  }
+
   struct Flow {
     ibv_qp* qp = nullptr;
     ibv_sge sge{};
     ibv_send_wr wr{};
     std::uint64_t sent = 0, done = 0, first_post = 0, last_completion = 0;
+    std::vector<ibv_send_wr> chain;  // the work requests of one post (-l)
+    std::vector<ibv_sge> sges;
   };
   SizeRun& run_;
   bool timed_;
   std::uint64_t depth_, cq_mod_, iters_;
+  std::uint64_t post_list_;
   std::vector<Flow> flows_;
   std::vector<std::uint64_t> posted_, completed_;
   std::uint64_t retired_ = 0, in_window_ = 0;
@@ -968,6 +996,15 @@ void check_bandwidth_options(const TestOptions& opt) {
   if (latency && opt.qp_count > 1) throw RunError("-q: multiple QPs only available on bandwidth tests (as perftest)");
   if (latency && opt.bidirectional) throw RunError("-b: bidirectional is only available in bandwidth tests (as perftest)");
   if (latency && opt.no_peak) throw RunError("-N: noPeak is only valid for bandwidth tests (as perftest)");
+  if (opt.post_list > 1) {
+    // perftest_parameters.c force_dependencies.
+    if (latency) throw RunError("-l/--post_list: post list is supported in bandwidth tests only (as perftest)");
+    if (opt.duration_s == 0 && opt.iterations % static_cast<std::uint64_t>(opt.post_list) != 0)
+      throw RunError("-l: the number of iterations must be a multiple of the post list size (as perftest)");
+    if (opt.cq_mod_given && opt.post_list % opt.cq_mod != 0)
+      throw RunError("-l: the post list size must be a multiple of the CQ moderation -Q (as perftest)");
+    if (opt.post_list > opt.tx_depth) throw RunError("-l: the post list cannot be longer than -t");
+  }
   if (opt.run_infinitely) {
     if (latency) throw RunError("--run_infinitely exists only in bandwidth tests (as perftest)");
     if (opt.use_events) throw RunError("--run_infinitely does not support -e (as perftest)");

@@ -49,6 +49,7 @@ struct TestOptions {
   bool no_peak = false;               // -N: no peak bandwidth (perftest also forces it, see engine)
   int cq_mod = 100;                   // -Q: signal every cq_mod-th send (perftest's DEF_CQ_MOD)
   bool cq_mod_given = false;
+  int post_list = 1;                  // -l: work requests chained into one ibv_post_send (bandwidth)
   int rx_depth = 512;                 // -r: receives posted per QP (SEND tests; perftest's DEF_RX_SEND)
   bool rx_depth_given = false;
   std::string gpu_option;             // --use_cuda etc.: refused (no GPU memory in this build)
@@ -95,6 +96,8 @@ struct SizeResult {
   double bw_peak_mb_per_sec = 0, bw_avg_mb_per_sec = 0, msg_rate_mpps = 0;
   std::optional<oob::BwReport> remote_report;  // what the peer reported (bw tests)
   bool bidirectional = false;                  // -b: the table shows local + remote_report, as perftest
+  double bw_min_window_mb_per_sec = 0;         // slowest tenth of the run (sliding), 0 if not known
+  double min_window_seconds = 0;
   std::vector<QpShare> per_qp;                 // -q: each QP's share (the sender's side)
   double elapsed_usec = 0;
   std::optional<DurationFigures> duration;  // -D

@@ -71,6 +71,10 @@ std::string bandwidth_table(const TestResult& r, const TestOptions& o) {
       row(sr.size, sr.iterations, sr.bw_peak_mb_per_sec, sr.bw_avg_mb_per_sec, sr.msg_rate_mpps);
     }
   }
+  for (const auto& sr : r.sizes)
+    if (sr.min_window_seconds > 0)
+      out += printf_string(" size %lu: slowest %.3f s window %.2lf %s (this side)\n", static_cast<unsigned long>(sr.size),
+                           sr.min_window_seconds, sr.bw_min_window_mb_per_sec * unit, name);
   for (const auto& sr : r.sizes) {
     if (sr.per_qp.empty()) continue;
     out += printf_string(" per QP, size %lu:", static_cast<unsigned long>(sr.size));
@@ -272,6 +276,8 @@ nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
                         {"bw_peak", sr.bw_peak_mb_per_sec},
                         {"bw_avg", sr.bw_avg_mb_per_sec},
                         {"msg_rate_mpps", sr.msg_rate_mpps}};
+      if (sr.min_window_seconds > 0)
+        j["bandwidth"].update({{"bw_min_window", sr.bw_min_window_mb_per_sec}, {"min_window_seconds", sr.min_window_seconds}});
       if (sr.bidirectional && sr.remote_report)
         j["bandwidth"].update({{"bidirectional", true},
                                {"bw_peak_total", sr.bw_peak_mb_per_sec + sr.remote_report->bw_peak_mb_per_sec},

@@ -35,4 +35,12 @@ expect "with -R/--rdma_cm is not supported yet" write-bw -q 2 -R
 expect "-q with -c UD is not supported yet" send-bw -q 2 -c UD
 expect "GPU memory is not supported in this build" write-bw --use_cuda 0
 expect "GPU memory is not supported in this build" send-bw --use_rocm_dmabuf
+# force_dependencies: "Number of iterations must be a multiple of post list size", "Post list size
+# must be a multiple of CQ moderation"; latency_gap: "Latency gap feature is only for latency tests".
+expect "-l: the number of iterations must be a multiple of the post list size" write-bw -l 3 -n 100
+expect "-l: the post list size must be a multiple of the CQ moderation" write-bw -l 8 -Q 3 -n 96
+expect "post list is supported in bandwidth tests only" write-lat -l 2
+expect "--latency_gap: the latency gap is only for latency tests" write-bw --latency_gap 10
+# run_infinitely_dependencies: "run_infinitely exists only in BW tests", "does not support events".
+expect "--run_infinitely does not support -e" write-bw --run_infinitely -e
 exit $fail

@@ -135,4 +135,18 @@ TEST(PerftestBandwidth, CqModerationRule) {
   EXPECT_EQ(perftest_cq_mod(100, false, 65536, false, false, true, 128), 100);
   EXPECT_EQ(perftest_cq_mod(10, true, 65536, false, false, false, 128), 10);
   EXPECT_EQ(perftest_cq_mod(100, false, 4096, false, false, false, 64), 64);
+  // -l 16 without -Q: "CQ moderation will be the size of the post list" (after the clamp).
+  EXPECT_EQ(perftest_cq_mod(100, false, 65536, false, false, false, 128, 16), 16);
+  EXPECT_EQ(perftest_cq_mod(8, true, 4096, false, false, false, 128, 16), 8);
+}
+
+// Points every 100 cycles on a 1 MHz counter with 10, 10, 5, 10 operations of 1 MiB retired in
+// the four 100-cycle windows: the slowest window is 5 MiB in 100 us = 50000 MB/s. A window longer
+// than the run gives 0.
+TEST(PerftestBandwidth, MinimumOverSlidingWindow) {
+  const std::vector<std::uint64_t> times{0, 100, 200, 300, 400}, retired{0, 10, 20, 25, 35};
+  EXPECT_DOUBLE_EQ(min_window_bandwidth(times, retired, 1048576, 1.0, 100), 50000.0);
+  // 200-cycle windows: 20, 15, 15 operations -> 15 MiB / 200 us = 75000 MB/s.
+  EXPECT_DOUBLE_EQ(min_window_bandwidth(times, retired, 1048576, 1.0, 200), 75000.0);
+  EXPECT_DOUBLE_EQ(min_window_bandwidth(times, retired, 1048576, 1.0, 1000), 0.0);
 }
