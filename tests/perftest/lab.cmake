@@ -157,7 +157,7 @@ set_tests_properties(lab_perftest_rxe_modes_json PROPERTIES LABELS lab FIXTURES_
 # ways: write-bw -q 4 --report_gbits, send-bw -q 4, send-bw -b, write-bw -q 4 -b. Known flaky:
 # rxe's go-back-N resend under load sometimes re-sends multi-packet WRITEs with shifted opcodes
 # and the responder NAKs "invalid request" (perftest against itself too; docs/perftest.md).
-# Its first run failed that way in 2 of its 8 steps (the other 6 passed).
+# Its first two runs failed that way in 2 and 1 of the 8 steps (write-bw -q 4 steps only).
 set(PT_MQ "-n 200 -s 4096")
 set(mq_reports)
 set(steps
