@@ -49,6 +49,7 @@ struct LeafState {
   bool out_json = false;
   std::string out_json_file;
   std::string json_file;
+  std::string jsonl_file;  // --run_infinitely: one JSON object per period
   std::string html_file, csv_file, metrics_file;  // exporters/ renders these from the JSON report
   CLI::Option* size_option = nullptr;
   CLI::Option* iters_option = nullptr;
@@ -109,6 +110,32 @@ bool write_exported(const LeafState& st, const nlohmann::json& report) {
   return ok;
 }
 
+// --run_infinitely: one row per period (perftest's), and one JSON line with --jsonl.
+void print_period(const SizeResult& period, const TestOptions& o, const std::string& jsonl_file, std::ofstream* jsonl) {
+  const double unit = o.report_gbits ? 1048576.0 * 8 / 1e9 : 1.0;
+  if (jsonl_file != "-") {
+    std::printf(" %-7lu    %-10llu       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n", static_cast<unsigned long>(period.size),
+                static_cast<unsigned long long>(period.iterations), period.bw_peak_mb_per_sec * unit,
+                period.bw_avg_mb_per_sec * unit, period.msg_rate_mpps);
+    std::fflush(stdout);
+  }
+  if (jsonl_file.empty()) return;
+  const nlohmann::json line{{"test", o.test_name},
+                            {"size", period.size},
+                            {"iterations", period.iterations},
+                            {"seconds", period.elapsed_usec / 1e6},
+                            {"bw_avg", period.bw_avg_mb_per_sec},
+                            {"unit", "MB/s (2^20 bytes per second)"},
+                            {"msg_rate_mpps", period.msg_rate_mpps}};
+  if (jsonl) {
+    *jsonl << line.dump() << "\n";
+    jsonl->flush();
+  } else {
+    std::printf("%s\n", line.dump().c_str());
+    std::fflush(stdout);
+  }
+}
+
 int run_leaf(LeafState& st) {
   TestOptions& o = st.options;
   if (st.size_option->count()) {
@@ -150,6 +177,11 @@ int run_leaf(LeafState& st) {
         if (index == count) std::fputc('\n', stderr);
       };
     }
+    std::unique_ptr<std::ofstream> jsonl;
+    if (o.run_infinitely) {
+      if (!st.jsonl_file.empty() && st.jsonl_file != "-") jsonl = std::make_unique<std::ofstream>(st.jsonl_file);
+      o.on_period = [&st, &jsonl, &o](const SizeResult& period) { print_period(period, o, st.jsonl_file, jsonl.get()); };
+    }
     result = run_test(o);
   } catch (const RunError& e) {
     std::fprintf(stderr, "rdmadiag perftest %s: %s\n", o.test_name.c_str(), e.what());
@@ -170,6 +202,36 @@ int run_leaf(LeafState& st) {
     written = write_json_file(st.out_json_file.empty() ? "perftest_out.json" : st.out_json_file,
                               to_perftest_style_json(result, o)) && written;
   return result.errors.empty() && written ? 0 : 1;
+}
+
+// Options perftest accepts on every test and refuses on latency tests with its own message
+// (checked in the engine, so the message is perftest's rather than CLI11's), and perftest's GPU
+// memory options, refused with a clear error.
+void add_perftest_bandwidth_options(CLI::App& sub, TestOptions& o) {
+  sub.add_option("-q,--qp", o.qp_count, "bandwidth: number of QPs, each with -n operations (default 1)")
+      ->check(CLI::Range(1, 16384));
+  sub.add_flag("-b,--bidirectional", o.bidirectional, "bandwidth: both sides send (the table shows the sum)");
+  sub.add_flag("-N,--noPeak", o.no_peak, "bandwidth: do not compute the peak bandwidth");
+  sub.add_option("-l,--post_list", o.post_list, "bandwidth: work requests chained per post (default 1; -Q then defaults to it)")
+      ->check(CLI::Range(1, 8192));
+  sub.add_flag("--perform_warm_up", o.perform_warm_up, "write/read-bw: -t signalled operations per QP before the timed run");
+  sub.add_option("--latency_gap", o.latency_gap_usec, "latency tests: spin USEC before each post (default 0)")
+      ->check(CLI::Range(0, 10000000));
+  sub.add_option("--tclass", o.tclass, "GRH traffic class of the QPs (default: -T's value, else 0)")->check(CLI::Range(0, 255));
+  sub.add_option("--flow_label", o.flow_label, "GRH flow label of every QP (default 0)")->check(CLI::Range(0u, 0xfffffu));
+  sub.add_option("-r,--rx-depth", o.rx_depth, "receives posted per QP in SEND tests (default 512)")
+      ->check(CLI::Range(1, 16384))
+      ->each([&o](const std::string&) { o.rx_depth_given = true; });
+  sub.add_flag_function("--dont_xchg_versions", [&o](std::int64_t) { o.exchange_versions = false; },
+               "skip the version, page size and MTU exchange (the peer needs it too; perftest 4.5 then refuses to run)");
+  for (const char* name : {"use_cuda", "use_cuda_bus_id", "use_rocm", "use_neuron", "use_hl", "use_mlu", "use_opencl"})
+    sub.add_option_function<std::string>(std::string("--") + name, [&o, name](const std::string&) { o.gpu_option = name; },
+                                         "GPU memory: not supported in this build (refused)")
+        ->group("");
+  for (const char* name : {"use_cuda_dmabuf", "use_rocm_dmabuf", "use_neuron_dmabuf", "use_mlu_dmabuf", "use_musa_dmabuf"})
+    sub.add_flag_function(std::string("--") + name, [&o, name](std::int64_t) { o.gpu_option = name; },
+                          "GPU memory: not supported in this build (refused)")
+        ->group("");
 }
 
 void add_leaf(CLI::App& parent, const LeafSpec& spec, rdmadiag::cli::Commands& out) {
@@ -211,8 +273,17 @@ void add_leaf(CLI::App& parent, const LeafSpec& spec, rdmadiag::cli::Commands& o
   sub->add_flag("-H,--report-histogram", o.print_every_sample, "print every sample (latency tests)");
   if (spec.measure == Measure::Bandwidth) {
     sub->add_flag("--report-both", o.report_both, "also print the peer's report (when the peer is rdmadiag)");
-    sub->add_option("-t,--tx-depth", o.tx_depth, "operations in flight (default 128)")->check(CLI::Range(1, 8192));
+    sub->add_option("-t,--tx-depth", o.tx_depth, "operations in flight per QP (default 128)")->check(CLI::Range(1, 8192));
+    sub->add_option("-Q,--cq-mod", o.cq_mod,
+                    "signal every Nth send (default 100; above 8 KiB every send unless given, as perftest)")
+        ->check(CLI::Range(1, 1024))
+        ->each([&o](const std::string&) { o.cq_mod_given = true; });
+    sub->add_flag("--report_gbits", o.report_gbits, "report Gb/s (10^9 bits) instead of MB/s (2^20 bytes)");
+    sub->add_flag("--run_infinitely", o.run_infinitely,
+                  "write/read-bw client: send until Ctrl-C, a report every -D seconds (default 5)");
+    sub->add_option("--jsonl", st->jsonl_file, "with --run_infinitely: one JSON line per period to FILE ('-': stdout)");
   }
+  add_perftest_bandwidth_options(*sub, o);
   sub->add_option("--warmup", o.warmup, "leading iterations excluded from the statistics (default 0)");
   sub->add_flag("--samples", o.keep_samples, "put every sample in the JSON report");
   sub->add_option("--timeout", o.timeout_s, "seconds for connecting and the longest silence during a test (default 60)")

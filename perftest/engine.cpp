@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <csignal>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -135,17 +137,22 @@ void post_send(ibv_qp* qp, ibv_send_wr& wr) {
 }
 
 // UD receives start with the 40-byte GRH (present or not), so each has room for it.
-void post_receives(VerbsResources& res, std::uint64_t size, std::uint64_t count) {
-  ibv_sge sge{reinterpret_cast<std::uintptr_t>(res.recv_region()),
+void post_receives(VerbsResources& res, std::uint64_t size, std::uint64_t count, std::size_t qp_index = 0) {
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(res.recv_region(qp_index)),
               static_cast<std::uint32_t>(size + res.receive_overhead()), res.mr()->lkey};
   ibv_recv_wr wr{};
   wr.sg_list = &sge;
   wr.num_sge = 1;
   for (std::uint64_t i = 0; i < count; ++i) {
     ibv_recv_wr* bad = nullptr;
-    if (const int rc = ibv_post_recv(res.qp(), &wr, &bad); rc)
+    if (const int rc = ibv_post_recv(res.qp(qp_index), &wr, &bad); rc)
       throw RunError(std::string("ibv_post_recv failed: ") + std::strerror(rc));
   }
+}
+
+// -r on every QP (-q); perftest posts rx_depth receives per QP.
+void post_receives_on_every_qp(VerbsResources& res, std::uint64_t size, std::uint64_t count) {
+  for (std::size_t q = 0; q < res.qp_count(); ++q) post_receives(res, size, count, q);
 }
 
 // One key message each way (perftest's ctx_hand_shake): text on TCP, binary on rdma_cm.
@@ -179,8 +186,32 @@ struct Session {
   bool have_remote_key = false;
   int barrier_count = 0;
   bool cm_tail_markers = false;  // -R: send upstream 6.29's 64-byte key struct
+  std::vector<oob::KeyMessage> remote_keys;  // -q: one per QP, from the first per-QP exchange
 
   bool is_server() const { return opt.peer.empty(); }
+
+  // perftest's per-QP loop of ctx_hand_shake: one key message per QP, in QP order.
+  void exchange_every_qp_key(const std::string& step) {
+    const bool first = remote_keys.empty();
+    for (std::size_t q = 0; q < res.qp_count(); ++q) {
+      const std::string what = res.qp_count() > 1 ? step + " (QP " + std::to_string(q) + ")" : step;
+      oob::KeyMessage key;
+      try {
+        key = exchange_key(oob, res.key_message(q), res.uses_gid(), cm_tail_markers, what, timeout_ms, &result.warnings);
+      } catch (const oob::ProtocolError& e) {
+        throw RunError(std::string("out-of-band ") + what + ": " + e.what());
+      }
+      if (first) remote_keys.push_back(key);
+      ++barrier_count;
+    }
+    if (first) {
+      remote_key = remote_keys.front();
+      have_remote_key = true;
+    }
+  }
+
+  // The peer's key for QP q (its address, rkey, QPN), or the one key of a single-QP test.
+  const oob::KeyMessage& remote_key_of(std::size_t q) const { return q < remote_keys.size() ? remote_keys[q] : remote_key; }
 
   // perftest's ctx_hand_shake: exchange key messages; used for the addresses and as a barrier.
   // With -R the keys travel in binary (perftest's struct) on the rdma_cm exchange QP.
@@ -235,7 +266,7 @@ constexpr std::size_t kMaxDurationSamples = std::size_t{1} << 21;  // -D keeps a
 class SizeRun {
  public:
   SizeRun(Session& s, std::uint64_t size, const CycleClock& clock, ibv_wr_opcode opcode, const std::string& what)
-      : session(s), clock_(clock), watchdog(s.opt.timeout_s, what, clock), window(DurationWindow::start(s.opt.duration_s, clock)) {
+      : session(s), clock_(clock), watchdog(s.opt.timeout_s, what, clock), window(DurationWindow::start(s.opt.run_infinitely ? 0 : s.opt.duration_s, clock)) {
     out.size = size;
     out.iterations = s.opt.iterations;
     iters = window.active ? std::numeric_limits<std::uint64_t>::max() : s.opt.iterations;
@@ -264,6 +295,13 @@ class SizeRun {
     if (window.sampling(cycles) && posted.size() < kMaxDurationSamples) posted.push_back(cycles);
   }
   bool time_up() const { return window.over(read_cycles()); }
+  // --latency_gap: perftest spins this long before taking the post time of each iteration.
+  void wait_gap() const {
+    if (session.opt.latency_gap_usec <= 0) return;
+    const std::uint64_t until = read_cycles() + static_cast<std::uint64_t>(session.opt.latency_gap_usec * clock_.cycles_per_usec);
+    while (read_cycles() < until) {
+    }
+  }
 
   // Latency figures over the recorded post times (factor 2: one-way figure of a ping-pong).
   SizeResult finish_latency(int factor) {
@@ -327,6 +365,7 @@ SizeResult run_write_lat(Session& s, std::uint64_t size, const CycleClock& clock
         run.watchdog.progressed();
       }
       if (sent < iters) {
+        run.wait_gap();
         run.record(read_cycles());
         *post_byte = static_cast<char>(++sent);
         post_send(res.qp(), run.wr);
@@ -382,6 +421,7 @@ SizeResult run_read_or_atomic_lat(Session& s, std::uint64_t size, const CycleClo
   const char* name = atomic ? "ATOMIC FETCH_AND_ADD" : "RDMA READ";
   try {
     for (std::uint64_t i = 0; i < run.iters && !run.time_up(); ++i) {
+      run.wait_gap();
       run.record(read_cycles());
       post_send(res.qp(), run.wr);
       wait_completion(res.send_cq(), res.channel(), s.opt.use_events, run.watchdog, std::string(name) + " #" + std::to_string(i + 1));
@@ -409,6 +449,7 @@ SizeResult run_send_lat(Session& s, std::uint64_t size, std::uint64_t receive_de
         if (run.window.active || received + receive_depth <= iters) post_receives(res, size, 1);
       }
       if (sent < iters) {
+        run.wait_gap();
         run.record(read_cycles());
         ++sent;
         const bool signalled = sent % kSignalEvery == 0 || sent == iters;
@@ -423,26 +464,22 @@ SizeResult run_send_lat(Session& s, std::uint64_t size, std::uint64_t receive_de
   return run.finish_latency(2);
 }
 
-// Bandwidth figures the way perftest computes them: average over first post .. last
-// completion, peak over the best post..signalled-completion window; MB = 2^20 bytes.
+// perftest's figures over all QPs (statistics.h).
 void fill_bandwidth(SizeResult& out, const std::vector<std::uint64_t>& posted, const std::vector<std::uint64_t>& completed,
-                    const CycleClock& clock) {
-  const std::uint64_t n = posted.size();
-  if (n == 0) return;
-  const double cycles_per_sec = clock.cycles_per_usec * 1e6;
-  const double total = static_cast<double>(completed[n - 1] - posted[0]);
-  out.bw_avg_mb_per_sec = static_cast<double>(out.size) * static_cast<double>(n) * cycles_per_sec / (total * 1048576.0);
-  out.msg_rate_mpps = static_cast<double>(n) * cycles_per_sec / (total * 1e6);
-  double best_cycles_per_msg = total / static_cast<double>(n);
-  for (std::uint64_t j = 0; j < n; ++j) {
-    if (!completed[j]) continue;  // only signalled completions carry a time
-    for (std::uint64_t i = 0; i <= j; i += kSignalEvery) {
-      const double per = static_cast<double>(completed[j] - posted[i]) / static_cast<double>(j - i + 1);
-      best_cycles_per_msg = std::min(best_cycles_per_msg, per);
-    }
-  }
-  out.bw_peak_mb_per_sec = static_cast<double>(out.size) * cycles_per_sec / (best_cycles_per_msg * 1048576.0);
+                    const CycleClock& clock, bool want_peak) {
+  const auto f = perftest_bandwidth(posted, completed, out.size, clock.cycles_per_usec, want_peak);
+  out.bw_peak_mb_per_sec = f.bw_peak_mb_per_sec;
+  out.bw_avg_mb_per_sec = f.bw_avg_mb_per_sec;
+  out.msg_rate_mpps = f.msg_rate_mpps;
 }
+
+int effective_cq_mod(const TestOptions& o) {
+  return perftest_cq_mod(o.cq_mod, o.cq_mod_given, o.size, o.all_sizes, o.use_events, o.transport == Transport::UD,
+                         o.tx_depth, o.post_list);
+}
+
+// perftest computes no peak with -N, in duration mode, or above 20000 iterations (per QP).
+bool peak_wanted(const TestOptions& o) { return !o.no_peak && o.duration_s == 0 && o.iterations <= 20000; }
 
 // -D bandwidth: messages completed inside the measured window over its length. perftest has no
 // peak in duration mode (it prints its average there too).
@@ -460,65 +497,192 @@ void fill_duration_bandwidth(SizeRun& run, std::uint64_t messages_in_window, con
                                         ": no message completed in the measured window (use a longer duration)");
 }
 
-// Client side of write-bw/read-bw/send-bw: keep up to tx_depth operations in flight.
+// The sending side of a bandwidth test over every QP (-q), perftest's run_iter_bw: each QP posts
+// -n operations with at most -t in flight; posting goes round the QPs; a signalled completion
+// retires that QP's earlier unsignalled sends. Post and retirement times are kept in perftest's
+// global order (its tposted/tcompleted) for the peak; -D only counts what the window saw.
+class BwSender {
+ public:
+  BwSender(SizeRun& run, Session& s)
+      : run_(run), timed_(run.window.active || s.opt.run_infinitely), depth_(static_cast<std::uint64_t>(std::max(1, s.opt.tx_depth))),
+        cq_mod_(static_cast<std::uint64_t>(effective_cq_mod(s.opt))), iters_(run.iters),
+        post_list_(static_cast<std::uint64_t>(std::max(1, s.opt.post_list))) {
+    const unsigned inline_flag = (s.opt.verb != Verb::Read && run.inline_ok) ? IBV_SEND_INLINE : 0;
+    for (std::size_t q = 0; q < s.res.qp_count(); ++q) {
+      Flow f;
+      f.qp = s.res.qp(q);
+      f.sge = run.sge;
+      f.sge.addr = reinterpret_cast<std::uintptr_t>(s.res.send_region(q));
+      f.wr = run.wr;
+      f.wr.send_flags = inline_flag;
+      const auto& key = s.remote_key_of(q);
+      if (s.res.address_handle()) f.wr.wr.ud.remote_qpn = key.qpn;
+      else f.wr.wr.rdma = {key.vaddr, key.rkey};
+      flows_.push_back(f);
+    }
+    if (!timed_) {
+      posted_.reserve(iters_ * flows_.size());
+      completed_.assign(iters_ * flows_.size(), 0);
+    }
+  }
+
+  bool finished() const { return retired_ == iters_ * flows_.size(); }
+  std::uint64_t retired() const { return retired_; }
+
+  // --perform_warm_up (perftest's perform_warm_up): per QP, -t signalled operations and their
+  // completions, before anything is timed.
+  void warm_up(Session& s) {
+    constexpr std::uint64_t kWarmUpId = ~std::uint64_t{0};
+    for (Flow& f : flows_) {
+      ibv_send_wr wr = f.wr;
+      wr.sg_list = &f.sge;
+      wr.wr_id = kWarmUpId;
+      wr.send_flags = (f.wr.send_flags & IBV_SEND_INLINE) | IBV_SEND_SIGNALED;
+      for (std::uint64_t i = 0; i < depth_; ++i) post_send(f.qp, wr);
+      for (std::uint64_t i = 0; i < depth_; ++i)
+        wait_completion(s.res.send_cq(), s.res.channel(), s.opt.use_events, run_.watchdog, "a warm-up operation");
+    }
+  }
+
+  // perftest's inner loop: every QP posts while it has room (-t) and operations left; with -l
+  // the work requests of one post are chained (one ibv_post_send, one post time each).
+  void post_round() {
+    for (std::size_t q = 0; q < flows_.size(); ++q) {
+      Flow& f = flows_[q];
+      while (f.sent < iters_ && f.sent - f.done + post_list_ <= depth_) {
+        const std::uint64_t count = std::min(post_list_, iters_ - f.sent);
+        f.chain.assign(count, f.wr);
+        f.sges.assign(count, f.sge);
+        for (std::uint64_t k = 0; k < count; ++k) {
+          const std::uint64_t seq = f.sent + k;
+          const bool signalled = (seq + 1) % cq_mod_ == 0 || seq + 1 == iters_;
+          f.chain[k].send_flags = (f.wr.send_flags & IBV_SEND_INLINE) | (signalled ? IBV_SEND_SIGNALED : 0);
+          f.chain[k].wr_id = (static_cast<std::uint64_t>(q) << 40) | seq;
+          f.chain[k].sg_list = &f.sges[k];
+          f.chain[k].next = k + 1 < count ? &f.chain[k + 1] : nullptr;
+        }
+        const std::uint64_t now = read_cycles();
+        if (!timed_) posted_.insert(posted_.end(), count, now);
+        if (f.sent == 0) f.first_post = now;
+        post_send(f.qp, f.chain.front());
+        f.sent += count;
+      }
+    }
+  }
+
+  void retire(const ibv_wc& wc, std::uint64_t now) {
+    Flow& f = flows_.at(wc.wr_id >> 40);
+    const std::uint64_t upto = (wc.wr_id & ((std::uint64_t{1} << 40) - 1)) + 1;
+    const std::uint64_t count = upto - f.done;
+    f.done = upto;
+    f.last_completion = now;
+    retired_ += count;
+    if (timed_) {
+      if (run_.window.sampling(now)) in_window_ += count;
+    } else if (retired_ > 0) {
+      completed_[retired_ - 1] = now;
+    }
+  }
+
+  // The result of this size: perftest's figures over all QPs and each QP's share.
+  void finish(const CycleClock& clock, bool want_peak) {
+    if (timed_) fill_duration_bandwidth(run_, in_window_, clock);
+    else fill_bandwidth(run_.out, posted_, completed_, clock, want_peak);
+    if (!timed_) fill_min_window(clock);
+    if (!timed_) run_.out.iterations = retired_;
+    if (flows_.size() < 2) return;
+    for (const auto& f : flows_) {
+      QpShare share{f.qp->qp_num, f.done, 0};
+      if (f.last_completion > f.first_post)
+        share.bw_avg_mb_per_sec = static_cast<double>(run_.out.size) * static_cast<double>(f.done) * clock.cycles_per_usec *
+                                  1e6 / (static_cast<double>(f.last_completion - f.first_post) * 1048576.0);
+      run_.out.per_qp.push_back(share);
+    }
+  }
+
+ private:
+  // Minimum bandwidth over a sliding window of a tenth of the run, from the signalled completions.
+  void fill_min_window(const CycleClock& clock) {
+    if (posted_.empty() || retired_ == 0 || !completed_[retired_ - 1]) return;
+    std::vector<std::uint64_t> times{posted_.front()}, retired{0};
+    for (std::size_t k = 0; k < retired_; ++k)
+      if (completed_[k]) {
+        times.push_back(completed_[k]);
+        retired.push_back(k + 1);
+      }
+    const std::uint64_t window = (times.back() - times.front()) / 10;
+    if (window == 0) return;
+    run_.out.bw_min_window_mb_per_sec = min_window_bandwidth(times, retired, run_.out.size, clock.cycles_per_usec, window);
+    run_.out.min_window_seconds = static_cast<double>(window) / (clock.cycles_per_usec * 1e6);
+  }
+
+  struct Flow {
+    ibv_qp* qp = nullptr;
+    ibv_sge sge{};
+    ibv_send_wr wr{};
+    std::uint64_t sent = 0, done = 0, first_post = 0, last_completion = 0;
+    std::vector<ibv_send_wr> chain;  // the work requests of one post (-l)
+    std::vector<ibv_sge> sges;
+  };
+  SizeRun& run_;
+  bool timed_;
+  std::uint64_t depth_, cq_mod_, iters_;
+  std::uint64_t post_list_;
+  std::vector<Flow> flows_;
+  std::vector<std::uint64_t> posted_, completed_;
+  std::uint64_t retired_ = 0, in_window_ = 0;
+};
+
+ibv_wr_opcode bw_opcode(Verb verb) {
+  return verb == Verb::Write ? IBV_WR_RDMA_WRITE : verb == Verb::Read ? IBV_WR_RDMA_READ : IBV_WR_SEND;
+}
+
+// Client side of write-bw/read-bw/send-bw (and both sides of -b write/read-bw).
 SizeResult run_bw_client(Session& s, std::uint64_t size, const CycleClock& clock) {
-  auto& res = s.res;
-  SizeRun run(s, size, clock,
-              s.opt.verb == Verb::Write  ? IBV_WR_RDMA_WRITE
-              : s.opt.verb == Verb::Read ? IBV_WR_RDMA_READ
-                                         : IBV_WR_SEND,
-              s.opt.test_name + " size " + std::to_string(size));
-  const std::uint64_t iters = run.iters;
-  const int depth = std::max(1, s.opt.tx_depth);
-  const int signal_every = std::min(kSignalEvery, depth);
-  // Iteration mode keeps every post and signalled completion time (for the peak); -D counts.
-  const bool timed = run.window.active;
-  std::vector<std::uint64_t> posted(timed ? 0 : iters), completed(timed ? 0 : iters, 0);
-  const unsigned base_flags = (s.opt.verb != Verb::Read && run.inline_ok) ? IBV_SEND_INLINE : 0;
-  std::uint64_t sent = 0, done = 0, in_window = 0;
+  SizeRun run(s, size, clock, bw_opcode(s.opt.verb), s.opt.test_name + " size " + std::to_string(size));
+  BwSender sender(run, s);
+  if (s.opt.perform_warm_up && s.opt.verb != Verb::Send) sender.warm_up(s);
   try {
-    while (done < iters && !(timed && run.time_up())) {
-      while (sent < iters && sent - done < static_cast<std::uint64_t>(depth)) {
-        const bool signalled = (sent + 1) % static_cast<std::uint64_t>(signal_every) == 0 || sent + 1 == iters;
-        run.wr.send_flags = base_flags | (signalled ? IBV_SEND_SIGNALED : 0);
-        run.wr.wr_id = sent;
-        if (!timed) posted[sent] = read_cycles();
-        post_send(res.qp(), run.wr);
-        ++sent;
-      }
-      const ibv_wc wc = wait_completion(res.send_cq(), res.channel(), s.opt.use_events, run.watchdog,
-                                        "completion of operation #" + std::to_string(done + 1));
-      const std::uint64_t now = read_cycles();
-      if (timed) {
-        if (run.window.sampling(now)) in_window += wc.wr_id + 1 - done;
-      } else {
-        completed[wc.wr_id] = now;
-      }
-      done = wc.wr_id + 1;  // a signalled completion retires every earlier unsignalled one
+    while (!sender.finished() && !(run.window.active && run.time_up())) {
+      sender.post_round();
+      const ibv_wc wc = wait_completion(s.res.send_cq(), s.res.channel(), s.opt.use_events, run.watchdog,
+                                        "completion of a " + s.opt.test_name + " operation");
+      sender.retire(wc, read_cycles());
     }
   } catch (const TimeUp&) {
   }
   run.out.elapsed_usec = static_cast<double>(monotonic_ns() - run.t0) / 1000.0;
-  if (timed) fill_duration_bandwidth(run, in_window, clock);
-  else fill_bandwidth(run.out, posted, completed, clock);
+  sender.finish(clock, peak_wanted(s.opt));
   return run.out;
 }
 
-// Server side of send-bw: count receives, re-post as they complete.
+// The QP index of a completion (-q): perftest's QPs share one receive CQ.
+std::size_t qp_index_of(const VerbsResources& res, std::uint32_t qp_num) {
+  for (std::size_t q = 0; q < res.qp_count(); ++q)
+    if (res.qp(q)->qp_num == qp_num) return q;
+  return 0;
+}
+
+// Server side of send-bw: count receives on every QP, re-post on the QP that consumed one.
 SizeResult run_send_bw_server(Session& s, std::uint64_t size, std::uint64_t receive_depth, const CycleClock& clock) {
   auto& res = s.res;
   SizeRun run(s, size, clock, IBV_WR_SEND, "send-bw size " + std::to_string(size));
-  const std::uint64_t iters = run.iters;
+  const std::uint64_t per_qp = run.iters;
   const bool timed = run.window.active;
+  const std::uint64_t expected = timed ? per_qp : per_qp * res.qp_count();
+  std::vector<std::uint64_t> received(res.qp_count(), 0);
   std::uint64_t first = 0, last = 0, arrived = 0, in_window = 0;
   try {
-    for (std::uint64_t i = 0; i < iters && !(timed && run.time_up()); ++i) {
-      wait_completion(res.recv_cq(), res.channel(), s.opt.use_events, run.watchdog, "the peer's SEND #" + std::to_string(i + 1));
+    for (std::uint64_t i = 0; i < expected && !(timed && run.time_up()); ++i) {
+      const ibv_wc wc = wait_completion(res.recv_cq(), res.channel(), s.opt.use_events, run.watchdog,
+                                        "the peer's SEND #" + std::to_string(i + 1));
       last = read_cycles();
       if (i == 0) first = last;
       ++arrived;
       if (run.window.active && run.window.sampling(last)) ++in_window;
-      if (timed || i + 1 + receive_depth <= iters) post_receives(res, size, 1);
+      const std::size_t q = qp_index_of(res, wc.qp_num);
+      ++received[q];
+      if (timed || received[q] + receive_depth <= per_qp) post_receives(res, size, 1, q);
     }
   } catch (const TimeUp&) {
   }
@@ -527,6 +691,7 @@ SizeResult run_send_bw_server(Session& s, std::uint64_t size, std::uint64_t rece
     fill_duration_bandwidth(run, in_window, clock);
     return run.out;
   }
+  run.out.iterations = arrived;
   // The server sees arrivals only: average from the first arrival to the last.
   const double total = static_cast<double>(last - first);
   const double cycles_per_sec = clock.cycles_per_usec * 1e6;
@@ -535,7 +700,185 @@ SizeResult run_send_bw_server(Session& s, std::uint64_t size, std::uint64_t rece
     run.out.msg_rate_mpps = static_cast<double>(arrived - 1) * cycles_per_sec / (total * 1e6);
     run.out.bw_peak_mb_per_sec = run.out.bw_avg_mb_per_sec;
   }
+  for (std::size_t q = 0; q < res.qp_count() && res.qp_count() > 1; ++q)
+    run.out.per_qp.push_back({res.qp(q)->qp_num, received[q], 0});
   return run.out;
+}
+
+// --run_infinitely: SIGINT ends the run (the handler only sets this flag).
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_sigint(int) { g_interrupted = 1; }
+
+// --run_infinitely, the sender (perftest's run_iter_bw_infinitely): send without end; every -D
+// seconds (default 5) report that period's messages and bandwidth; stop at SIGINT, then go on
+// with the end-of-test exchange (a perftest server waits there and then closes).
+SizeResult run_bw_infinitely(Session& s, std::uint64_t size, const CycleClock& clock) {
+  SizeRun run(s, size, clock, bw_opcode(s.opt.verb), s.opt.test_name + " --run_infinitely");
+  run.iters = std::numeric_limits<std::uint64_t>::max() >> 24;  // unbounded, fits the wr_id field
+  BwSender sender(run, s);
+  g_interrupted = 0;
+  const auto previous = std::signal(SIGINT, on_sigint);
+  const double period_s = s.opt.duration_s > 0 ? s.opt.duration_s : 5;
+  const auto period_cycles = static_cast<std::uint64_t>(period_s * clock.cycles_per_usec * 1e6);
+  std::uint64_t period_start = read_cycles(), retired_at_start = 0;
+  SizeResult total = run.out;
+  while (!g_interrupted) {
+    sender.post_round();
+    const ibv_wc wc = wait_completion(s.res.send_cq(), s.res.channel(), false, run.watchdog, "a --run_infinitely operation");
+    const std::uint64_t now = read_cycles();
+    sender.retire(wc, now);
+    if (now - period_start < period_cycles) continue;
+    SizeResult period = run.out;
+    period.iterations = sender.retired() - retired_at_start;
+    const double seconds = static_cast<double>(now - period_start) / (clock.cycles_per_usec * 1e6);
+    period.msg_rate_mpps = static_cast<double>(period.iterations) / seconds / 1e6;
+    period.bw_avg_mb_per_sec = static_cast<double>(size) * static_cast<double>(period.iterations) / seconds / 1048576.0;
+    period.bw_peak_mb_per_sec = 0;  // perftest: noPeak with --run_infinitely
+    period.elapsed_usec = seconds * 1e6;
+    if (s.opt.on_period) s.opt.on_period(period);
+    total = period;
+    period_start = now;
+    retired_at_start = sender.retired();
+  }
+  std::signal(SIGINT, previous);
+  return total;  // the last whole period
+}
+
+// -b send-bw, perftest's run_iter_bi: each side sends its -n per QP (figures as a sender) and
+// at the same time consumes the peer's SENDs, re-posting receives on the QP that used one.
+SizeResult run_send_bw_bidirectional(Session& s, std::uint64_t size, std::uint64_t receive_depth, const CycleClock& clock) {
+  auto& res = s.res;
+  SizeRun run(s, size, clock, IBV_WR_SEND, "send-bw -b size " + std::to_string(size));
+  BwSender sender(run, s);
+  const bool timed = run.window.active;
+  const std::uint64_t expected = run.iters * res.qp_count();  // -D: unbounded
+  std::vector<std::uint64_t> received(res.qp_count(), 0);
+  std::uint64_t arrived = 0;
+  std::array<ibv_wc, 16> wcs{};
+  try {
+    while (!(sender.finished() && arrived >= expected) && !(timed && run.time_up())) {
+      sender.post_round();
+      const int sends = ibv_poll_cq(res.send_cq(), 16, wcs.data());
+      for (int k = 0; k < sends; ++k) {
+        if (wcs[k].status != IBV_WC_SUCCESS)
+          throw RunError("completion error on a SEND: " + completion_status_name(wcs[k].status) + " - " +
+                         completion_status_hint(wcs[k].status));
+        sender.retire(wcs[k], read_cycles());
+      }
+      const int recvs = ibv_poll_cq(res.recv_cq(), 16, wcs.data());
+      for (int k = 0; k < recvs; ++k) {
+        if (wcs[k].status != IBV_WC_SUCCESS)
+          throw RunError("completion error on a receive: " + completion_status_name(wcs[k].status) + " - " +
+                         completion_status_hint(wcs[k].status));
+        const std::size_t q = qp_index_of(res, wcs[k].qp_num);
+        ++arrived;
+        if (timed || ++received[q] + receive_depth <= run.iters) post_receives(res, size, 1, q);
+      }
+      if (sends < 0 || recvs < 0) throw RunError("ibv_poll_cq failed in send-bw -b");
+      if (sends > 0 || recvs > 0) run.watchdog.progressed();
+      else run.watchdog.check("completions of send-bw -b (" + std::to_string(arrived) + " SENDs received)");
+    }
+  } catch (const TimeUp&) {
+  }
+  run.out.elapsed_usec = static_cast<double>(monotonic_ns() - run.t0) / 1000.0;
+  sender.finish(clock, peak_wanted(s.opt));
+  return run.out;
+}
+
+// perftest's xchg_bw_reports: five 8-byte fields, in the unit each side prints (MB/s, or Gb/s
+// with --report_gbits; both sides need the same choice, as with perftest).
+oob::BwReport exchange_bw_report(Session& s, const SizeResult* mine_result) {
+  const double to_unit = s.opt.report_gbits ? 1048576.0 * 8 / 1e9 : 1.0;
+  oob::BwReport mine{};
+  if (mine_result)
+    mine = {mine_result->size, mine_result->iterations, mine_result->bw_peak_mb_per_sec * to_unit,
+            mine_result->bw_avg_mb_per_sec * to_unit, mine_result->msg_rate_mpps};
+  const auto fields = oob::encode_bw_report(mine);
+  std::array<std::array<char, 8>, 5> theirs{};
+  static const char* const kFieldNames[] = {"size", "iterations", "peak bandwidth", "average bandwidth", "message rate"};
+  for (std::size_t i = 0; i < 5; ++i) {
+    const auto got = s.oob.exchange(fields[i], 8, std::string("bandwidth report (") + kFieldNames[i] + ")", s.timeout_ms);
+    std::memcpy(theirs[i].data(), got.data(), 8);
+  }
+  auto remote = oob::parse_bw_report(theirs);
+  remote.bw_peak_mb_per_sec /= to_unit;
+  remote.bw_avg_mb_per_sec /= to_unit;
+  return remote;
+}
+
+// write-bw/read-bw without -b: the client runs, the server waits; then the client's report goes
+// to the server, which prints it (perftest 4.5's write_bw.c / read_bw.c).
+void run_rdma_bw_one_way(Session& s, const std::vector<std::uint64_t>& sizes, const CycleClock& clock,
+                         const std::function<void(std::uint64_t)>& announce, int whole_test_ms) {
+  if (!s.is_server())
+    for (auto size : sizes) {
+      announce(size);
+      s.result.sizes.push_back(s.opt.run_infinitely ? run_bw_infinitely(s, size, clock) : run_bw_client(s, size, clock));
+    }
+  if (s.is_server() && s.opt.run_infinitely) {
+    // The client runs until it is stopped (a day at most here); a perftest client is simply
+    // killed, so its closed connection is the normal end (perftest: "Client closed connection").
+    try {
+      s.barrier("end of test (waiting for the client)", 86400 * 1000);
+    } catch (const RunError& e) {
+      s.result.warnings.push_back(std::string("client closed connection: ") + e.what());
+      return;
+    }
+  } else {
+    s.barrier(s.is_server() ? "end of test (waiting for the client)" : "end of test", whole_test_ms);
+  }
+  const auto remote = exchange_bw_report(s, s.result.sizes.empty() ? nullptr : &s.result.sizes.back());
+  if (s.is_server()) {
+    SizeResult r;
+    r.size = remote.size;
+    r.iterations = remote.iterations;
+    r.bw_peak_mb_per_sec = remote.bw_peak_mb_per_sec;
+    r.bw_avg_mb_per_sec = remote.bw_avg_mb_per_sec;
+    r.msg_rate_mpps = remote.msg_rate_mpps;
+    r.remote_report = remote;
+    s.result.sizes.push_back(r);
+  } else if (s.result.info.peer_is_rdmadiag && !s.result.sizes.empty()) {
+    // perftest's server sends uninitialised memory here; only an rdmadiag peer's is meaningful.
+    s.result.sizes.back().remote_report = remote;
+  }
+  s.finish_with_done();
+}
+
+// -b write-bw/read-bw (perftest 4.5): both sides run the sender; per size a barrier, the run,
+// (with -a) another barrier, then the reports are exchanged; the table shows the sum.
+void run_rdma_bw_bidirectional(Session& s, const std::vector<std::uint64_t>& sizes, const CycleClock& clock,
+                               const std::function<void(std::uint64_t)>& announce) {
+  for (auto size : sizes) {
+    announce(size);
+    s.barrier("start of size " + std::to_string(size));
+    auto r = run_bw_client(s, size, clock);
+    if (s.opt.all_sizes) s.barrier("end of size " + std::to_string(size));
+    r.remote_report = exchange_bw_report(s, &r);
+    r.bidirectional = true;
+    s.result.sizes.push_back(r);
+  }
+  s.finish_with_done();
+}
+
+// send-bw (perftest 4.5's send_bw.c): per size the receivers post -r per QP, a barrier, the run,
+// with -b the reports (not with -D), and with -a one more barrier.
+void run_send_bw_sizes(Session& s, const std::vector<std::uint64_t>& sizes, std::uint64_t receive_depth,
+                       const CycleClock& clock, const std::function<void(std::uint64_t)>& announce) {
+  for (auto size : sizes) {
+    announce(size);
+    if (s.is_server() || s.opt.bidirectional) post_receives_on_every_qp(s.res, size, receive_depth);
+    s.barrier("receives posted (size " + std::to_string(size) + ")");
+    SizeResult r = s.opt.bidirectional ? run_send_bw_bidirectional(s, size, receive_depth, clock)
+                   : s.is_server()     ? run_send_bw_server(s, size, receive_depth, clock)
+                                       : run_bw_client(s, size, clock);
+    if (s.opt.bidirectional && s.opt.duration_s == 0) {
+      r.remote_report = exchange_bw_report(s, &r);
+      r.bidirectional = true;
+    }
+    s.result.sizes.push_back(r);
+    if (s.opt.all_sizes) s.barrier("end of size " + std::to_string(size));
+  }
+  s.finish_with_done();
 }
 
 // -R: perftest's sequence after the preamble: one key exchange (its keys are still empty), the
@@ -622,7 +965,74 @@ std::string verb_title(Verb verb, Measure measure) {
   return std::string(v) + (measure == Measure::Latency ? " Latency Test" : " BW Test");
 }
 
+// The version, page and cache-line size and MTU steps; mtu becomes the smaller of both sides'.
+oob::PeerVersion exchange_preamble(const TestOptions& opt, OobTransport& oob, int& mtu, int timeout_ms) {
+  const auto my_version = oob::encode_version(opt.announce_version, true);
+  oob::PeerVersion peer_version;
+  try {
+    peer_version = oob::parse_version(oob.exchange(my_version, oob::kVersionSize, "version exchange", timeout_ms));
+  } catch (const oob::ProtocolError& e) {
+    throw RunError(e.what());
+  }
+  if (peer_version.number < oob::kOldestCompatibleVersion)
+    throw RunError("the peer announces perftest version " + peer_version.text +
+                   "; rdmadiag (like perftest itself) needs 5.70 or newer on the other side - upgrade the peer's perftest");
+  const long page_size = sysconf(_SC_PAGESIZE);
+  oob.exchange(oob::encode_be32(static_cast<std::uint32_t>(page_size)), 4, "page size exchange", timeout_ms);
+  oob.exchange(oob::encode_be32(64), 4, "cache line size exchange", timeout_ms);
+  const auto got = oob.exchange(oob::encode_mtu(mtu), oob::kMtuMessageSize, "MTU exchange", timeout_ms);
+  try {
+    mtu = std::min(mtu, oob::parse_mtu(got));
+  } catch (const oob::ProtocolError& e) {
+    throw RunError(e.what());
+  }
+  return peer_version;
+}
+
+// Option combinations perftest refuses (its parser and force_dependencies in
+// perftest_parameters.c), checked before a device is opened; and those rdmadiag lacks.
+void check_bandwidth_options(const TestOptions& opt) {
+  const bool latency = opt.measure == Measure::Latency;
+  if (latency && opt.qp_count > 1) throw RunError("-q: multiple QPs only available on bandwidth tests (as perftest)");
+  if (latency && opt.bidirectional) throw RunError("-b: bidirectional is only available in bandwidth tests (as perftest)");
+  if (latency && opt.no_peak) throw RunError("-N: noPeak is only valid for bandwidth tests (as perftest)");
+  if (opt.post_list > 1) {
+    // perftest_parameters.c force_dependencies.
+    if (latency) throw RunError("-l/--post_list: post list is supported in bandwidth tests only (as perftest)");
+    if (opt.duration_s == 0 && opt.iterations % static_cast<std::uint64_t>(opt.post_list) != 0)
+      throw RunError("-l: the number of iterations must be a multiple of the post list size (as perftest)");
+    if (opt.cq_mod_given && opt.post_list % opt.cq_mod != 0)
+      throw RunError("-l: the post list size must be a multiple of the CQ moderation -Q (as perftest)");
+    if (opt.post_list > opt.tx_depth) throw RunError("-l: the post list cannot be longer than -t");
+  }
+  if (opt.run_infinitely) {
+    if (latency) throw RunError("--run_infinitely exists only in bandwidth tests (as perftest)");
+    if (opt.use_events) throw RunError("--run_infinitely does not support -e (as perftest)");
+    if (opt.all_sizes) throw RunError("--run_infinitely runs one size: not with -a");
+    if (opt.bidirectional && opt.verb == Verb::Send)
+      throw RunError("--run_infinitely is not supported in the SEND bidirectional test (as perftest)");
+    if (opt.bidirectional || opt.verb == Verb::Send)
+      throw RunError("--run_infinitely is implemented for write-bw and read-bw without -b only (send-bw and -b: not yet)");
+  }
+  if (!latency && opt.latency_gap_usec > 0)
+    throw RunError("--latency_gap: the latency gap is only for latency tests (as perftest)");
+
+  if (!opt.gpu_option.empty())
+    throw RunError("--" + opt.gpu_option +
+                   ": GPU memory is not supported in this build of rdmadiag perftest (host memory only; nothing falls back "
+                   "silently - run without it, or use perftest built with GPU support)");
+  if (opt.verb != Verb::Send && opt.rx_depth_given && opt.rx_depth > 1)
+    throw RunError("-r: on RDMA verbs the rx depth can only be 1 (as perftest); -r applies to SEND tests");
+  if (opt.qp_count > 1 && opt.rdma_cm)
+    throw RunError("-q " + std::to_string(opt.qp_count) +
+                   " with -R/--rdma_cm is not supported yet by rdmadiag perftest (one rdma_cm connection per QP is not done; "
+                   "use the TCP exchange)");
+  if (opt.qp_count > 1 && opt.transport == Transport::UD)
+    throw RunError("-q with -c UD is not supported yet by rdmadiag perftest");
+}
+
 TestResult run_test(const TestOptions& opt) {
+  check_bandwidth_options(opt);
   if (opt.rdma_cm && opt.transport == Transport::UC)
     throw RunError("-c UC cannot be used with -R/--rdma_cm (librdmacm connects RC and UD QPs only; perftest refuses it too)");
   if (opt.duration_s > 0 && opt.all_sizes)
@@ -644,7 +1054,11 @@ TestResult run_test(const TestOptions& opt) {
   if (largest == 0 || largest > (1ull << 31)) throw RunError("-s must be between 1 and 2^31 bytes");
 
   TestResult result;
-  const std::uint64_t receive_depth = std::min<std::uint64_t>(opt.iterations, kMaxReceiveDepth);
+  if (opt.perform_warm_up && (latency || opt.verb == Verb::Send))
+    result.warnings.push_back("--perform_warm_up is ignored here: perftest warms up only in write_bw and read_bw");
+  // perftest's -r (default DEF_RX_SEND); latency tests keep their fixed 512.
+  const std::uint64_t receive_depth =
+      std::min<std::uint64_t>(opt.iterations, latency ? kMaxReceiveDepth : static_cast<std::uint64_t>(opt.rx_depth));
 
   ResourceRequest req;
   req.device = opt.device;
@@ -653,6 +1067,7 @@ TestResult run_test(const TestOptions& opt) {
   req.transport = opt.transport;
   req.buffer_size = std::max<std::uint64_t>(largest, 8);
   req.send_queue_depth = latency ? 128 : std::max(opt.tx_depth, 1);
+  req.qp_count = latency ? 1 : opt.qp_count;
   req.recv_queue_depth = opt.verb == Verb::Send ? static_cast<int>(receive_depth) : 1;
   req.use_events = opt.use_events;
   req.out_reads = (opt.verb == Verb::Read || opt.verb == Verb::Atomic) ? 1 << 16 : 1;
@@ -727,35 +1142,17 @@ TestResult run_test(const TestOptions& opt) {
   OobTransport& oob = *oob_transport;
   if (opt.peer.empty()) info.peer = oob.peer();
 
-  // Version, system data, MTU: the fixed preamble of every perftest (>= 5.70) test.
-  const auto my_version = oob::encode_version(opt.announce_version, true);
+  // Version, system data, MTU: the fixed preamble of every perftest (>= 5.70) test; all three are
+  // skipped with --dont_xchg_versions (perftest_communication.c; then the peer needs it too).
   oob::PeerVersion peer_version;
-  {
-    const auto got = oob.exchange(my_version, oob::kVersionSize, "version exchange", timeout_ms);
-    try {
-      peer_version = oob::parse_version(got);
-    } catch (const oob::ProtocolError& e) {
-      throw RunError(e.what());
-    }
+  if (opt.exchange_versions) {
+    peer_version = exchange_preamble(opt, oob, mtu, timeout_ms);
+  } else {
+    peer_version.text = "not exchanged (--dont_xchg_versions)";
+    result.warnings.push_back("--dont_xchg_versions: no version, page size or MTU exchange; the local MTU is used");
   }
   info.peer_version = peer_version.text;
   info.peer_is_rdmadiag = peer_version.is_rdmadiag;
-  if (peer_version.number < oob::kOldestCompatibleVersion)
-    throw RunError("the peer announces perftest version " + peer_version.text +
-                   "; rdmadiag (like perftest itself) needs 5.70 or newer on the other side - upgrade the peer's perftest");
-  const long page_size = sysconf(_SC_PAGESIZE);
-  oob.exchange(oob::encode_be32(static_cast<std::uint32_t>(page_size)), 4, "page size exchange", timeout_ms);
-  oob.exchange(oob::encode_be32(64), 4, "cache line size exchange", timeout_ms);
-  {
-    const auto got = oob.exchange(oob::encode_mtu(mtu), oob::kMtuMessageSize, "MTU exchange", timeout_ms);
-    int peer_mtu = 0;
-    try {
-      peer_mtu = oob::parse_mtu(got);
-    } catch (const oob::ProtocolError& e) {
-      throw RunError(e.what());
-    }
-    mtu = std::min(mtu, peer_mtu);
-  }
   info.mtu = mtu_bytes(mtu);
   if (opt.transport == Transport::UD) {
     // A UD message is one packet: perftest sweeps (-a) only up to the MTU and refuses -s above it.
@@ -776,6 +1173,10 @@ TestResult run_test(const TestOptions& opt) {
         {"connection", transport_name(opt.transport)},
         {"gid", res0.uses_gid() || opt.rdma_cm ? "yes" : "no"},
         {"duration", std::to_string(opt.duration_s)},
+        {"qps", std::to_string(opt.qp_count)},
+        {"bidirectional", opt.bidirectional ? "yes" : "no"},
+        {"report", opt.report_gbits ? "Gb/s" : "MB/s"},
+        {"run_infinitely", opt.run_infinitely ? "yes" : "no"},
     };
     const auto got = oob.exchange(oob::encode_options(mine), oob::kOptionsMessageSize, "option check", timeout_ms);
     std::vector<std::string> diffs;
@@ -802,6 +1203,8 @@ TestResult run_test(const TestOptions& opt) {
     mine.size = opt.size;
     mine.iters = opt.iterations;
     mine.use_rdma_cm = opt.rdma_cm ? 1 : 0;
+    mine.num_of_qps = opt.qp_count;
+    mine.report_fmt = opt.report_gbits ? 0 : 1;
     const auto& da = res0.device_attr();
     mine.device_attr.assign(reinterpret_cast<const std::uint8_t*>(&da), reinterpret_cast<const std::uint8_t*>(&da) + sizeof da);
     std::vector<char> got;
@@ -843,10 +1246,13 @@ TestResult run_test(const TestOptions& opt) {
     info.mtu = mtu_bytes(mtu);
   }
   VerbsResources& res = *resources;
-  Session s{opt, res, oob, result, timeout_ms, res.key_message(), {}, false, 0, cm_tail_markers};
+  Session s{opt, res, oob, result, timeout_ms, res.key_message(), {}, false, 0, cm_tail_markers, {}};
   result.counters_before = read_port_counters(res.device_name(), res.port());
   auto connect = [&] {
-    if (!res.connected_by_rdma_cm()) res.connect(s.remote_key, mtu, opt.tos, opt.qp_timeout, opt.sl);
+    if (res.connected_by_rdma_cm()) return;
+    res.set_flow_label(opt.flow_label);
+    const int traffic_class = opt.tclass >= 0 ? opt.tclass : opt.tos;
+    for (std::size_t q = 0; q < res.qp_count(); ++q) res.connect(s.remote_key_of(q), mtu, traffic_class, opt.qp_timeout, opt.sl, q);
   };
   info.local_key = s.my_key;
   // A long wait on the server for a client that runs the whole test meanwhile.
@@ -854,7 +1260,7 @@ TestResult run_test(const TestOptions& opt) {
       timeout_ms * static_cast<int>(std::min<std::size_t>(sizes.size(), 30)) + std::max(opt.duration_s, 0) * 1000;
 
   std::size_t sizes_started = 0;
-  auto announce = [&](std::uint64_t size) {
+  const std::function<void(std::uint64_t)> announce = [&](std::uint64_t size) {
     if (opt.on_size) opt.on_size(size, ++sizes_started, sizes.size());
   };
   try {
@@ -901,55 +1307,18 @@ TestResult run_test(const TestOptions& opt) {
       }
       s.finish_with_done();
     } else if (opt.verb == Verb::Send) {  // send-bw
-      s.barrier("address exchange");
+      s.exchange_every_qp_key("address exchange");
       connect();
       s.barrier("barrier after RTR");
-      s.barrier("address echo");
-      for (auto size : sizes) {
-        announce(size);
-        if (s.is_server()) post_receives(res, size, receive_depth);
-        s.barrier("receives posted (size " + std::to_string(size) + ")");
-        result.sizes.push_back(s.is_server() ? run_send_bw_server(s, size, receive_depth, clock) : run_bw_client(s, size, clock));
-      }
-      s.finish_with_done();
-    } else {  // write-bw, read-bw: the server is passive and prints the client's report
-      s.barrier("address exchange");
+      s.exchange_every_qp_key("address echo");
+      run_send_bw_sizes(s, sizes, receive_depth, clock, announce);
+    } else {  // write-bw, read-bw
+      s.exchange_every_qp_key("address exchange");
       connect();
-      s.barrier("address echo");
+      s.exchange_every_qp_key("address echo");
       s.barrier("barrier after RTR");
-      if (!s.is_server())
-        for (auto size : sizes) {
-          announce(size);
-          result.sizes.push_back(run_bw_client(s, size, clock));
-        }
-      s.barrier(s.is_server() ? "end of test (waiting for the client)" : "end of test", whole_test_ms);
-      oob::BwReport mine{};
-      if (!result.sizes.empty()) {
-        const auto& last = result.sizes.back();
-        mine = {last.size, last.iterations, last.bw_peak_mb_per_sec, last.bw_avg_mb_per_sec, last.msg_rate_mpps};
-      }
-      const auto fields = oob::encode_bw_report(mine);
-      std::array<std::array<char, 8>, 5> theirs{};
-      static const char* const kFieldNames[] = {"size", "iterations", "peak bandwidth", "average bandwidth", "message rate"};
-      for (std::size_t i = 0; i < 5; ++i) {
-        const auto got = oob.exchange(fields[i], 8, std::string("bandwidth report (") + kFieldNames[i] + ")", timeout_ms);
-        std::memcpy(theirs[i].data(), got.data(), 8);
-      }
-      const auto remote = oob::parse_bw_report(theirs);
-      if (s.is_server()) {
-        SizeResult r;
-        r.size = remote.size;
-        r.iterations = remote.iterations;
-        r.bw_peak_mb_per_sec = remote.bw_peak_mb_per_sec;
-        r.bw_avg_mb_per_sec = remote.bw_avg_mb_per_sec;
-        r.msg_rate_mpps = remote.msg_rate_mpps;
-        r.remote_report = remote;
-        result.sizes.push_back(r);
-      } else if (peer_version.is_rdmadiag && !result.sizes.empty()) {
-        // perftest's server sends uninitialised memory here; only an rdmadiag peer's is meaningful.
-        result.sizes.back().remote_report = remote;
-      }
-      s.finish_with_done();
+      if (opt.bidirectional) run_rdma_bw_bidirectional(s, sizes, clock, announce);
+      else run_rdma_bw_one_way(s, sizes, clock, announce, whole_test_ms);
     }
   } catch (const RunError& e) {
     result.errors.push_back(e.what());
@@ -961,6 +1330,10 @@ TestResult run_test(const TestOptions& opt) {
   if (!oob.is_client()) oob.let_peer_close_first(5000);
   else if (!peer_version.is_rdmadiag) oob.let_peer_close_first(3000);
   if (s.have_remote_key) info.remote_key = s.remote_key;
+  if (res.qp_count() > 1) {
+    for (std::size_t q = 0; q < res.qp_count(); ++q) info.local_keys.push_back(res.key_message(q));
+    info.remote_keys = s.remote_keys;
+  }
   result.counters_after = read_port_counters(res.device_name(), res.port());
   return result;
 }

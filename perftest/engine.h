@@ -43,6 +43,24 @@ struct TestOptions {
   bool print_every_sample = false;    // -H
   bool report_both = false;           // --report-both
   int tx_depth = 128;                 // -t (bandwidth)
+  int qp_count = 1;                   // -q (bandwidth): traffic spread over this many QPs
+  bool bidirectional = false;         // -b (bandwidth): both sides send
+  bool report_gbits = false;          // --report_gbits: Gb/s (10^9 bits) instead of MB/s (2^20 bytes)
+  bool no_peak = false;               // -N: no peak bandwidth (perftest also forces it, see engine)
+  int cq_mod = 100;                   // -Q: signal every cq_mod-th send (perftest's DEF_CQ_MOD)
+  bool cq_mod_given = false;
+  int post_list = 1;                  // -l: work requests chained into one ibv_post_send (bandwidth)
+  int rx_depth = 512;                 // -r: receives posted per QP (SEND tests; perftest's DEF_RX_SEND)
+  bool rx_depth_given = false;
+  std::string gpu_option;             // --use_cuda etc.: refused (no GPU memory in this build)
+  bool perform_warm_up = false;       // --perform_warm_up (write/read-bw): -t signalled operations per QP first
+  int latency_gap_usec = 0;           // --latency_gap (latency tests): spin this long before each post
+  int tclass = -1;                    // --tclass: GRH traffic class (-1: -T's value)
+  std::uint32_t flow_label = 0;       // --flow_label: GRH flow label of every QP
+  bool exchange_versions = true;      // --dont_xchg_versions clears it
+  bool run_infinitely = false;        // --run_infinitely (bandwidth): a report every -D s (default 5) until SIGINT
+  // --run_infinitely: called with each period's figures (the front end prints a row / a JSON line).
+  std::function<void(const struct SizeResult&)> on_period;
   std::uint64_t warmup = 0;           // --warmup: iterations excluded from statistics
   bool keep_samples = false;          // --samples: raw samples in the JSON
   int timeout_s = 60;                 // --timeout: connection / no-progress limit
@@ -60,6 +78,13 @@ struct DurationFigures {
   double tps = 0;
 };
 
+// One QP's share of a bandwidth run (-q): what it moved, over its own first post .. last completion.
+struct QpShare {
+  std::uint32_t qpn = 0;
+  std::uint64_t messages = 0;
+  double bw_avg_mb_per_sec = 0;
+};
+
 struct SizeResult {
   std::uint64_t size = 0;
   std::uint64_t iterations = 0;
@@ -70,11 +95,16 @@ struct SizeResult {
   // Bandwidth tests.
   double bw_peak_mb_per_sec = 0, bw_avg_mb_per_sec = 0, msg_rate_mpps = 0;
   std::optional<oob::BwReport> remote_report;  // what the peer reported (bw tests)
+  bool bidirectional = false;                  // -b: the table shows local + remote_report, as perftest
+  double bw_min_window_mb_per_sec = 0;         // slowest tenth of the run (sliding), 0 if not known
+  double min_window_seconds = 0;
+  std::vector<QpShare> per_qp;                 // -q: each QP's share (the sender's side)
   double elapsed_usec = 0;
   std::optional<DurationFigures> duration;  // -D
 };
 
 struct TestInfo {
+  std::vector<oob::KeyMessage> local_keys, remote_keys;  // -q: every QP's (also for the text header)
   std::string test, role, device, link_layer, transport, peer, exchange = "tcp";
   int port = 1, gid_index = -1, mtu = 0, inline_size = 0, tos = -1, tcp_port = 18515;
   std::string gid, gid_type, netdev;

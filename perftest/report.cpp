@@ -47,6 +47,59 @@ nlohmann::json key_json(const oob::KeyMessage& k) {
   return j;
 }
 
+// perftest's bandwidth rows (MB = 2^20 bytes, or Gb/s = 10^9 bits with --report_gbits); with -b
+// each row is local + remote, as perftest's print_full_bw_report; then each QP's share (-q).
+std::string bandwidth_table(const TestResult& r, const TestOptions& o) {
+  const double unit = o.report_gbits ? 1048576.0 * 8 / 1e9 : 1.0;
+  const char* name = o.report_gbits ? "Gb/sec" : "MB/sec";
+  std::string out = printf_string(" #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]\n", name, name);
+  const auto row = [&](std::uint64_t size, std::uint64_t iters, double peak, double avg, double rate) {
+    // perftest's inc_accuracy: below 0.1 Gb/s six decimals (REPORT_FMT_EXT).
+    if (o.report_gbits && avg * unit < 0.1)
+      out += printf_string(" %-7lu    %" PRIu64 "           %-7.6lf            %-7.6lf            %-7.6lf\n",
+                           static_cast<unsigned long>(size), iters, peak * unit, avg * unit, rate);
+    else
+      out += printf_string(" %-7lu    %-10" PRIu64 "       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n",
+                           static_cast<unsigned long>(size), iters, peak * unit, avg * unit, rate);
+  };
+  for (const auto& sr : r.sizes) {
+    if (sr.bidirectional && sr.remote_report) {
+      const auto& rr = *sr.remote_report;
+      row(sr.size, sr.iterations, sr.bw_peak_mb_per_sec + rr.bw_peak_mb_per_sec, sr.bw_avg_mb_per_sec + rr.bw_avg_mb_per_sec,
+          sr.msg_rate_mpps + rr.msg_rate_mpps);
+    } else {
+      row(sr.size, sr.iterations, sr.bw_peak_mb_per_sec, sr.bw_avg_mb_per_sec, sr.msg_rate_mpps);
+    }
+  }
+  for (const auto& sr : r.sizes)
+    if (sr.min_window_seconds > 0)
+      out += printf_string(" size %lu: slowest %.3f s window %.2lf %s (this side)\n", static_cast<unsigned long>(sr.size),
+                           sr.min_window_seconds, sr.bw_min_window_mb_per_sec * unit, name);
+  for (const auto& sr : r.sizes) {
+    if (sr.per_qp.empty()) continue;
+    out += printf_string(" per QP, size %lu:", static_cast<unsigned long>(sr.size));
+    for (const auto& q : sr.per_qp) {
+      out += printf_string(" QPN %#06x %" PRIu64 " msgs", q.qpn, q.messages);
+      if (q.bw_avg_mb_per_sec > 0) out += printf_string(o.report_gbits ? " %.6lf %s" : " %.2lf %s", q.bw_avg_mb_per_sec * unit, name);
+      out += ";";
+    }
+    out += "\n";
+  }
+  const bool show_remote = o.report_both && !r.sizes.empty() && r.sizes.back().remote_report &&
+                           (!o.peer.empty() || r.sizes.back().bidirectional);
+  if (show_remote) {
+    const auto& sr = r.sizes.back();
+    const auto& rr = *sr.remote_report;
+    if (sr.bidirectional) {
+      out += std::string(kRule) + " Local results:\n";
+      row(sr.size, sr.iterations, sr.bw_peak_mb_per_sec, sr.bw_avg_mb_per_sec, sr.msg_rate_mpps);
+    }
+    out += std::string(kRule) + " Remote results:\n";
+    row(rr.size, rr.iterations, rr.bw_peak_mb_per_sec, rr.bw_avg_mb_per_sec, rr.msg_rate_mpps);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string rdmadiag_version() { return "0.1.0"; }
@@ -58,7 +111,7 @@ std::string format_text(const TestResult& r, const TestOptions& o) {
   out << kRule;
   out << "                    " << verb_title(o.verb, o.measure) << "\n";
   out << printf_string(" Dual-port       : OFF\t\tDevice         : %s\n", i.device.c_str());
-  out << printf_string(" Number of qps   : 1\t\tTransport type : IB\n");
+  out << printf_string(" Number of qps   : %d\t\tTransport type : IB\n", latency ? 1 : o.qp_count);
   out << printf_string(" Connection type : %s\t\tUsing SRQ      : OFF\n", i.transport.c_str());
   if (!(latency && o.peer.empty() && o.verb == Verb::Send)) out << printf_string(" TX depth        : %d\n", latency ? 1 : o.tx_depth);
   if (o.verb == Verb::Send && o.peer.empty())
@@ -72,8 +125,13 @@ std::string format_text(const TestResult& r, const TestOptions& o) {
   out << " rdma_cm QPs\t : " << (cm ? "ON" : "OFF") << "\n";
   out << " Data ex. method : " << (cm ? "rdma_cm" : "Ethernet") << "\n";
   out << kRule;
-  out << address_lines("local", i.local_key, o);
-  if (i.remote_key.qpn || i.remote_key.vaddr) out << address_lines("remote", i.remote_key, o);
+  if (i.local_keys.empty()) {
+    out << address_lines("local", i.local_key, o);
+    if (i.remote_key.qpn || i.remote_key.vaddr) out << address_lines("remote", i.remote_key, o);
+  } else {  // -q: every QP's, as perftest
+    for (const auto& k : i.local_keys) out << address_lines("local", k, o);
+    for (const auto& k : i.remote_keys) out << address_lines("remote", k, o);
+  }
   out << kRule;
   if (latency) {
     const bool have_rows = !r.sizes.empty();
@@ -118,18 +176,7 @@ std::string format_text(const TestResult& r, const TestOptions& o) {
     if (o.peer.empty() && (o.verb == Verb::Read || o.verb == Verb::Atomic) && r.errors.empty())
       out << " (the server side of " << i.test << " only serves the client's operations; the client reports the figures)\n";
   } else {
-    out << " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n";
-    for (const auto& sr : r.sizes)
-      out << printf_string(" %-7lu    %-10" PRIu64 "       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n",
-                           static_cast<unsigned long>(sr.size), sr.iterations, sr.bw_peak_mb_per_sec, sr.bw_avg_mb_per_sec,
-                           sr.msg_rate_mpps);
-    if (o.report_both && !o.peer.empty() && !r.sizes.empty() && r.sizes.back().remote_report) {
-      const auto& rr = *r.sizes.back().remote_report;
-      out << kRule << " Remote results:\n";
-      out << printf_string(" %-7lu    %-10" PRIu64 "       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n",
-                           static_cast<unsigned long>(rr.size), rr.iterations, rr.bw_peak_mb_per_sec, rr.bw_avg_mb_per_sec,
-                           rr.msg_rate_mpps);
-    }
+    out << bandwidth_table(r, o);
   }
   out << kRule;
   out << " timestamps: " << i.counter << " at " << printf_string("%.3f", i.cycles_per_usec) << " MHz, "
@@ -179,6 +226,17 @@ nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
       {"local_address", key_json(i.local_key)},
   };
   if (i.remote_key.qpn || i.remote_key.vaddr) info["remote_address"] = key_json(i.remote_key);
+  if (!i.local_keys.empty()) {  // -q: every QP's key fields
+    nlohmann::json local = nlohmann::json::array(), remote = nlohmann::json::array();
+    for (const auto& k : i.local_keys) local.push_back(key_json(k));
+    for (const auto& k : i.remote_keys) remote.push_back(key_json(k));
+    info["local_addresses"] = local;
+    info["remote_addresses"] = remote;
+  }
+  if (o.measure == Measure::Bandwidth)
+    info["bandwidth_options"] = {{"qps", o.qp_count}, {"bidirectional", o.bidirectional},
+                                 {"report_gbits", o.report_gbits}, {"tx_depth", o.tx_depth},
+                                 {"cq_mod", o.cq_mod}, {"no_peak", o.no_peak}};
 
   nlohmann::json results = nlohmann::json::array();
   for (const auto& sr : r.sizes) {
@@ -218,6 +276,19 @@ nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
                         {"bw_peak", sr.bw_peak_mb_per_sec},
                         {"bw_avg", sr.bw_avg_mb_per_sec},
                         {"msg_rate_mpps", sr.msg_rate_mpps}};
+      if (sr.min_window_seconds > 0)
+        j["bandwidth"].update({{"bw_min_window", sr.bw_min_window_mb_per_sec}, {"min_window_seconds", sr.min_window_seconds}});
+      if (sr.bidirectional && sr.remote_report)
+        j["bandwidth"].update({{"bidirectional", true},
+                               {"bw_peak_total", sr.bw_peak_mb_per_sec + sr.remote_report->bw_peak_mb_per_sec},
+                               {"bw_avg_total", sr.bw_avg_mb_per_sec + sr.remote_report->bw_avg_mb_per_sec},
+                               {"msg_rate_mpps_total", sr.msg_rate_mpps + sr.remote_report->msg_rate_mpps}});
+      if (!sr.per_qp.empty()) {
+        nlohmann::json qps = nlohmann::json::array();
+        for (const auto& q : sr.per_qp)
+          qps.push_back({{"qpn", q.qpn}, {"messages", q.messages}, {"bw_avg", q.bw_avg_mb_per_sec}});
+        j["per_qp"] = qps;
+      }
       if (sr.remote_report)
         j["remote_report"] = {{"size", sr.remote_report->size},
                               {"iterations", sr.remote_report->iterations},

@@ -98,4 +98,52 @@ PerftestFigures perftest_figures(std::vector<std::uint64_t> deltas_cycles, doubl
   return f;
 }
 
+BandwidthFigures perftest_bandwidth(const std::vector<std::uint64_t>& posted, const std::vector<std::uint64_t>& completed,
+                                    std::uint64_t size, double cycles_per_usec, bool want_peak) {
+  BandwidthFigures f;
+  const std::size_t n = posted.size();
+  if (n == 0 || completed.size() != n || completed[n - 1] <= posted[0]) return f;
+  const double cycles_per_sec = cycles_per_usec * 1e6;
+  const double total = static_cast<double>(completed[n - 1] - posted[0]);
+  f.bw_avg_mb_per_sec = static_cast<double>(size) * static_cast<double>(n) * cycles_per_sec / (total * 1048576.0);
+  f.msg_rate_mpps = static_cast<double>(n) * cycles_per_sec / (total * 1e6);
+  if (!want_peak) return f;
+  double best_cycles_per_msg = total / static_cast<double>(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    if (!completed[j]) continue;  // only signalled completions carry a time
+    for (std::size_t i = 0; i <= j; ++i) {
+      const double per = static_cast<double>(completed[j] - posted[i]) / static_cast<double>(j - i + 1);
+      best_cycles_per_msg = std::min(best_cycles_per_msg, per);
+    }
+  }
+  f.bw_peak_mb_per_sec = static_cast<double>(size) * cycles_per_sec / (best_cycles_per_msg * 1048576.0);
+  return f;
+}
+
+int perftest_cq_mod(int requested, bool requested_given, std::uint64_t size, bool all_sizes, bool use_events, bool ud,
+                    int tx_depth, int post_list) {
+  int mod = requested;
+  if (size > 8192 && !ud && !all_sizes && !use_events && !requested_given) mod = 1;
+  mod = std::clamp(mod, 1, std::max(tx_depth, 1));
+  if (post_list > 1 && !requested_given) mod = post_list;  // applied after the clamp, as perftest
+  return mod;
+}
+
+double min_window_bandwidth(const std::vector<std::uint64_t>& times, const std::vector<std::uint64_t>& retired,
+                            std::uint64_t size, double cycles_per_usec, std::uint64_t window_cycles) {
+  double lowest = 0;
+  bool found = false;
+  std::size_t from = 0;
+  for (std::size_t k = 1; k < times.size() && k < retired.size(); ++k) {
+    while (from + 1 < k && times[k] - times[from + 1] >= window_cycles) ++from;
+    const std::uint64_t span = times[k] - times[from];
+    if (span < window_cycles || span == 0) continue;
+    const double mb_per_sec = static_cast<double>(retired[k] - retired[from]) * static_cast<double>(size) * cycles_per_usec *
+                              1e6 / (static_cast<double>(span) * 1048576.0);
+    if (!found || mb_per_sec < lowest) lowest = mb_per_sec;
+    found = true;
+  }
+  return lowest;
+}
+
 }  // namespace rdmadiag::perftest

@@ -57,4 +57,32 @@ LatencyStatistics compute_statistics(std::vector<double> samples_usec, std::size
 PerftestFigures perftest_figures(std::vector<std::uint64_t> deltas_cycles, double cycles_per_usec,
                                  int round_trip_factor);
 
+// perftest's bandwidth figures (print_report_bw): MB = 2^20 bytes.
+struct BandwidthFigures {
+  double bw_peak_mb_per_sec = 0;  // 0 when no peak is wanted (-N), as perftest prints
+  double bw_avg_mb_per_sec = 0;
+  double msg_rate_mpps = 0;
+};
+
+// posted[k]: counter value at the (k+1)-th post over all QPs; completed[k]: counter value when
+// the (k+1)-th operation was retired by a signalled completion, 0 for operations retired
+// implicitly (unsignalled). Average over first post .. last completion; peak = the best
+// (completed[j] - posted[i]) / (j - i + 1) over signalled j >= i. Both vectors the same size.
+BandwidthFigures perftest_bandwidth(const std::vector<std::uint64_t>& posted, const std::vector<std::uint64_t>& completed,
+                                    std::uint64_t size, double cycles_per_usec, bool want_peak);
+
+// rdmadiag's minimum bandwidth over a sliding window (not a perftest figure): points are
+// (counter value, operations retired by then), ascending, the first the start (first post, 0).
+// For every point the window reaches back to the latest earlier point at least window_cycles
+// before it; the result is the smallest (retired difference * size) / (time difference) in MB/s,
+// or 0 when the run is shorter than one window.
+double min_window_bandwidth(const std::vector<std::uint64_t>& times, const std::vector<std::uint64_t>& retired,
+                            std::uint64_t size, double cycles_per_usec, std::uint64_t window_cycles);
+
+// perftest's CQ moderation (force_dependencies in perftest_parameters.c): every cq_mod-th send
+// is signalled; above 8 KiB every one unless -Q was given (not for -a, -e or UD); at most -t.
+// With -l N > 1 and no -Q it is N (perftest: "CQ moderation will be the size of the post list").
+int perftest_cq_mod(int requested, bool requested_given, std::uint64_t size, bool all_sizes, bool use_events, bool ud,
+                    int tx_depth, int post_list = 1);
+
 }  // namespace rdmadiag::perftest

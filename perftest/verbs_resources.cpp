@@ -190,40 +190,25 @@ VerbsResources::VerbsResources(const ResourceRequest& req)
     if (!pd_) throw RunError("ibv_alloc_pd failed: " + errno_text());
     const std::size_t grh_room = req.transport == Transport::UD ? kGrhSize : 0;
     region_size_ = (std::max<std::size_t>(req.buffer_size + grh_room, 64) + 4095) / 4096 * 4096;
-    if (posix_memalign(reinterpret_cast<void**>(&buffer_), 4096, 2 * region_size_) != 0)
-      throw RunError("cannot allocate " + std::to_string(2 * region_size_) + " bytes of buffer");
-    std::memset(buffer_, 0, 2 * region_size_);
-    mr_ = ibv_reg_mr(pd_, buffer_, 2 * region_size_,
+    const int qp_count = cm_id_ ? 1 : std::max(req.qp_count, 1);
+    const std::size_t buffer_bytes = 2 * static_cast<std::size_t>(qp_count) * region_size_;
+    if (posix_memalign(reinterpret_cast<void**>(&buffer_), 4096, buffer_bytes) != 0)
+      throw RunError("cannot allocate " + std::to_string(buffer_bytes) + " bytes of buffer");
+    std::memset(buffer_, 0, buffer_bytes);
+    mr_ = ibv_reg_mr(pd_, buffer_, buffer_bytes,
                      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
-    if (!mr_) throw RunError("ibv_reg_mr of " + std::to_string(2 * region_size_) + " bytes failed: " + errno_text() +
+    if (!mr_) throw RunError("ibv_reg_mr of " + std::to_string(buffer_bytes) + " bytes failed: " + errno_text() +
                              " (locked-memory limit? see ulimit -l)");
     if (req.use_events) {
       channel_ = ibv_create_comp_channel(context_);
       if (!channel_) throw RunError("ibv_create_comp_channel failed: " + errno_text());
     }
-    send_cq_ = ibv_create_cq(context_, req.send_queue_depth + 1, nullptr, channel_, 0);
-    recv_cq_ = ibv_create_cq(context_, req.recv_queue_depth + 1, nullptr, channel_, 0);
+    send_cq_ = ibv_create_cq(context_, req.send_queue_depth * qp_count + 1, nullptr, channel_, 0);
+    recv_cq_ = ibv_create_cq(context_, req.recv_queue_depth * qp_count + 1, nullptr, channel_, 0);
     if (!send_cq_ || !recv_cq_) throw RunError("ibv_create_cq failed: " + errno_text());
 
     ibv_qp_init_attr init{};
-    init.send_cq = send_cq_;
-    init.recv_cq = recv_cq_;
-    init.cap.max_send_wr = static_cast<std::uint32_t>(req.send_queue_depth);
-    init.cap.max_recv_wr = static_cast<std::uint32_t>(req.recv_queue_depth);
-    init.cap.max_send_sge = 1;
-    init.cap.max_recv_sge = 1;
-    init.cap.max_inline_data = static_cast<std::uint32_t>(std::max(req.max_inline, 0));
-    init.qp_type = req.transport == Transport::UC ? IBV_QPT_UC : req.transport == Transport::UD ? IBV_QPT_UD : IBV_QPT_RC;
-    init.sq_sig_all = 0;
-    if (cm_id_) {
-      if (rdma_create_qp(cm_id_, pd_, &init)) qp_ = nullptr;
-      else qp_ = cm_id_->qp;
-    } else {
-      qp_ = ibv_create_qp(pd_, &init);
-    }
-    if (!qp_)
-      throw RunError("ibv_create_qp failed: " + errno_text() +
-                     (req.max_inline > 0 ? " (inline size " + std::to_string(req.max_inline) + " may exceed the device's; try -I 0)" : ""));
+    qp_ = create_qp(req, init);
     // Inline only up to what was asked for (as perftest): providers round the capacity up
     // (rxe grants 16 bytes for 0), and using it would change what is measured.
     inline_size_ = std::min(static_cast<int>(init.cap.max_inline_data), std::max(req.max_inline, 0));
@@ -231,25 +216,54 @@ VerbsResources::VerbsResources(const ResourceRequest& req)
     std::random_device rd;
     psn_ = rd() & 0xffffff;
     if (cm_id_) return;  // rdma_cm moves the QP through INIT, RTR and RTS when it connects
-
-    ibv_qp_attr attr{};
-    attr.qp_state = IBV_QPS_INIT;
-    attr.pkey_index = 0;
-    attr.port_num = static_cast<std::uint8_t>(port_);
-    int init_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-    if (transport_ == Transport::UD) {
-      attr.qkey = kUdQkey;  // what the peer puts in its UD sends
-      init_mask |= IBV_QP_QKEY;
-    } else {
-      attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-      init_mask |= IBV_QP_ACCESS_FLAGS;
+    move_to_init(qp_);
+    for (int i = 1; i < qp_count; ++i) {
+      ibv_qp_init_attr extra_init{};
+      extra_qps_.push_back({create_qp(req, extra_init), static_cast<std::uint32_t>(rd() & 0xffffff)});
+      move_to_init(extra_qps_.back().qp);
     }
-    if (ibv_modify_qp(qp_, &attr, init_mask))
-      throw RunError("cannot move the QP to INIT: " + errno_text());
   } catch (...) {
     release();  // the destructor does not run for a constructor that throws
     throw;
   }
+}
+
+ibv_qp* VerbsResources::create_qp(const ResourceRequest& req, ibv_qp_init_attr& init) {
+  init.send_cq = send_cq_;
+  init.recv_cq = recv_cq_;
+  init.cap.max_send_wr = static_cast<std::uint32_t>(req.send_queue_depth);
+  init.cap.max_recv_wr = static_cast<std::uint32_t>(req.recv_queue_depth);
+  init.cap.max_send_sge = 1;
+  init.cap.max_recv_sge = 1;
+  init.cap.max_inline_data = static_cast<std::uint32_t>(std::max(req.max_inline, 0));
+  init.qp_type = req.transport == Transport::UC ? IBV_QPT_UC : req.transport == Transport::UD ? IBV_QPT_UD : IBV_QPT_RC;
+  init.sq_sig_all = 0;
+  ibv_qp* qp = nullptr;
+  if (cm_id_) {
+    if (rdma_create_qp(cm_id_, pd_, &init) == 0) qp = cm_id_->qp;
+  } else {
+    qp = ibv_create_qp(pd_, &init);
+  }
+  if (!qp)
+    throw RunError("ibv_create_qp failed: " + errno_text() +
+                   (req.max_inline > 0 ? " (inline size " + std::to_string(req.max_inline) + " may exceed the device's; try -I 0)" : ""));
+  return qp;
+}
+
+void VerbsResources::move_to_init(ibv_qp* qp) {
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_INIT;
+  attr.pkey_index = 0;
+  attr.port_num = static_cast<std::uint8_t>(port_);
+  int init_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+  if (transport_ == Transport::UD) {
+    attr.qkey = kUdQkey;  // what the peer puts in its UD sends
+    init_mask |= IBV_QP_QKEY;
+  } else {
+    attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+    init_mask |= IBV_QP_ACCESS_FLAGS;
+  }
+  if (ibv_modify_qp(qp, &attr, init_mask)) throw RunError("cannot move the QP to INIT: " + errno_text());
 }
 
 VerbsResources::~VerbsResources() { release(); }
@@ -283,6 +297,9 @@ int VerbsResources::qp_path_mtu() const {
 void VerbsResources::release() {
   if (ah_) ibv_destroy_ah(ah_);
   ah_ = nullptr;
+  for (auto& extra : extra_qps_)
+    if (extra.qp) ibv_destroy_qp(extra.qp);
+  extra_qps_.clear();
   if (qp_ && cm_id_) rdma_destroy_qp(cm_id_);
   else if (qp_) ibv_destroy_qp(qp_);
   if (send_cq_) ibv_destroy_cq(send_cq_);
@@ -301,20 +318,23 @@ void VerbsResources::release() {
   buffer_ = nullptr;
 }
 
-oob::KeyMessage VerbsResources::key_message() const {
+oob::KeyMessage VerbsResources::key_message(std::size_t qp_index) const {
   oob::KeyMessage k;
   k.lid = port_attr_.lid;
   k.out_reads = static_cast<std::uint32_t>(out_reads_);
-  k.qpn = qp_->qp_num;
-  k.psn = psn_;
+  k.qpn = qp(qp_index)->qp_num;
+  k.psn = qp_psn(qp_index);
   k.rkey = mr_->rkey;
-  k.vaddr = reinterpret_cast<std::uintptr_t>(recv_region());
+  k.vaddr = reinterpret_cast<std::uintptr_t>(recv_region(qp_index));
   if (gid_) k.gid = gid_->gid;
   k.srqn = 0;
   return k;
 }
 
-void VerbsResources::connect(const oob::KeyMessage& remote, int mtu, int traffic_class, int qp_timeout, int sl) {
+void VerbsResources::connect(const oob::KeyMessage& remote, int mtu, int traffic_class, int qp_timeout, int sl,
+                             std::size_t qp_index) {
+  ibv_qp* const target = qp(qp_index);
+  const std::uint32_t start_psn = qp_psn(qp_index);
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_RTR;
   attr.path_mtu = static_cast<ibv_mtu>(mtu);
@@ -330,18 +350,19 @@ void VerbsResources::connect(const oob::KeyMessage& remote, int mtu, int traffic
     attr.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(gid_index_);
     attr.ah_attr.grh.hop_limit = 64;
     attr.ah_attr.grh.traffic_class = static_cast<std::uint8_t>(std::max(traffic_class, 0));
+    attr.ah_attr.grh.flow_label = flow_label_;
   }
   if (transport_ == Transport::UD) {
     // UD: no peer in the QP; the peer's address goes into an address handle for each send.
-    ah_ = ibv_create_ah(pd_, &attr.ah_attr);
+    if (!ah_) ah_ = ibv_create_ah(pd_, &attr.ah_attr);  // -q: one peer, one address handle
     if (!ah_) throw RunError("ibv_create_ah toward the peer failed: " + errno_text() + " (wrong GID index or type?)");
     ibv_qp_attr rtr{};
     rtr.qp_state = IBV_QPS_RTR;
-    if (ibv_modify_qp(qp_, &rtr, IBV_QP_STATE)) throw RunError("cannot move the UD QP to RTR: " + errno_text());
+    if (ibv_modify_qp(target, &rtr, IBV_QP_STATE)) throw RunError("cannot move the UD QP to RTR: " + errno_text());
     ibv_qp_attr rts{};
     rts.qp_state = IBV_QPS_RTS;
-    rts.sq_psn = psn_;
-    if (ibv_modify_qp(qp_, &rts, IBV_QP_STATE | IBV_QP_SQ_PSN)) throw RunError("cannot move the UD QP to RTS: " + errno_text());
+    rts.sq_psn = start_psn;
+    if (ibv_modify_qp(target, &rts, IBV_QP_STATE | IBV_QP_SQ_PSN)) throw RunError("cannot move the UD QP to RTS: " + errno_text());
     return;
   }
   int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
@@ -351,12 +372,12 @@ void VerbsResources::connect(const oob::KeyMessage& remote, int mtu, int traffic
     attr.min_rnr_timer = 12;
     mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
   }
-  if (ibv_modify_qp(qp_, &attr, mask))
+  if (ibv_modify_qp(target, &attr, mask))
     throw RunError("cannot move the QP to RTR: " + errno_text() +
                    " (wrong GID index/type for the peer's GID, or an MTU the port does not support)");
   ibv_qp_attr rts{};
   rts.qp_state = IBV_QPS_RTS;
-  rts.sq_psn = psn_;
+  rts.sq_psn = start_psn;
   int rts_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
   if (transport_ == Transport::RC) {
     rts.timeout = static_cast<std::uint8_t>(qp_timeout);
@@ -366,7 +387,7 @@ void VerbsResources::connect(const oob::KeyMessage& remote, int mtu, int traffic
     rts.max_rd_atomic = static_cast<std::uint8_t>(std::min<std::uint32_t>({static_cast<std::uint32_t>(out_reads_), remote.out_reads ? remote.out_reads : 1u, 255u}));
     rts_mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
   }
-  if (ibv_modify_qp(qp_, &rts, rts_mask)) throw RunError("cannot move the QP to RTS: " + errno_text());
+  if (ibv_modify_qp(target, &rts, rts_mask)) throw RunError("cannot move the QP to RTS: " + errno_text());
 }
 
 std::string completion_status_name(int status) {

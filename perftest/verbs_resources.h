@@ -57,6 +57,9 @@ struct ResourceRequest {
   // Only open and check the device, port and GID (no PD, buffers or QP): with -R the real
   // resources come later, on the device rdma_cm picks.
   bool probe_only = false;
+  // -q: QPs sharing the PD, MR and CQs; each has its own send and receive slot in the buffer
+  // (not with cm_id: rdma_cm connects one QP).
+  int qp_count = 1;
 };
 
 class VerbsResources {
@@ -68,12 +71,15 @@ class VerbsResources {
 
   ibv_context* context() const { return context_; }
   ibv_qp* qp() const { return qp_; }
+  ibv_qp* qp(std::size_t index) const { return index == 0 ? qp_ : extra_qps_[index - 1].qp; }
+  std::size_t qp_count() const { return 1 + extra_qps_.size(); }
   ibv_cq* send_cq() const { return send_cq_; }
   ibv_cq* recv_cq() const { return recv_cq_; }
   ibv_comp_channel* channel() const { return channel_; }
   ibv_mr* mr() const { return mr_; }
-  char* send_region() const { return buffer_; }
-  char* recv_region() const { return buffer_ + region_size_; }
+  // The buffer holds qp_count() send slots, then qp_count() receive slots.
+  char* send_region(std::size_t qp_index = 0) const { return buffer_ + qp_index * region_size_; }
+  char* recv_region(std::size_t qp_index = 0) const { return buffer_ + (qp_count() + qp_index) * region_size_; }
   std::size_t region_size() const { return region_size_; }
   const ibv_port_attr& port_attr() const { return port_attr_; }
   const ibv_device_attr& device_attr() const { return device_attr_; }
@@ -94,13 +100,25 @@ class VerbsResources {
   int qp_path_mtu() const;
 
   // Our key message (receive region address, rkey, QPN, PSN, GID, out_reads).
-  oob::KeyMessage key_message() const;
+  oob::KeyMessage key_message(std::size_t qp_index = 0) const;
+  // --flow_label: the GRH flow label connect() gives every QP.
+  void set_flow_label(std::uint32_t label) { flow_label_ = label & 0xfffff; }
   // INIT -> RTR -> RTS toward the peer; mtu is the ibv_mtu enum agreed with the peer.
-  void connect(const oob::KeyMessage& remote, int mtu, int traffic_class, int qp_timeout, int sl);
+  void connect(const oob::KeyMessage& remote, int mtu, int traffic_class, int qp_timeout, int sl,
+               std::size_t qp_index = 0);
 
  private:
+  struct ExtraQp {
+    ibv_qp* qp = nullptr;
+    std::uint32_t psn = 0;
+  };
   void release();
   void choose_gid_for_cm_address();
+  ibv_qp* create_qp(const ResourceRequest& req, ibv_qp_init_attr& init);
+  void move_to_init(ibv_qp* qp);
+  std::uint32_t qp_psn(std::size_t index) const { return index == 0 ? psn_ : extra_qps_[index - 1].psn; }
+  std::vector<ExtraQp> extra_qps_;  // -q: QPs 1..N-1
+  std::uint32_t flow_label_ = 0;
   rdma_cm_id* cm_id_ = nullptr;
   bool owns_context_ = true;
   ibv_context* context_ = nullptr;

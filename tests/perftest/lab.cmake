@@ -153,6 +153,31 @@ add_test(NAME lab_perftest_rxe_modes_json
           --exchange tcp --require-ok --min-results 1 --check-modes)
 set_tests_properties(lab_perftest_rxe_modes_json PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_rxe_modes)
 
+# -q / -b / --report_gbits (issue 18) on Soft-RoCE, one boot, against Debian's perftest both
+# ways: write-bw -q 4 --report_gbits, send-bw -q 4, send-bw -b, write-bw -q 4 -b. Known flaky:
+# rxe's go-back-N resend under load sometimes re-sends multi-packet WRITEs with shifted opcodes
+# and the responder NAKs "invalid request" (perftest against itself too; docs/perftest.md).
+# Its first two runs failed that way in 2 and 1 of the 8 steps (write-bw -q 4 steps only).
+set(PT_MQ "-n 200 -s 4096")
+set(mq_reports)
+set(steps
+  "ib_write_bw ${PT_DEV} -F ${PT_MQ} -q 4 --report_gbits|${PT_RD} perftest write-bw ${PT_DEV} ${PT_MQ} -q 4 --report_gbits --json wq4.json $LAB_SERVER_IP"
+  "${PT_RD} perftest write-bw ${PT_DEV} ${PT_MQ} -q 4 --report_gbits --json wq4.json|ib_write_bw ${PT_DEV} -F ${PT_MQ} -q 4 --report_gbits $LAB_SERVER_IP"
+  "ib_send_bw ${PT_DEV} -F ${PT_MQ} -q 4|${PT_RD} perftest send-bw ${PT_DEV} ${PT_MQ} -q 4 --json sq4.json $LAB_SERVER_IP"
+  "${PT_RD} perftest send-bw ${PT_DEV} ${PT_MQ} -q 4 --json sq4.json|ib_send_bw ${PT_DEV} -F ${PT_MQ} -q 4 $LAB_SERVER_IP"
+  "ib_send_bw ${PT_DEV} -F ${PT_MQ} -b|${PT_RD} perftest send-bw ${PT_DEV} ${PT_MQ} -b --json sb.json $LAB_SERVER_IP"
+  "${PT_RD} perftest send-bw ${PT_DEV} ${PT_MQ} -b --json sb.json|ib_send_bw ${PT_DEV} -F ${PT_MQ} -b $LAB_SERVER_IP"
+  "ib_write_bw ${PT_DEV} -F ${PT_MQ} -q 4 -b|${PT_RD} perftest write-bw ${PT_DEV} ${PT_MQ} -q 4 -b --json wq4b.json $LAB_SERVER_IP"
+  "${PT_RD} perftest write-bw ${PT_DEV} ${PT_MQ} -q 4 -b --json wq4b.json|ib_write_bw ${PT_DEV} -F ${PT_MQ} -q 4 -b $LAB_SERVER_IP")
+foreach(f wq4 sq4 sb wq4b)
+  list(APPEND mq_reports ${PT_LAB_OUT}/multi_qp/client/${f}.json ${PT_LAB_OUT}/multi_qp/server/${f}.json)
+endforeach()
+perftest_lab(multi_qp STEPS ${steps})
+add_test(NAME lab_perftest_multi_qp_json
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/validate_json.py ${PROJECT_SOURCE_DIR}/docs/perftest-schema.json ${mq_reports}
+          --exchange tcp --require-ok --min-results 1)
+set_tests_properties(lab_perftest_multi_qp_json PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_multi_qp)
+
 # The timing comparison is a measurement, not a pass/fail test: emulated VMs on a
 # shared machine are too noisy for a 10 % bound to hold on every CI run. It is
 # built only on request: cmake -DRDMADIAG_LAB_ACCEPTANCE=ON, then

@@ -78,3 +78,36 @@ TEST(Report, TextKeepsPerftestColumnsFirst) {
   EXPECT_NE(text.find("\n 2       100  "), std::string::npos);
   EXPECT_NE(text.find("\n 4       100  "), std::string::npos);
 }
+
+// -b with --report_gbits: perftest's print_full_bw_report prints local + remote, and Gb/s is
+// bytes * 8 / 10^9 (format_factor 125000000). Local 200/100 MB/s (peak/avg), remote 100/50:
+// 300 MB/s = 300 * 1048576 * 8 / 1e9 = 2.516582 Gb/s, 150 MB/s = 1.258291 Gb/s.
+TEST(Report, BidirectionalRowIsTheSumInGbits) {
+  TestOptions o;
+  o.test_name = "write-bw";
+  o.measure = Measure::Bandwidth;
+  o.bidirectional = true;
+  o.report_gbits = true;
+  o.qp_count = 2;
+  TestResult r;
+  r.info.test = "write-bw";
+  SizeResult s;
+  s.size = 65536;
+  s.iterations = 800;
+  s.bw_peak_mb_per_sec = 200;
+  s.bw_avg_mb_per_sec = 100;
+  s.msg_rate_mpps = 0.001;
+  s.bidirectional = true;
+  s.remote_report = oob::BwReport{65536, 800, 100, 50, 0.002};
+  s.per_qp = {{0x11, 400, 60}, {0x12, 400, 40}};
+  r.sizes.push_back(s);
+  const auto text = format_text(r, o);
+  EXPECT_NE(text.find("BW peak[Gb/sec]    BW average[Gb/sec]"), std::string::npos);
+  EXPECT_NE(text.find(" 65536      800              2.52               1.26   \t\t   0.003000\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(" Number of qps   : 2"), std::string::npos);
+  EXPECT_NE(text.find("QPN 0x0011 400 msgs 0.503316 Gb/sec;"), std::string::npos) << text;
+  const auto j = to_json(r, o);
+  EXPECT_DOUBLE_EQ(j["results"][0]["bandwidth"]["bw_avg_total"].get<double>(), 150.0);
+  EXPECT_EQ(j["results"][0]["per_qp"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["per_qp"][1]["messages"], 400);
+}

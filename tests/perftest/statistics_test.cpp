@@ -107,3 +107,46 @@ TEST(PerftestFigures, LargeDeviationsOverflowToNan) {
   const auto f = perftest_figures(deltas, 1000.0, 1);
   EXPECT_TRUE(std::isnan(f.t_stdev));
 }
+
+// perftest's print_report_bw, computed by hand: 4 posts of 1 MiB at 0, 10, 20, 30 cycles on a
+// 1 MHz counter; the 2nd is retired by a signalled completion at 100, the 4th at 1000.
+// Average: 4 MiB over 1000 us = 4000 MB/s, 0.004 Mpps. Peak: the best (completed[j] - posted[i]) /
+// (j - i + 1) is j=1, i=0: 100/2 = 50 cycles per message = 1 MiB per 50 us = 20000 MB/s.
+TEST(PerftestBandwidth, AverageAndPeakAsPerftest) {
+  const std::vector<std::uint64_t> posted{0, 10, 20, 30}, completed{0, 100, 0, 1000};
+  const auto f = perftest_bandwidth(posted, completed, 1048576, 1.0, true);
+  EXPECT_DOUBLE_EQ(f.bw_avg_mb_per_sec, 4000.0);
+  EXPECT_DOUBLE_EQ(f.msg_rate_mpps, 0.004);
+  EXPECT_DOUBLE_EQ(f.bw_peak_mb_per_sec, 20000.0);
+  // -N: perftest prints 0 as the peak (peak_up is multiplied by !noPeak).
+  EXPECT_DOUBLE_EQ(perftest_bandwidth(posted, completed, 1048576, 1.0, false).bw_peak_mb_per_sec, 0.0);
+  // Nothing retired: no figures rather than a division by zero.
+  EXPECT_DOUBLE_EQ(perftest_bandwidth(posted, {0, 0, 0, 0}, 1048576, 1.0, true).bw_avg_mb_per_sec, 0.0);
+}
+
+// perftest_parameters.c force_dependencies: DEF_CQ_MOD 100; above MSG_SIZE_CQ_MOD_LIMIT (8192)
+// cq_mod becomes DISABLED_CQ_MOD_VALUE (1) unless -Q was given, not for -a (RUN_ALL), -e or UD;
+// "if (cq_mod > tx_depth) cq_mod = tx_depth".
+TEST(PerftestBandwidth, CqModerationRule) {
+  EXPECT_EQ(perftest_cq_mod(100, false, 65536, false, false, false, 128), 1);
+  EXPECT_EQ(perftest_cq_mod(100, false, 8192, false, false, false, 128), 100);
+  EXPECT_EQ(perftest_cq_mod(100, false, 65536, true, false, false, 128), 100);
+  EXPECT_EQ(perftest_cq_mod(100, false, 65536, false, true, false, 128), 100);
+  EXPECT_EQ(perftest_cq_mod(100, false, 65536, false, false, true, 128), 100);
+  EXPECT_EQ(perftest_cq_mod(10, true, 65536, false, false, false, 128), 10);
+  EXPECT_EQ(perftest_cq_mod(100, false, 4096, false, false, false, 64), 64);
+  // -l 16 without -Q: "CQ moderation will be the size of the post list" (after the clamp).
+  EXPECT_EQ(perftest_cq_mod(100, false, 65536, false, false, false, 128, 16), 16);
+  EXPECT_EQ(perftest_cq_mod(8, true, 4096, false, false, false, 128, 16), 8);
+}
+
+// Points every 100 cycles on a 1 MHz counter with 10, 10, 5, 10 operations of 1 MiB retired in
+// the four 100-cycle windows: the slowest window is 5 MiB in 100 us = 50000 MB/s. A window longer
+// than the run gives 0.
+TEST(PerftestBandwidth, MinimumOverSlidingWindow) {
+  const std::vector<std::uint64_t> times{0, 100, 200, 300, 400}, retired{0, 10, 20, 25, 35};
+  EXPECT_DOUBLE_EQ(min_window_bandwidth(times, retired, 1048576, 1.0, 100), 50000.0);
+  // 200-cycle windows: 20, 15, 15 operations -> 15 MiB / 200 us = 75000 MB/s.
+  EXPECT_DOUBLE_EQ(min_window_bandwidth(times, retired, 1048576, 1.0, 200), 75000.0);
+  EXPECT_DOUBLE_EQ(min_window_bandwidth(times, retired, 1048576, 1.0, 1000), 0.0);
+}
