@@ -71,6 +71,10 @@ class PfcAnalyzer::StormLog final : public PauseSink {
  public:
   StormLog(PfcAnalyzer& a, const PfcSender& sender) : a_(a), sender_(sender) {}
   void pause_ended(const PauseEnded& p, bool storm) override {
+    if (a_.intervals_.size() < kMaxIntervals)
+      a_.intervals_.push_back({sender_.mac, static_cast<std::uint8_t>(p.priority), p.start_frame, p.start_ns, p.length_ns});
+    else
+      ++a_.intervals_not_listed_;
     if (!storm || !a_.reports_anomalies_) return;
     Anomaly an;
     an.kind = AnomalyKind::pause_storm;
@@ -186,6 +190,8 @@ void PfcAnalyzer::merge(std::span<const PfcAnalyzer* const> shards) {
   mac_control_frames_ = first.mac_control_frames_;
   other_opcode_frames_ = first.other_opcode_frames_;
   untracked_frames_ = first.untracked_frames_;
+  intervals_ = first.intervals_;
+  intervals_not_listed_ = first.intervals_not_listed_;
   opts_ = first.opts_;
   for (const PfcAnalyzer* s : shards) {
     for (std::size_t n = 0; n < kPriorities; ++n) {

@@ -157,9 +157,19 @@ struct PausedQueuePairs {
   void merge(const PausedQueuePairs& o);
 };
 
+// One continuous pause, as listed for the report's timeline.
+struct PauseInterval {
+  std::array<std::uint8_t, 6> mac{};
+  std::uint8_t priority = 0;
+  std::uint64_t start_frame = 0;
+  std::int64_t start_ns = 0;
+  double length_ns = 0;
+};
+
 class PfcAnalyzer {
  public:
   static constexpr std::size_t kMaxSenders = 256;
+  static constexpr std::size_t kMaxIntervals = 4096;  // listed pauses (the timeline); then only counted
 
   explicit PfcAnalyzer(AnomalyLog& log) : log_(log) {}
   void set_options(const PfcOptions& o) { opts_ = o; }
@@ -177,6 +187,9 @@ class PfcAnalyzer {
   const std::vector<PfcSender>& senders() const { return senders_; }
   const RocePriorityCounts& roce() const { return roce_; }
   const PausedQueuePairs& paused_qps() const { return paused_qps_; }
+  // The first kMaxIntervals continuous pauses, in the order they ended; how many more ended.
+  const std::vector<PauseInterval>& intervals() const { return intervals_; }
+  std::uint64_t intervals_not_listed() const { return intervals_not_listed_; }
   std::uint64_t mac_control_frames() const { return mac_control_frames_; }
   std::uint64_t other_opcode_frames() const { return other_opcode_frames_; }
   std::uint64_t untracked_frames() const { return untracked_frames_; }
@@ -201,6 +214,8 @@ class PfcAnalyzer {
   std::vector<PfcSender> senders_;
   RocePriorityCounts roce_;
   PausedQueuePairs paused_qps_;
+  std::vector<PauseInterval> intervals_;
+  std::uint64_t intervals_not_listed_ = 0;
   std::array<std::int64_t, kPriorities> horizon_ns_{};  // no pause of the priority lasts past this (a fast "not paused")
   std::uint64_t mac_control_frames_ = 0, other_opcode_frames_ = 0;
   std::uint64_t untracked_frames_ = 0;  // from senders past kMaxSenders

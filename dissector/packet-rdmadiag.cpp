@@ -68,6 +68,7 @@ int hf_rdeth_eecnxt = -1, hf_deth_qkey = -1, hf_deth_src_qp = -1, hf_xrceth_srq 
 int hf_reth_va = -1, hf_reth_rkey = -1, hf_reth_len = -1;
 int hf_aeth_kind = -1, hf_aeth_syndrome = -1, hf_aeth_msn = -1;
 int hf_cnp = -1, hf_ecn_ce = -1;
+int hf_cc_response = -1, hf_cc_mark_frame = -1, hf_cc_verdict = -1, hf_cc_cnp_frame = -1;
 int hf_flow = -1, hf_peer_qp = -1, hf_psn_expected = -1, hf_psn_gap = -1, hf_psn_duplicate = -1,
     hf_psn_out_of_order = -1, hf_retransmission = -1, hf_spurious = -1, hf_nak_gap_frame = -1,
     hf_request_frame = -1, hf_response_frame = -1, hf_latency = -1, hf_anomalies = -1;
@@ -82,6 +83,7 @@ expert_field ei_icrc_unverifiable = EI_INIT;
 expert_field ei_psn_gap = EI_INIT, ei_psn_duplicate = EI_INIT, ei_psn_out_of_order = EI_INIT,
     ei_retransmission = EI_INIT, ei_spurious = EI_INIT, ei_ecn_ce = EI_INIT, ei_cnp = EI_INIT, ei_fecn = EI_INIT,
     ei_becn = EI_INIT;
+expert_field ei_cc_response = EI_INIT, ei_cc_slowed = EI_INIT;
 expert_field ei_diag_error = EI_INIT, ei_diag_warning = EI_INIT, ei_diag_note = EI_INIT;
 std::array<expert_field, static_cast<std::size_t>(AnomalyKind::count_)> ei_anomaly;
 
@@ -298,19 +300,22 @@ void anomaly_text(const decode::Anomaly& a, char* buf, std::size_t n) {
   std::snprintf(buf, n, "%s", s.c_str());
 }
 
+proto_item* add_relative_time(proto_tree* t, int hf, tvbuff_t* tvb, double us) {
+  nstime_t ns;
+  ns.secs = static_cast<time_t>(us / 1e6);
+  ns.nsecs = static_cast<int>((us - static_cast<double>(ns.secs) * 1e6) * 1e3);
+  proto_item* it = proto_tree_add_time(t, hf, tvb, 0, 0, &ns);
+  proto_item_set_generated(it);
+  return it;
+}
+
 // A response's link back to its request, and the time between them.
 void add_request_link(proto_tree* t, tvbuff_t* tvb, std::uint64_t request_frame, double latency_us) {
   if (request_frame) {
     proto_item* it = proto_tree_add_uint(t, hf_request_frame, tvb, 0, 0, static_cast<guint32>(request_frame));
     proto_item_set_generated(it);
   }
-  if (latency_us >= 0) {
-    nstime_t ns;
-    ns.secs = static_cast<time_t>(latency_us / 1e6);
-    ns.nsecs = static_cast<int>((latency_us - static_cast<double>(ns.secs) * 1e6) * 1e3);
-    proto_item* it = proto_tree_add_time(t, hf_latency, tvb, 0, 0, &ns);
-    proto_item_set_generated(it);
-  }
+  if (latency_us >= 0) add_relative_time(t, hf_latency, tvb, latency_us);
 }
 
 void add_analysis(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const FrameRecord& r) {
@@ -363,7 +368,28 @@ void add_analysis(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const Fra
     proto_item* it = add_flag(t, hf_ecn_ce, tvb);
     expert_add_info(pinfo, it, &ei_ecn_ce);
   }
+  add_congestion(t, pinfo, tvb, r);
   if (r.anomaly_count) add_generated_uint(t, hf_anomalies, tvb, r.anomaly_count);
+}
+
+// Congestion control: a CNP's response time to the CE mark it answers, and the
+// sender's rate judged after a CNP (a kept rate is the cc_no_reaction anomaly's expert info).
+void add_congestion(proto_tree* t, packet_info* pinfo, tvbuff_t* tvb, const FrameRecord& r) {
+  if (r.cnp_response_us >= 0) {
+    proto_item* it = add_relative_time(t, hf_cc_response, tvb, r.cnp_response_us);
+    expert_add_info_format(pinfo, it, &ei_cc_response, "CNP %.3f us after the CE-marked packet in frame %llu",
+                           r.cnp_response_us, static_cast<unsigned long long>(r.cnp_mark_frame));
+    add_generated_uint(t, hf_cc_mark_frame, tvb, static_cast<guint32>(r.cnp_mark_frame));
+  }
+  if (r.cc_verdict == decode::CcVerdict::slowed || r.cc_verdict == decode::CcVerdict::kept_rate) {
+    const bool slowed = r.cc_verdict == decode::CcVerdict::slowed;
+    proto_item* it = proto_tree_add_string(t, hf_cc_verdict, tvb, 0, 0, slowed ? "slowed" : "kept_rate");
+    proto_item_set_generated(it);
+    add_generated_uint(t, hf_cc_cnp_frame, tvb, static_cast<guint32>(r.cc_cnp_frame));
+    if (slowed)
+      expert_add_info_format(pinfo, it, &ei_cc_slowed, "Sender slowed after the CNP in frame %llu",
+                             static_cast<unsigned long long>(r.cc_cnp_frame));
+  }
 }
 
 // The response of a request frame and the time to it, from the analyzer's forward
@@ -523,6 +549,8 @@ const char* anomaly_summary(AnomalyKind k) {
     case AnomalyKind::rdmap_read_size_mismatch: return "RDMA Read Response not the size requested";
     case AnomalyKind::rdmap_read_response_unmatched: return "RDMA Read Response without a Read Request";
     case AnomalyKind::mpa_marker_stride: return "MPA markers not every 512 octets";
+    case AnomalyKind::pause_storm: return "Pause storm: a priority paused beyond the threshold";
+    case AnomalyKind::cc_no_reaction: return "Sender kept its rate after a CNP";
     default: return "rdmadiag anomaly";
   }
 }
@@ -566,6 +594,12 @@ void register_protocol() {
       HF(hf_aeth_msn, "AETH MSN", "rdmadiag.aeth.msn", FT_UINT24, BASE_DEC, nullptr, nullptr),
       HF(hf_cnp, "Congestion notification packet", "rdmadiag.cnp", FT_BOOLEAN, BASE_NONE, nullptr, "RoCEv2 CNP"),
       HF(hf_ecn_ce, "ECN congestion experienced", "rdmadiag.ecn_ce", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
+      HF(hf_cc_response, "CNP response time", "rdmadiag.cc.cnp_response", FT_RELATIVE_TIME, BASE_NONE, nullptr,
+         "From the first CE-marked packet not yet answered to this CNP, at the capture point"),
+      HF(hf_cc_mark_frame, "CE mark answered", "rdmadiag.cc.mark_frame", FT_FRAMENUM, BASE_NONE, nullptr, nullptr),
+      HF(hf_cc_verdict, "Rate after the CNP", "rdmadiag.cc.verdict", FT_STRING, BASE_NONE, nullptr,
+         "slowed or kept_rate: the sender's gaps after a CNP against those before it"),
+      HF(hf_cc_cnp_frame, "CNP judged", "rdmadiag.cc.cnp_frame", FT_FRAMENUM, BASE_NONE, nullptr, nullptr),
       HF(hf_flow, "Flow", "rdmadiag.flow", FT_UINT32, BASE_DEC, nullptr, "Index of the flow, as in rdmadiag analyze"),
       HF(hf_peer_qp, "Peer QP", "rdmadiag.peer_qp", FT_UINT24, BASE_HEX, nullptr, "QP at the source side of this flow"),
       HF(hf_psn_expected, "Expected PSN", "rdmadiag.psn.expected", FT_UINT24, BASE_DEC, nullptr, nullptr),
@@ -614,6 +648,8 @@ void register_protocol() {
         "Spurious retransmission: the original passed the capture point", EXPFILL}},
       {&ei_ecn_ce, {"rdmadiag.ecn_ce.expert", PI_SEQUENCE, PI_NOTE, "ECN congestion experienced", EXPFILL}},
       {&ei_cnp, {"rdmadiag.cnp.expert", PI_SEQUENCE, PI_NOTE, "Congestion notification packet", EXPFILL}},
+      {&ei_cc_response, {"rdmadiag.cc.cnp_response.expert", PI_SEQUENCE, PI_NOTE, "CNP response time", EXPFILL}},
+      {&ei_cc_slowed, {"rdmadiag.cc.slowed.expert", PI_SEQUENCE, PI_NOTE, "Sender slowed after a CNP", EXPFILL}},
       {&ei_fecn, {"rdmadiag.bth.fecn.expert", PI_SEQUENCE, PI_NOTE, "FECN set: congestion on the path", EXPFILL}},
       {&ei_becn, {"rdmadiag.bth.becn.expert", PI_SEQUENCE, PI_NOTE, "BECN set: congestion reported back", EXPFILL}},
       {&ei_diag_error, {"rdmadiag.diag.error", PI_MALFORMED, PI_ERROR, "Decode error", EXPFILL}},

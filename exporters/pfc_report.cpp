@@ -90,7 +90,20 @@ Json mac_control_json(const DecodedPacket& p) {
   return j;
 }
 
-Json pfc_json(const PfcAnalyzer& a) {
+namespace {
+
+// The listed continuous pauses, for the HTML report's timeline.
+Json intervals_json(const PfcAnalyzer& a, double origin_s) {
+  Json arr = Json::array();
+  for (const PauseInterval& p : a.intervals())
+    arr.push_back({{"mac", mac_string(p.mac)}, {"priority", p.priority}, {"start_frame", p.start_frame},
+                   {"t_s", static_cast<double>(p.start_ns) * 1e-9 - origin_s}, {"length_us", p.length_ns * 1e-3}});
+  return {{"pauses", std::move(arr)}, {"not_listed", a.intervals_not_listed()}};
+}
+
+}  // namespace
+
+Json pfc_json(const PfcAnalyzer& a, double origin_s) {
   Json j;
   j["link_speed_bps"] = speed_known(a) ? Json(a.options().link_bps) : Json(nullptr);
   j["storm_threshold_us"] = a.options().storm_seconds * 1e6;
@@ -99,6 +112,7 @@ Json pfc_json(const PfcAnalyzer& a) {
   j["untracked_frames"] = a.untracked_frames();
   j["senders"] = senders_json(a);
   j["roce"] = roce_json(a);
+  j["timeline"] = intervals_json(a, origin_s);
   return j;
 }
 
