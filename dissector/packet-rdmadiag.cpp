@@ -157,9 +157,11 @@ std::uint32_t linktype_of(const packet_info* pinfo) {
 double seconds(const nstime_t& t) { return static_cast<double>(t.secs) + t.nsecs * 1e-9; }
 
 // Runs the analysis on a frame of the first pass and keeps what it concluded.
-const FrameRecord* analyse(const decode::DecodedPacket& p, std::uint32_t frame, double ts) {
+const FrameRecord* analyse(const decode::DecodedPacket& p, std::uint32_t frame, const nstime_t& abs_ts) {
+  const double ts = seconds(abs_ts);
+  const std::int64_t ts_ns = static_cast<std::int64_t>(abs_ts.secs) * 1'000'000'000 + abs_ts.nsecs;
   FrameRecord r;
-  if (!file_state->analyse(p, frame, ts, r)) return nullptr;
+  if (!file_state->analyse(p, frame, ts, ts_ns, r)) return nullptr;
   auto* rec = wmem_new(wmem_file_scope(), FrameRecord);
   *rec = r;
   const decode::IwarpFrame& units = file_state->last_units();
@@ -318,6 +320,26 @@ void add_request_link(proto_tree* t, tvbuff_t* tvb, std::uint64_t request_frame,
   if (latency_us >= 0) add_relative_time(t, hf_latency, tvb, latency_us);
 }
 
+// Congestion control: a CNP's response time to the CE mark it answers, and the
+// sender's rate judged after a CNP (a kept rate is the cc_no_reaction anomaly's expert info).
+void add_congestion(proto_tree* t, packet_info* pinfo, tvbuff_t* tvb, const FrameRecord& r) {
+  if (r.cnp_response_us >= 0) {
+    proto_item* it = add_relative_time(t, hf_cc_response, tvb, r.cnp_response_us);
+    expert_add_info_format(pinfo, it, &ei_cc_response, "CNP %.3f us after the CE-marked packet in frame %llu",
+                           r.cnp_response_us, static_cast<unsigned long long>(r.cnp_mark_frame));
+    add_generated_uint(t, hf_cc_mark_frame, tvb, static_cast<guint32>(r.cnp_mark_frame));
+  }
+  if (r.cc_verdict == decode::CcVerdict::slowed || r.cc_verdict == decode::CcVerdict::kept_rate) {
+    const bool slowed = r.cc_verdict == decode::CcVerdict::slowed;
+    proto_item* it = proto_tree_add_string(t, hf_cc_verdict, tvb, 0, 0, slowed ? "slowed" : "kept_rate");
+    proto_item_set_generated(it);
+    add_generated_uint(t, hf_cc_cnp_frame, tvb, static_cast<guint32>(r.cc_cnp_frame));
+    if (slowed)
+      expert_add_info_format(pinfo, it, &ei_cc_slowed, "Sender slowed after the CNP in frame %llu",
+                             static_cast<unsigned long long>(r.cc_cnp_frame));
+  }
+}
+
 void add_analysis(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const FrameRecord& r) {
   proto_item* root = proto_tree_add_uint_format(tree, hf_flow, tvb, 0, 0, r.flow, "PSN analysis (flow %u)", r.flow);
   proto_item_set_generated(root);
@@ -370,26 +392,6 @@ void add_analysis(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const Fra
   }
   add_congestion(t, pinfo, tvb, r);
   if (r.anomaly_count) add_generated_uint(t, hf_anomalies, tvb, r.anomaly_count);
-}
-
-// Congestion control: a CNP's response time to the CE mark it answers, and the
-// sender's rate judged after a CNP (a kept rate is the cc_no_reaction anomaly's expert info).
-void add_congestion(proto_tree* t, packet_info* pinfo, tvbuff_t* tvb, const FrameRecord& r) {
-  if (r.cnp_response_us >= 0) {
-    proto_item* it = add_relative_time(t, hf_cc_response, tvb, r.cnp_response_us);
-    expert_add_info_format(pinfo, it, &ei_cc_response, "CNP %.3f us after the CE-marked packet in frame %llu",
-                           r.cnp_response_us, static_cast<unsigned long long>(r.cnp_mark_frame));
-    add_generated_uint(t, hf_cc_mark_frame, tvb, static_cast<guint32>(r.cnp_mark_frame));
-  }
-  if (r.cc_verdict == decode::CcVerdict::slowed || r.cc_verdict == decode::CcVerdict::kept_rate) {
-    const bool slowed = r.cc_verdict == decode::CcVerdict::slowed;
-    proto_item* it = proto_tree_add_string(t, hf_cc_verdict, tvb, 0, 0, slowed ? "slowed" : "kept_rate");
-    proto_item_set_generated(it);
-    add_generated_uint(t, hf_cc_cnp_frame, tvb, static_cast<guint32>(r.cc_cnp_frame));
-    if (slowed)
-      expert_add_info_format(pinfo, it, &ei_cc_slowed, "Sender slowed after the CNP in frame %llu",
-                             static_cast<unsigned long long>(r.cc_cnp_frame));
-  }
 }
 
 // The response of a request frame and the time to it, from the analyzer's forward
@@ -485,7 +487,7 @@ int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
 
   const FrameRecord* r = nullptr;
   if (!pinfo->fd->visited && pref_analysis)
-    r = analyse(p, pinfo->num, seconds(pinfo->abs_ts));
+    r = analyse(p, pinfo->num, pinfo->abs_ts);
   else
     r = static_cast<const FrameRecord*>(wmem_map_lookup(frame_records, GUINT_TO_POINTER(pinfo->num)));
 

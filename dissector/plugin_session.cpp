@@ -11,11 +11,12 @@ PluginSession::PluginSession(const decode::DecodeOptions& options, unsigned pmtu
   analyzer_.transport().set_pmtu_override(pmtu >= 256 && pmtu <= 4096 ? pmtu : 0);
 }
 
-bool PluginSession::analyse(const decode::DecodedPacket& p, std::uint64_t frame, double ts, FrameRecord& r) {
+bool PluginSession::analyse(const decode::DecodedPacket& p, std::uint64_t frame, double ts, std::int64_t ts_ns,
+                            FrameRecord& r) {
   if (finished_ || frame <= last_frame_) return false;
   last_frame_ = frame;
   const std::size_t before = analyzer_.anomalies().items().size();
-  analyzer_.add(p, frame, ts, analysis_);
+  analyzer_.add(p, frame, ts, analysis_, ts_ns);
   r = FrameRecord{};
   fill_record(analysis_, r);
   if (!r.worth_keeping()) return false;

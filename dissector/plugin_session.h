@@ -28,7 +28,8 @@ class PluginSession {
   // First pass: frames come once each, in increasing order. Fills `r` (not its
   // iWARP array: see last_units) and returns true when the frame is worth keeping;
   // false for frames seen before, after finish(), or with nothing to say.
-  bool analyse(const decode::DecodedPacket& p, std::uint64_t frame, double ts, FrameRecord& r);
+  // `ts_ns`: the same time in integer nanoseconds (the pause and congestion analyses work in ns).
+  bool analyse(const decode::DecodedPacket& p, std::uint64_t frame, double ts, std::int64_t ts_ns, FrameRecord& r);
   // The MPA units of the frame analyse() last looked at (copy them with fill_iwarp_unit).
   const decode::IwarpFrame& last_units() const { return analysis_.iwarp; }
 

@@ -28,7 +28,8 @@ MPA_STATUS = dict(STATUS, **{"3": "not_negotiated", "Not present": "not_negotiat
 FIELDS = ["frame.number", "rdmadiag.icrc.status", "rdmadiag.vcrc.status", "rdmadiag.mpa_crc.status",
           "rdmadiag.psn.gap", "rdmadiag.psn.duplicate", "rdmadiag.psn.out_of_order", "rdmadiag.retransmission",
           "rdmadiag.retransmission.spurious", "rdmadiag.psn.expected", "rdmadiag.request_frame", "rdmadiag.response_frame",
-          "rdmadiag.nak.gap_frame", "rdmadiag.latency", "rdmadiag.icrc", "infiniband.invariant.crc"]
+          "rdmadiag.nak.gap_frame", "rdmadiag.latency", "rdmadiag.icrc", "infiniband.invariant.crc",
+          "rdmadiag.cc.cnp_response", "rdmadiag.cc.mark_frame", "rdmadiag.cc.verdict", "rdmadiag.cc.cnp_frame"]
 CORRUPT = {"rxe_write_bw_loss_corrupt_icrc.pcap": [105]}  # from make_corrupt_pcap.py
 
 
@@ -72,12 +73,19 @@ def expected_frames(rdmadiag, path):
             "response_frame": a.get("response_frame", 0),
             "nak_gap_frame": a.get("nak_gap_frame", 0),
             "latency_us": sorted(lat),
+            "cnp_response_us": [a["cnp_response_us"]] if "cnp_response_us" in a else [],
+            "cnp_mark_frame": a.get("cnp_mark_frame", 0),
+            "cc_verdict": a.get("cc_verdict", ""),
+            "cc_cnp_frame": a.get("cc_cnp_frame", 0),
         }
     anomalies = report.get("anomalies", [])
     if isinstance(anomalies, dict):
         anomalies = anomalies.get("items", [])
     gaps = sorted({a["frame"] for a in anomalies if a["kind"] == "psn_gap"})
-    return frames, gaps
+    # The plugin shows an anomaly at the frame being analysed when it was raised:
+    # for cc_no_reaction, the frame where the episode was judged.
+    kept = sorted(a["related_frames"][0] for a in anomalies if a["kind"] == "cc_no_reaction")
+    return frames, gaps, kept
 
 
 def split(v):
@@ -108,6 +116,10 @@ def shown_frames(ts, path):
             "response_frame": int(v["rdmadiag.response_frame"] or 0),
             "nak_gap_frame": int(v["rdmadiag.nak.gap_frame"] or 0),
             "latency_us": sorted(float(x) * 1e6 for x in split(v["rdmadiag.latency"])),
+            "cnp_response_us": [float(x) * 1e6 for x in split(v["rdmadiag.cc.cnp_response"])],
+            "cnp_mark_frame": int(v["rdmadiag.cc.mark_frame"] or 0),
+            "cc_verdict": v["rdmadiag.cc.verdict"],
+            "cc_cnp_frame": int(v["rdmadiag.cc.cnp_frame"] or 0),
         }
         if v["rdmadiag.icrc"] and v["infiniband.invariant.crc"]:
             icrc_pairs.append((n, int(v["rdmadiag.icrc"], 16), int(split(v["infiniband.invariant.crc"])[0], 16)))
@@ -122,14 +134,14 @@ def filtered(ts, path, expr, two_pass=False):
 
 
 def same(a, b, key):
-    if key == "latency_us":
+    if key in ("latency_us", "cnp_response_us"):
         return len(a) == len(b) and all(abs(x - y) < 0.01 for x, y in zip(a, b))
     return a == b
 
 
 def check(ts, rdmadiag, path):
     """Returns (frames compared, list of mismatch descriptions)."""
-    want, gap_frames = expected_frames(rdmadiag, path)
+    want, gap_frames, kept_frames = expected_frames(rdmadiag, path)
     got, icrc_pairs = shown_frames(ts, path)
     bad = []
     if sorted(want) != sorted(got):
@@ -144,6 +156,9 @@ def check(ts, rdmadiag, path):
     shown_gaps = filtered(ts, path, "rdmadiag.psn.gap")
     if shown_gaps != gap_frames:
         bad.append(f"-Y rdmadiag.psn.gap lists {shown_gaps}, analyze's psn_gap anomalies are at {gap_frames}")
+    shown_kept = filtered(ts, path, "rdmadiag.anomaly.cc_no_reaction")
+    if shown_kept != kept_frames:
+        bad.append(f"-Y rdmadiag.anomaly.cc_no_reaction lists {shown_kept}, analyze judged them at {kept_frames}")
     want_bad = sorted(n for n, f in want.items() if f["icrc"] == "bad")
     shown_bad = filtered(ts, path, 'rdmadiag.icrc.status == "bad"')
     if shown_bad != want_bad:
