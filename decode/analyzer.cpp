@@ -21,7 +21,7 @@ void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, Packe
   if (p.is_rdma() && p.has_bth) {
     transport_->add(p, frame, ts, out);
     if (p.transport == Transport::roce_v1 || p.transport == Transport::roce_v2) {
-      pfc_->add_roce(p, ts_ns);
+      pfc_->add_roce(p, ts_ns, frame);
       congestion(p, frame, ts_ns, out);
     }
   }
