@@ -6,7 +6,11 @@
 
 namespace rdmadiag::wireshark {
 
-PluginSession::PluginSession(const decode::DecodeOptions& options, unsigned pmtu) : options_(options) {
+PluginSession::PluginSession(const decode::DecodeOptions& options, unsigned pmtu, unsigned link_mbps)
+    : options_(options) {
+  decode::PfcOptions pfc;
+  pfc.link_bps = static_cast<std::uint64_t>(link_mbps) * 1'000'000ULL;
+  analyzer_.pfc().set_options(pfc);
   analyzer_.transport().enable_forward_links(true);
   analyzer_.transport().set_pmtu_override(pmtu >= 256 && pmtu <= 4096 ? pmtu : 0);
 }
@@ -32,6 +36,18 @@ void PluginSession::finish() {
   finished_ = true;
   for (const decode::FlowSummary& f : analyzer_.transport().flows())
     if (f.peer >= 0) peer_qp_[f.index] = f.peer_qp;
+  for (const decode::Anomaly& a : analyzer_.anomalies().items())
+    if (decode::is_pause_kind(a.kind)) pause_anomalies_.push_back(a);
+  std::stable_sort(pause_anomalies_.begin(), pause_anomalies_.end(),
+                   [](const decode::Anomaly& a, const decode::Anomaly& b) { return a.frame < b.frame; });
+}
+
+std::span<const decode::Anomaly> PluginSession::pause_anomalies_at(std::uint64_t frame) const {
+  const auto by_frame = [](const decode::Anomaly& a, std::uint64_t f) { return a.frame < f; };
+  const auto first = std::lower_bound(pause_anomalies_.begin(), pause_anomalies_.end(), frame, by_frame);
+  auto last = first;
+  while (last != pause_anomalies_.end() && last->frame == frame) ++last;
+  return {pause_anomalies_.data() + (first - pause_anomalies_.begin()), static_cast<std::size_t>(last - first)};
 }
 
 std::optional<std::uint32_t> PluginSession::peer_qp(std::uint32_t flow) const {

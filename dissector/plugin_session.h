@@ -20,7 +20,8 @@ namespace rdmadiag::wireshark {
 class PluginSession {
  public:
   // pmtu: the preference (256..4096), anything else means "inferred from the trace".
-  PluginSession(const decode::DecodeOptions& options, unsigned pmtu);
+  // link_mbps: the link speed preference for pause times (0: unknown).
+  PluginSession(const decode::DecodeOptions& options, unsigned pmtu, unsigned link_mbps = 0);
 
   const decode::DecodeOptions& options() const { return options_; }
   void set_options(const decode::DecodeOptions& o) { options_ = o; }
@@ -45,6 +46,9 @@ class PluginSession {
   std::string anomaly_text(const decode::Anomaly& a) const;
   // The response of a request frame (known once the response was seen).
   const decode::TransportAnalyzer::ForwardLink* response_of(std::uint64_t frame) const;
+  // Pause anomalies (storms) that began at `frame`: known after finish() (a storm
+  // is known when its pause ends, at a later frame).
+  std::span<const decode::Anomaly> pause_anomalies_at(std::uint64_t frame) const;
 
  private:
   decode::Analyzer analyzer_;
@@ -53,6 +57,7 @@ class PluginSession {
   bool finished_ = false;
   std::uint64_t last_frame_ = 0;
   std::unordered_map<std::uint32_t, std::uint32_t> peer_qp_;  // flow index -> QP at its source
+  std::vector<decode::Anomaly> pause_anomalies_;  // by starting frame, after finish()
 };
 
 // Checksums are shown by their own items, not as anomalies.
