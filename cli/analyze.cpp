@@ -15,6 +15,7 @@
 #include "capture/file_reader.h"
 #include "cli/analysis_session.h"
 #include "cli/parallel_analysis.h"
+#include "cli/pause_options.h"
 #include "cli/command.h"
 #include "decode/transport_analysis.h"
 #include "exporters/progress.h"
@@ -35,9 +36,7 @@ struct AnalyzeOptions {
   bool quiet = false;
   unsigned jobs = 1;  // 0: one per online CPU
   exporters::OutputOptions outputs;
-  double link_gbps = 0;                    // 0: unknown
-  double pause_storm_ms = 100;
-  std::vector<std::string> dscp_priority;  // "DSCP=PRIORITY" overrides
+  PauseCliOptions pause;                   // --link-speed, --pause-storm-ms, --dscp-priority
 };
 
 constexpr int kExitOk = 0;
@@ -150,25 +149,9 @@ unsigned resolve_jobs(const AnalyzeOptions& o) {
   return jobs;
 }
 
-// --link-speed, --pause-storm-ms, --dscp-priority; false (with a message) when one is wrong.
-bool pfc_options(const AnalyzeOptions& o, decode::PfcOptions& pfc) {
-  pfc.link_bps = static_cast<std::uint64_t>(o.link_gbps * 1e9 + 0.5);
-  pfc.storm_seconds = o.pause_storm_ms / 1000.0;
-  for (const std::string& m : o.dscp_priority) {
-    unsigned dscp = 64, prio = 8;
-    char end = 0;
-    if (std::sscanf(m.c_str(), "%u=%u%c", &dscp, &prio, &end) != 2 || dscp > 63 || prio > 7) {
-      std::fprintf(stderr, "rdmadiag analyze: --dscp-priority %s: expected DSCP=PRIORITY (0-63=0-7)\n", m.c_str());
-      return false;
-    }
-    pfc.dscp_priority[dscp] = static_cast<std::uint8_t>(prio);
-  }
-  return true;
-}
-
 int run_analyze(const AnalyzeOptions& o) {
   decode::PfcOptions pfc;
-  if (!pfc_options(o, pfc)) return 2;
+  if (!to_pfc_options(o.pause, "analyze", pfc)) return 2;
   SessionOptions so;
   so.packets = o.packets;
   so.json_path = o.json_path;
@@ -247,15 +230,7 @@ void add_analyze_command(CLI::App& app, Commands& out) {
   sub->add_flag("--no-roce-heuristic", opts->no_heuristic, "Do not look for RoCEv2 on other UDP ports");
   sub->add_option("--pmtu", opts->pmtu, "Path MTU of the fabric (default: from CM REQs and segment sizes)")
       ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));
-  sub->add_option("--link-speed", opts->link_gbps,
-                  "Link speed in Gb/s (e.g. 10, 25, 40, 100, 200, 400): turns PAUSE/PFC quanta (512 bit times) into "
-                  "time; without it pause times are reported as unknown")
-      ->check(CLI::Range(0.001, 1.0e4));
-  sub->add_option("--pause-storm-ms", opts->pause_storm_ms,
-                  "A priority paused continuously for longer than this is a pause storm (default 100)")
-      ->check(CLI::Range(0.0, 1.0e9));
-  sub->add_option("--dscp-priority", opts->dscp_priority,
-                  "DSCP=PRIORITY: the priority of untagged RoCE packets with that DSCP (repeatable; default DSCP/8)");
+  add_pause_options(sub, &opts->pause);
   sub->add_flag("-q,--quiet", opts->quiet, "No text report on standard output");
   sub->add_option("-j,--jobs", opts->jobs,
                   "Analyse on N threads, sharded by connection (0: one per CPU); the report is the same for any N. "

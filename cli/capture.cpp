@@ -28,6 +28,7 @@
 #include "capture/pcap_writer.h"
 #include "capture/rdma_sniffer.h"
 #include "cli/analysis_session.h"
+#include "cli/pause_options.h"
 #include "cli/command.h"
 #include "exporters/metrics.h"
 #include "exporters/svg_plot.h"
@@ -73,6 +74,7 @@ struct CaptureOptions {
   double linger = 0;
   std::uint32_t queue_packets = 65536;
   exporters::OutputOptions outputs;
+  PauseCliOptions pause;  // --link-speed (else learned from a single -i interface), --pause-storm-ms, --dscp-priority
 };
 
 std::atomic<int> g_signal{0};
@@ -231,8 +233,27 @@ void print_status(const std::vector<capture::SourceStats>& stats, const CaptureC
   std::fflush(stderr);
 }
 
+// The pause analysis' options; without --link-speed, the speed of the one
+// network interface captured on (a pause's length depends on the link it paused).
+bool capture_pfc_options(const CaptureOptions& o, decode::PfcOptions& pfc) {
+  if (!to_pfc_options(o.pause, "capture", pfc)) return false;
+  std::string dev;
+  unsigned port = 1;
+  bool prefixed = false;
+  if (pfc.link_bps || o.interfaces.size() != 1 || !o.read_files.empty() ||
+      capture::parse_rdma_spec(o.interfaces[0], dev, port, prefixed))
+    return true;
+  pfc.link_bps = interface_speed_bps(o.interfaces[0]);
+  if (pfc.link_bps && !o.quiet)
+    std::fprintf(stderr, "rdmadiag capture: link speed %.3f Gb/s from %s (for pause times; --link-speed overrides)\n",
+                 static_cast<double>(pfc.link_bps) / 1e9, o.interfaces[0].c_str());
+  return true;
+}
+
 int run_capture(CaptureOptions o) {
   if (o.list) return list_interfaces();
+  decode::PfcOptions pfc;
+  if (!capture_pfc_options(o, pfc)) return kExitUsage;
   if (o.interfaces.empty() && o.read_files.empty()) {
     std::fprintf(stderr, "rdmadiag capture: name an interface (-i IFACE, -i rdma:DEV:PORT) or a file (-r FILE); --list-interfaces shows them\n");
     return kExitUsage;
@@ -362,6 +383,7 @@ int run_capture(CaptureOptions o) {
       return kExitUsage;
     }
   AnalysisSession session(std::move(so));
+  session.analyzer().pfc().set_options(pfc);
   if (!session.open()) {
     std::fprintf(stderr, "rdmadiag capture: %s\n", session.error().c_str());
     return kExitCannotStart;
@@ -698,6 +720,7 @@ void add_capture_command(CLI::App& app, Commands& out) {
   sub->add_flag("--packets", o->packets, "One line per packet on standard output (and a packets array in --json)");
   sub->add_option("--json", o->json_path, "Write the final report (with capture statistics) as JSON to FILE ('-' standard output)");
   sub->add_flag("-q,--quiet", o->quiet, "No text report on standard output");
+  add_pause_options(sub, &o->pause);
   sub->add_option("--metrics-listen", o->metrics_listen,
                   "Serve Prometheus metrics on http://HOST:PORT/metrics while capturing (e.g. 127.0.0.1:9464)");
   sub->add_option("--linger", o->linger, "With --metrics-listen: keep serving the final metrics N seconds after the capture ends");

@@ -9,7 +9,8 @@ namespace rdmadiag::decode {
 Analyzer::Analyzer()
     : transport_(std::make_unique<TransportAnalyzer>(anomalies_)),
       iwarp_(std::make_unique<IwarpAnalyzer>(anomalies_)),
-      pfc_(std::make_unique<PfcAnalyzer>(anomalies_)) {}
+      pfc_(std::make_unique<PfcAnalyzer>(anomalies_)),
+      cc_(std::make_unique<CongestionAnalyzer>(anomalies_)) {}
 Analyzer::~Analyzer() = default;
 
 void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out, std::int64_t ts_ns) {
@@ -19,7 +20,10 @@ void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, Packe
   summary_.add(p, frame, ts);
   if (p.is_rdma() && p.has_bth) {
     transport_->add(p, frame, ts, out);
-    if (p.transport == Transport::roce_v1 || p.transport == Transport::roce_v2) pfc_->add_roce(p, ts_ns);
+    if (p.transport == Transport::roce_v1 || p.transport == Transport::roce_v2) {
+      pfc_->add_roce(p, ts_ns, frame);
+      congestion(p, frame, ts_ns, out);
+    }
   }
   if (p.mac_control) pfc_->add_mac_control(p, frame, ts_ns);
   if (p.tcp) {
@@ -31,7 +35,17 @@ void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, Packe
       summary_.by_transport[static_cast<std::size_t>(Transport::iwarp)].add(p.wirelen);
     }
   }
-  if (frame % kSweepFrames == 0) transport_->sweep(ts);
+  if (frame % kSweepFrames == 0) sweep(ts);
+}
+
+void Analyzer::congestion(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, PacketAnalysis& out) {
+  const CongestionAnalyzer::FrameFindings f = cc_->add(p, frame, ts_ns, out.flow);
+  if (f.cnp_response_ns >= 0) {
+    out.cnp_response_us = static_cast<double>(f.cnp_response_ns) * 1e-3;
+    out.cnp_mark_frame = f.cnp_mark_frame;
+  }
+  out.cc_verdict = f.verdict;
+  out.cc_cnp_frame = f.episode_cnp_frame;
 }
 
 void Analyzer::add_pause_state(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns) {
@@ -39,7 +53,10 @@ void Analyzer::add_pause_state(const DecodedPacket& p, std::uint64_t frame, std:
   if (p.mac_control) pfc_->add_mac_control(p, frame, ts_ns);
 }
 
-void Analyzer::sweep(double now) { transport_->sweep(now); }
+void Analyzer::sweep(double now) {
+  transport_->sweep(now);
+  cc_->sweep(std::llround(now * 1e9));
+}
 
 void Analyzer::keep_merge_order() {
   anomalies_.keep_order_keys(true);
@@ -50,6 +67,7 @@ void Analyzer::finish() {
   transport_->finish();
   iwarp_->finish();
   pfc_->finish();
+  cc_->finish();
 }
 
 }  // namespace rdmadiag::decode

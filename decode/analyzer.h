@@ -8,6 +8,7 @@
 
 #include "decode/anomaly.h"
 #include "decode/capture_summary.h"
+#include "decode/congestion_analysis.h"
 #include "decode/iwarp_analysis.h"
 #include "decode/packet.h"
 #include "decode/pfc_analysis.h"
@@ -33,6 +34,12 @@ struct PacketVerdict {
   std::uint64_t nak_gap_frame = 0;   // for a NAK: the frame where the gap it answers was seen
   bool ecn_ce = false;
   bool cnp = false;
+  // Congestion analysis (congestion_analysis.h): a CNP's response time to the
+  // CE mark it answers; an episode after a CNP judged at this frame.
+  double cnp_response_us = -1;
+  std::uint64_t cnp_mark_frame = 0;
+  CcVerdict cc_verdict = CcVerdict::none;
+  std::uint64_t cc_cnp_frame = 0;        // the CNP that opened the judged episode
   std::uint8_t anomaly_count = 0;    // anomalies raised at this frame
 };
 
@@ -83,6 +90,8 @@ class Analyzer {
   const IwarpAnalyzer& iwarp() const { return *iwarp_; }
   const PfcAnalyzer& pfc() const { return *pfc_; }
   PfcAnalyzer& pfc() { return *pfc_; }  // e.g. to set the link speed
+  const CongestionAnalyzer& congestion() const { return *cc_; }
+  CongestionAnalyzer& congestion() { return *cc_; }
 
  private:
   CaptureSummary summary_;
@@ -90,6 +99,8 @@ class Analyzer {
   std::unique_ptr<TransportAnalyzer> transport_;
   std::unique_ptr<IwarpAnalyzer> iwarp_;
   std::unique_ptr<PfcAnalyzer> pfc_;
+  std::unique_ptr<CongestionAnalyzer> cc_;
+  void congestion(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, PacketAnalysis& out);
   friend class AnalyzerMerge;
 };
 

@@ -51,11 +51,15 @@ bool AnalyzerMerge::pause_split(std::span<Analyzer* const> shards) {
 // Conservative: the sum of the shards' peaks bounds what one analyzer would
 // have held at once; while it stays under a bound, one analyzer never reached it.
 bool AnalyzerMerge::bounds_reached(std::span<Analyzer* const> shards) {
-  std::size_t live = 0, flows = 0, conns = 0, buffered = 0, qps = 0, budget = 0, cm_reqs = 0;
+  std::size_t live = 0, flows = 0, conns = 0, buffered = 0, qps = 0, budget = 0, cm_reqs = 0, cc_live = 0, cc_results = 0, stall_qps = 0;
   for (const Analyzer* a : shards) {
     const TransportAnalyzer& t = *a->transport_;
     const IwarpAnalyzer& w = *a->iwarp_;
     if (t.evicted_ || t.flows_.cap_reached() || w.stats_.untracked_connections || a->summary_.queue_pairs_capped()) return true;
+    if (a->cc_->cap_reached() || a->pfc_->stalls().cap_reached()) return true;
+    cc_live += a->cc_->peak();
+    stall_qps += a->pfc_->stalls().peak();
+    cc_results += a->cc_->flows().size();
     live += t.flows_.peak();
     flows += t.summaries_.size();
     conns += w.peak_live_;
@@ -67,7 +71,8 @@ bool AnalyzerMerge::bounds_reached(std::span<Analyzer* const> shards) {
   constexpr std::size_t kLargestSegment = 65536;
   return live >= TransportAnalyzer::kMaxLiveFlows || flows > TransportAnalyzer::kMaxRetiredFlows ||
          conns >= IwarpAnalyzer::kMaxConnections || buffered + kLargestSegment > budget ||
-         qps >= CaptureSummary::kMaxTrackedQps || cm_reqs > 65536;  // TransportAnalyzer clears pending REQs past that
+         qps >= CaptureSummary::kMaxTrackedQps || cm_reqs > 65536 || cc_live >= CongestionAnalyzer::kMaxLiveFlows ||
+         cc_results > CongestionAnalyzer::kMaxResults || stall_qps >= PauseStalls::kMaxQueuePairs;  // TransportAnalyzer clears pending REQs past that
 }
 
 void AnalyzerMerge::merge(std::span<Analyzer* const> shards, Analyzer& out,
@@ -147,6 +152,11 @@ void AnalyzerMerge::merge(std::span<Analyzer* const> shards, Analyzer& out,
   std::vector<const PfcAnalyzer*> pfcs;
   for (const Analyzer* a : shards) pfcs.push_back(a->pfc_.get());
   out.pfc_->merge(pfcs);
+
+  // ---- congestion analysis: each flow lives in one shard (its CNPs travel between the same addresses).
+  std::vector<const CongestionAnalyzer*> ccs;
+  for (const Analyzer* a : shards) ccs.push_back(a->cc_.get());
+  out.cc_->merge(ccs, flow_index);
 
   // ---- anomalies: in order of insertion; the cap keeps what one log would keep.
   std::vector<const AnomalyLog*> logs;

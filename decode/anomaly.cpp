@@ -35,6 +35,7 @@ std::string_view to_string(AnomalyKind k) {
     case AnomalyKind::rdmap_read_response_unmatched: return "rdmap_read_response_unmatched";
     case AnomalyKind::mpa_marker_stride: return "mpa_marker_stride";
     case AnomalyKind::pause_storm: return "pause_storm";
+    case AnomalyKind::cc_no_reaction: return "cc_no_reaction";
     case AnomalyKind::count_: break;
   }
   return "?";

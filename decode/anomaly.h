@@ -45,6 +45,8 @@ enum class AnomalyKind : std::uint8_t {
   mpa_marker_stride,     // markers not every 512 octets (RFC 5044 section 4.3): once per direction
   // Lossless Ethernet (IEEE 802.1Qbb, 802.3 Annex 31B/31D; pfc_analysis.h)
   pause_storm,           // a priority paused continuously for longer than the storm threshold
+  // RoCEv2 congestion control (IBA Annex A17.9; congestion_analysis.h)
+  cc_no_reaction,        // a sender kept its rate after a CNP (frame: the CNP)
   count_
 };
 

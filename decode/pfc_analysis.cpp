@@ -71,6 +71,11 @@ class PfcAnalyzer::StormLog final : public PauseSink {
  public:
   StormLog(PfcAnalyzer& a, const PfcSender& sender) : a_(a), sender_(sender) {}
   void pause_ended(const PauseEnded& p, bool storm) override {
+    a_.stalls_.pause_ended(p.priority, {sender_.mac, p.start_ns, p.start_ns + static_cast<std::int64_t>(p.length_ns)});
+    if (a_.intervals_.size() < kMaxIntervals)
+      a_.intervals_.push_back({sender_.mac, static_cast<std::uint8_t>(p.priority), p.start_frame, p.start_ns, p.length_ns});
+    else
+      ++a_.intervals_not_listed_;
     if (!storm || !a_.reports_anomalies_) return;
     Anomaly an;
     an.kind = AnomalyKind::pause_storm;
@@ -139,7 +144,22 @@ bool PfcAnalyzer::paused_at(std::size_t n, std::int64_t ts_ns, const std::array<
   return false;
 }
 
-void PfcAnalyzer::add_roce(const DecodedPacket& p, std::int64_t ts_ns) {
+// The pauses of priority n still running at ts_ns, and the gap they may explain.
+void PfcAnalyzer::check_stall(const DecodedPacket& p, std::size_t n, std::int64_t ts_ns, std::uint64_t frame) {
+  // Per queue pair and priority: a pause of n holds back only n's packets.
+  const std::int64_t t0 = stalls_.long_gap_start(queue_pair_key(p) << 3 | n, ts_ns);
+  if (t0 < 0) return;
+  std::vector<PausedSpan> open;
+  for (const PfcSender& s : senders_) {
+    const PauseState& st = s.state[n];
+    if (!st.paused) continue;
+    const auto expiry = st.timer_ns + static_cast<std::int64_t>(st.timer_length_ns);
+    open.push_back({s.mac, st.start_ns, std::min(ts_ns, expiry)});
+  }
+  stalls_.stall(n, t0, ts_ns, frame, p.eth ? &p.eth->src : nullptr, std::move(open));
+}
+
+void PfcAnalyzer::add_roce(const DecodedPacket& p, std::int64_t ts_ns, std::uint64_t frame) {
   const int prio = priority_of(p);
   if (prio < 0) {
     ++roce_.unmapped;
@@ -147,10 +167,12 @@ void PfcAnalyzer::add_roce(const DecodedPacket& p, std::int64_t ts_ns) {
   }
   const auto n = static_cast<std::size_t>(prio);
   ++roce_.packets[n];
-  if (opts_.link_bps && paused_at(n, ts_ns, p.eth ? &p.eth->src : nullptr)) {
+  if (!opts_.link_bps) return;
+  if (paused_at(n, ts_ns, p.eth ? &p.eth->src : nullptr)) {
     ++roce_.while_paused[n];
     paused_qps_.add(n, queue_pair_key(p));
   }
+  check_stall(p, n, ts_ns, frame);
 }
 
 void PausedQueuePairs::add(std::size_t n, std::uint64_t key) {
@@ -186,6 +208,8 @@ void PfcAnalyzer::merge(std::span<const PfcAnalyzer* const> shards) {
   mac_control_frames_ = first.mac_control_frames_;
   other_opcode_frames_ = first.other_opcode_frames_;
   untracked_frames_ = first.untracked_frames_;
+  intervals_ = first.intervals_;
+  intervals_not_listed_ = first.intervals_not_listed_;
   opts_ = first.opts_;
   for (const PfcAnalyzer* s : shards) {
     for (std::size_t n = 0; n < kPriorities; ++n) {
@@ -194,6 +218,7 @@ void PfcAnalyzer::merge(std::span<const PfcAnalyzer* const> shards) {
     }
     roce_.unmapped += s->roce_.unmapped;
     paused_qps_.merge(s->paused_qps_);
+    stalls_.merge(s->stalls_);
   }
 }
 

@@ -36,6 +36,7 @@
 #include "decode/anomaly.h"
 #include "decode/mac_control.h"
 #include "decode/packet.h"
+#include "decode/pause_stalls.h"
 
 namespace rdmadiag::decode {
 
@@ -157,9 +158,19 @@ struct PausedQueuePairs {
   void merge(const PausedQueuePairs& o);
 };
 
+// One continuous pause, as listed for the report's timeline.
+struct PauseInterval {
+  std::array<std::uint8_t, 6> mac{};
+  std::uint8_t priority = 0;
+  std::uint64_t start_frame = 0;
+  std::int64_t start_ns = 0;
+  double length_ns = 0;
+};
+
 class PfcAnalyzer {
  public:
   static constexpr std::size_t kMaxSenders = 256;
+  static constexpr std::size_t kMaxIntervals = 4096;  // listed pauses (the timeline); then only counted
 
   explicit PfcAnalyzer(AnomalyLog& log) : log_(log) {}
   void set_options(const PfcOptions& o) { opts_ = o; }
@@ -171,12 +182,17 @@ class PfcAnalyzer {
   // A MAC Control frame (p.mac_control and p.eth set).
   void add_mac_control(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns);
   // A RoCE packet (v1 or v2): counted on its priority, and as sent while paused.
-  void add_roce(const DecodedPacket& p, std::int64_t ts_ns);
+  void add_roce(const DecodedPacket& p, std::int64_t ts_ns, std::uint64_t frame = 0);
   void finish();
 
   const std::vector<PfcSender>& senders() const { return senders_; }
   const RocePriorityCounts& roce() const { return roce_; }
   const PausedQueuePairs& paused_qps() const { return paused_qps_; }
+  // The first kMaxIntervals continuous pauses, in the order they ended; how many more ended.
+  const std::vector<PauseInterval>& intervals() const { return intervals_; }
+  // Queue pairs stalled by pauses (pause_stalls.h), per priority; with a link speed only.
+  const PauseStalls& stalls() const { return stalls_; }
+  std::uint64_t intervals_not_listed() const { return intervals_not_listed_; }
   std::uint64_t mac_control_frames() const { return mac_control_frames_; }
   std::uint64_t other_opcode_frames() const { return other_opcode_frames_; }
   std::uint64_t untracked_frames() const { return untracked_frames_; }
@@ -201,6 +217,10 @@ class PfcAnalyzer {
   std::vector<PfcSender> senders_;
   RocePriorityCounts roce_;
   PausedQueuePairs paused_qps_;
+  std::vector<PauseInterval> intervals_;
+  PauseStalls stalls_;
+  void check_stall(const DecodedPacket& p, std::size_t priority, std::int64_t ts_ns, std::uint64_t frame);
+  std::uint64_t intervals_not_listed_ = 0;
   std::array<std::int64_t, kPriorities> horizon_ns_{};  // no pause of the priority lasts past this (a fast "not paused")
   std::uint64_t mac_control_frames_ = 0, other_opcode_frames_ = 0;
   std::uint64_t untracked_frames_ = 0;  // from senders past kMaxSenders

@@ -253,12 +253,11 @@ void TransportAnalyzer::count_packet(Flow& f, const DecodedPacket& p, std::uint6
   out.analysed = true;
   out.flow = s.index;
   // Congestion signals (Annex A17.9).
-  const int ecn = p.ipv4 ? p.ipv4->ecn : p.ipv6 ? p.ipv6->ecn() : p.grh ? (p.grh->traffic_class & 3) : 0;
+  const int ecn = ecn_codepoint(p);
   if (ecn) ++s.ecn_ect;
   if (ecn == 3) {
     ++s.ecn_ce;
     out.ecn_ce = true;
-    last_ce_[f.host_pair] = ts;
   }
   if (p.ib.bth.fecn) ++s.fecn;
   if (p.ib.bth.becn) ++s.becn;

@@ -120,8 +120,6 @@ class TransportAnalyzer {
   bool track_cm_ids_ = false;
   bool cm_ids_overflow_ = false;
   std::vector<std::uint32_t> cm_req_ids_, cm_unmatched_reps_;
-  // Latest CE-marked packet per (src,dst) address pair, for CNP timing.
-  std::unordered_map<std::uint64_t, double> last_ce_;
   bool forward_links_on_ = false;
   std::unordered_map<std::uint64_t, ForwardLink> forward_;
   SeqSink::LinkFn link_fn_;

@@ -16,6 +16,10 @@ void fill_record(const decode::PacketAnalysis& a, FrameRecord& r) {
   r.nak_gap_frame = a.nak_gap_frame;
   r.ecn_ce = a.ecn_ce;
   r.cnp = a.cnp;
+  r.cnp_response_us = a.cnp_response_us;
+  r.cnp_mark_frame = a.cnp_mark_frame;
+  r.cc_verdict = a.cc_verdict;
+  r.cc_cnp_frame = a.cc_cnp_frame;
   r.anomaly_count = a.anomaly_count;
   r.iwarp_not_listed = a.iwarp.overflow;
   r.iwarp_count = a.iwarp.size;  // the units themselves are copied by the caller

@@ -39,6 +39,11 @@ struct FrameRecord {
   std::uint64_t request_frame = 0;
   double latency_us = -1;
   std::uint64_t nak_gap_frame = 0;
+  // Congestion analysis (decode/congestion_analysis.h).
+  double cnp_response_us = -1;
+  std::uint64_t cnp_mark_frame = 0;
+  decode::CcVerdict cc_verdict = decode::CcVerdict::none;
+  std::uint64_t cc_cnp_frame = 0;
   std::uint8_t anomaly_count = 0;       // raised at this frame
   // Where they are in the analyzer's anomaly log (read at display time: later
   // frames add to them, e.g. the NAK and the resend that answer a gap).

@@ -68,6 +68,8 @@ int hf_rdeth_eecnxt = -1, hf_deth_qkey = -1, hf_deth_src_qp = -1, hf_xrceth_srq 
 int hf_reth_va = -1, hf_reth_rkey = -1, hf_reth_len = -1;
 int hf_aeth_kind = -1, hf_aeth_syndrome = -1, hf_aeth_msn = -1;
 int hf_cnp = -1, hf_ecn_ce = -1;
+int hf_pfc_opcode = -1, hf_pfc_priority = -1, hf_pfc_quanta = -1, hf_pfc_xon = -1;
+int hf_cc_response = -1, hf_cc_mark_frame = -1, hf_cc_verdict = -1, hf_cc_cnp_frame = -1;
 int hf_flow = -1, hf_peer_qp = -1, hf_psn_expected = -1, hf_psn_gap = -1, hf_psn_duplicate = -1,
     hf_psn_out_of_order = -1, hf_retransmission = -1, hf_spurious = -1, hf_nak_gap_frame = -1,
     hf_request_frame = -1, hf_response_frame = -1, hf_latency = -1, hf_anomalies = -1;
@@ -82,6 +84,8 @@ expert_field ei_icrc_unverifiable = EI_INIT;
 expert_field ei_psn_gap = EI_INIT, ei_psn_duplicate = EI_INIT, ei_psn_out_of_order = EI_INIT,
     ei_retransmission = EI_INIT, ei_spurious = EI_INIT, ei_ecn_ce = EI_INIT, ei_cnp = EI_INIT, ei_fecn = EI_INIT,
     ei_becn = EI_INIT;
+expert_field ei_cc_response = EI_INIT, ei_cc_slowed = EI_INIT;
+expert_field ei_pfc_pause = EI_INIT, ei_pfc_xon = EI_INIT;
 expert_field ei_diag_error = EI_INIT, ei_diag_warning = EI_INIT, ei_diag_note = EI_INIT;
 std::array<expert_field, static_cast<std::size_t>(AnomalyKind::count_)> ei_anomaly;
 
@@ -90,6 +94,7 @@ range_t* pref_roce_ports = nullptr;
 gboolean pref_analysis = TRUE;
 gboolean pref_roce_heuristic = TRUE;
 guint pref_pmtu = 0;  // 0: inferred from the trace
+guint pref_link_mbps = 0;  // 0: unknown (pause times and storms need it)
 
 // The file being dissected: the analysis state of the first pass (plugin_session.h).
 wireshark::PluginSession* file_state = nullptr;
@@ -118,7 +123,7 @@ decode::DecodeOptions options_from_prefs() {
 
 void init_file_state() {
   delete file_state;
-  file_state = new wireshark::PluginSession(options_from_prefs(), pref_pmtu);
+  file_state = new wireshark::PluginSession(options_from_prefs(), pref_pmtu, pref_link_mbps);
 }
 
 void cleanup_file_state() {
@@ -155,9 +160,11 @@ std::uint32_t linktype_of(const packet_info* pinfo) {
 double seconds(const nstime_t& t) { return static_cast<double>(t.secs) + t.nsecs * 1e-9; }
 
 // Runs the analysis on a frame of the first pass and keeps what it concluded.
-const FrameRecord* analyse(const decode::DecodedPacket& p, std::uint32_t frame, double ts) {
+const FrameRecord* analyse(const decode::DecodedPacket& p, std::uint32_t frame, const nstime_t& abs_ts) {
+  const double ts = seconds(abs_ts);
+  const std::int64_t ts_ns = static_cast<std::int64_t>(abs_ts.secs) * 1'000'000'000 + abs_ts.nsecs;
   FrameRecord r;
-  if (!file_state->analyse(p, frame, ts, r)) return nullptr;
+  if (!file_state->analyse(p, frame, ts, ts_ns, r)) return nullptr;
   auto* rec = wmem_new(wmem_file_scope(), FrameRecord);
   *rec = r;
   const decode::IwarpFrame& units = file_state->last_units();
@@ -298,18 +305,41 @@ void anomaly_text(const decode::Anomaly& a, char* buf, std::size_t n) {
   std::snprintf(buf, n, "%s", s.c_str());
 }
 
+proto_item* add_relative_time(proto_tree* t, int hf, tvbuff_t* tvb, double us) {
+  nstime_t ns;
+  ns.secs = static_cast<time_t>(us / 1e6);
+  ns.nsecs = static_cast<int>((us - static_cast<double>(ns.secs) * 1e6) * 1e3);
+  proto_item* it = proto_tree_add_time(t, hf, tvb, 0, 0, &ns);
+  proto_item_set_generated(it);
+  return it;
+}
+
 // A response's link back to its request, and the time between them.
 void add_request_link(proto_tree* t, tvbuff_t* tvb, std::uint64_t request_frame, double latency_us) {
   if (request_frame) {
     proto_item* it = proto_tree_add_uint(t, hf_request_frame, tvb, 0, 0, static_cast<guint32>(request_frame));
     proto_item_set_generated(it);
   }
-  if (latency_us >= 0) {
-    nstime_t ns;
-    ns.secs = static_cast<time_t>(latency_us / 1e6);
-    ns.nsecs = static_cast<int>((latency_us - static_cast<double>(ns.secs) * 1e6) * 1e3);
-    proto_item* it = proto_tree_add_time(t, hf_latency, tvb, 0, 0, &ns);
+  if (latency_us >= 0) add_relative_time(t, hf_latency, tvb, latency_us);
+}
+
+// Congestion control: a CNP's response time to the CE mark it answers, and the
+// sender's rate judged after a CNP (a kept rate is the cc_no_reaction anomaly's expert info).
+void add_congestion(proto_tree* t, packet_info* pinfo, tvbuff_t* tvb, const FrameRecord& r) {
+  if (r.cnp_response_us >= 0) {
+    proto_item* it = add_relative_time(t, hf_cc_response, tvb, r.cnp_response_us);
+    expert_add_info_format(pinfo, it, &ei_cc_response, "CNP %.3f us after the CE-marked packet in frame %llu",
+                           r.cnp_response_us, static_cast<unsigned long long>(r.cnp_mark_frame));
+    add_generated_uint(t, hf_cc_mark_frame, tvb, static_cast<guint32>(r.cnp_mark_frame));
+  }
+  if (r.cc_verdict == decode::CcVerdict::slowed || r.cc_verdict == decode::CcVerdict::kept_rate) {
+    const bool slowed = r.cc_verdict == decode::CcVerdict::slowed;
+    proto_item* it = proto_tree_add_string(t, hf_cc_verdict, tvb, 0, 0, slowed ? "slowed" : "kept_rate");
     proto_item_set_generated(it);
+    add_generated_uint(t, hf_cc_cnp_frame, tvb, static_cast<guint32>(r.cc_cnp_frame));
+    if (slowed)
+      expert_add_info_format(pinfo, it, &ei_cc_slowed, "Sender slowed after the CNP in frame %llu",
+                             static_cast<unsigned long long>(r.cc_cnp_frame));
   }
 }
 
@@ -364,6 +394,7 @@ void add_analysis(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const Fra
     proto_item* it = add_flag(t, hf_ecn_ce, tvb);
     expert_add_info(pinfo, it, &ei_ecn_ce);
   }
+  add_congestion(t, pinfo, tvb, r);
   if (r.anomaly_count) add_generated_uint(t, hf_anomalies, tvb, r.anomaly_count);
 }
 
@@ -450,6 +481,38 @@ void append_info(packet_info* pinfo, const decode::DecodedPacket* p, const Frame
     if (r->iwarp[i].crc_status == MpaCrcStatus::bad) col_append_str(pinfo->cinfo, COL_INFO, " [MPA CRC bad]");
 }
 
+// A PAUSE/PFC frame (decode/mac_control.h): per priority it speaks for, the
+// quanta (0: XON), and the storms that began here (known on a second pass, with
+// the link speed preference).
+int dissect_pause(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, const decode::DecodedPacket& p) {
+  const decode::MacControl& m = *p.mac_control;
+  proto_item* root = proto_tree_add_item(tree, proto_rdmadiag, tvb, 0, -1, ENC_NA);
+  proto_tree* t = proto_item_add_subtree(root, ett_rdmadiag);
+  add_generated_uint(t, hf_pfc_opcode, tvb, m.opcode);
+  if (m.is_pause() || m.is_pfc()) {
+    unsigned paused = 0, resumed = 0;
+    for (std::size_t n = 0; n < decode::kPriorities; ++n) {
+      if (!m.enables(n)) continue;
+      add_generated_uint(t, hf_pfc_priority, tvb, static_cast<guint32>(n));
+      add_generated_uint(t, hf_pfc_quanta, tvb, m.quanta_for(n));
+      (m.quanta_for(n) ? paused : resumed) |= 1u << n;
+    }
+    if (paused)
+      expert_add_info_format(pinfo, root, &ei_pfc_pause, "%s pauses priority mask 0x%02x", m.is_pfc() ? "PFC" : "PAUSE",
+                             paused);
+    if (resumed) {
+      proto_item* it = add_flag(t, hf_pfc_xon, tvb);
+      expert_add_info_format(pinfo, it, &ei_pfc_xon, "XON: priority mask 0x%02x resumes", resumed);
+    }
+  }
+  char text[512];
+  for (const decode::Anomaly& a : file_state->pause_anomalies_at(pinfo->num)) {
+    anomaly_text(a, text, sizeof text);
+    expert_add_info_format(pinfo, root, &ei_anomaly[static_cast<std::size_t>(a.kind)], "%s", text);
+  }
+  return static_cast<int>(tvb_captured_length(tvb));
+}
+
 int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*) {
   const std::uint32_t lt = linktype_of(pinfo);
   if (!lt || !file_state) return 0;
@@ -460,10 +523,11 @@ int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
 
   const FrameRecord* r = nullptr;
   if (!pinfo->fd->visited && pref_analysis)
-    r = analyse(p, pinfo->num, seconds(pinfo->abs_ts));
+    r = analyse(p, pinfo->num, pinfo->abs_ts);
   else
     r = static_cast<const FrameRecord*>(wmem_map_lookup(frame_records, GUINT_TO_POINTER(pinfo->num)));
 
+  if (p.mac_control) return dissect_pause(tvb, pinfo, tree, p);
   const bool rdma = p.is_rdma() && (p.has_bth || p.icrc != CrcStatus::not_present);
   if (!rdma && !(r && (r->iwarp_count || r->iwarp_not_listed))) return 0;
   append_info(pinfo, rdma ? &p : nullptr, r);
@@ -524,6 +588,8 @@ const char* anomaly_summary(AnomalyKind k) {
     case AnomalyKind::rdmap_read_size_mismatch: return "RDMA Read Response not the size requested";
     case AnomalyKind::rdmap_read_response_unmatched: return "RDMA Read Response without a Read Request";
     case AnomalyKind::mpa_marker_stride: return "MPA markers not every 512 octets";
+    case AnomalyKind::pause_storm: return "Pause storm: a priority paused beyond the threshold";
+    case AnomalyKind::cc_no_reaction: return "Sender kept its rate after a CNP";
     default: return "rdmadiag anomaly";
   }
 }
@@ -567,6 +633,19 @@ void register_protocol() {
       HF(hf_aeth_msn, "AETH MSN", "rdmadiag.aeth.msn", FT_UINT24, BASE_DEC, nullptr, nullptr),
       HF(hf_cnp, "Congestion notification packet", "rdmadiag.cnp", FT_BOOLEAN, BASE_NONE, nullptr, "RoCEv2 CNP"),
       HF(hf_ecn_ce, "ECN congestion experienced", "rdmadiag.ecn_ce", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
+      HF(hf_pfc_opcode, "MAC Control opcode", "rdmadiag.pfc.opcode", FT_UINT16, BASE_HEX, nullptr,
+         "0x0001 PAUSE (802.3 Annex 31B), 0x0101 PFC (802.3 Annex 31D, 802.1Qbb)"),
+      HF(hf_pfc_priority, "Priority", "rdmadiag.pfc.priority", FT_UINT8, BASE_DEC, nullptr,
+         "A priority the frame speaks for (PAUSE: all 8; PFC: the enabled ones), in order"),
+      HF(hf_pfc_quanta, "Pause quanta", "rdmadiag.pfc.quanta", FT_UINT16, BASE_DEC, nullptr,
+         "Per rdmadiag.pfc.priority, in the same order: 512 bit times each; 0 resumes (XON)"),
+      HF(hf_pfc_xon, "XON", "rdmadiag.pfc.xon", FT_BOOLEAN, BASE_NONE, nullptr, "A priority resumes (time 0)"),
+      HF(hf_cc_response, "CNP response time", "rdmadiag.cc.cnp_response", FT_RELATIVE_TIME, BASE_NONE, nullptr,
+         "From the first CE-marked packet not yet answered to this CNP, at the capture point"),
+      HF(hf_cc_mark_frame, "CE mark answered", "rdmadiag.cc.mark_frame", FT_FRAMENUM, BASE_NONE, nullptr, nullptr),
+      HF(hf_cc_verdict, "Rate after the CNP", "rdmadiag.cc.verdict", FT_STRING, BASE_NONE, nullptr,
+         "slowed or kept_rate: the sender's gaps after a CNP against those before it"),
+      HF(hf_cc_cnp_frame, "CNP judged", "rdmadiag.cc.cnp_frame", FT_FRAMENUM, BASE_NONE, nullptr, nullptr),
       HF(hf_flow, "Flow", "rdmadiag.flow", FT_UINT32, BASE_DEC, nullptr, "Index of the flow, as in rdmadiag analyze"),
       HF(hf_peer_qp, "Peer QP", "rdmadiag.peer_qp", FT_UINT24, BASE_HEX, nullptr, "QP at the source side of this flow"),
       HF(hf_psn_expected, "Expected PSN", "rdmadiag.psn.expected", FT_UINT24, BASE_DEC, nullptr, nullptr),
@@ -615,6 +694,10 @@ void register_protocol() {
         "Spurious retransmission: the original passed the capture point", EXPFILL}},
       {&ei_ecn_ce, {"rdmadiag.ecn_ce.expert", PI_SEQUENCE, PI_NOTE, "ECN congestion experienced", EXPFILL}},
       {&ei_cnp, {"rdmadiag.cnp.expert", PI_SEQUENCE, PI_NOTE, "Congestion notification packet", EXPFILL}},
+      {&ei_pfc_pause, {"rdmadiag.pfc.pause.expert", PI_SEQUENCE, PI_NOTE, "Pause (PAUSE/PFC XOFF)", EXPFILL}},
+      {&ei_pfc_xon, {"rdmadiag.pfc.xon.expert", PI_SEQUENCE, PI_CHAT, "Pause ends (XON)", EXPFILL}},
+      {&ei_cc_response, {"rdmadiag.cc.cnp_response.expert", PI_SEQUENCE, PI_NOTE, "CNP response time", EXPFILL}},
+      {&ei_cc_slowed, {"rdmadiag.cc.slowed.expert", PI_SEQUENCE, PI_NOTE, "Sender slowed after a CNP", EXPFILL}},
       {&ei_fecn, {"rdmadiag.bth.fecn.expert", PI_SEQUENCE, PI_NOTE, "FECN set: congestion on the path", EXPFILL}},
       {&ei_becn, {"rdmadiag.bth.becn.expert", PI_SEQUENCE, PI_NOTE, "BECN set: congestion reported back", EXPFILL}},
       {&ei_diag_error, {"rdmadiag.diag.error", PI_MALFORMED, PI_ERROR, "Decode error", EXPFILL}},
@@ -634,6 +717,7 @@ void register_protocol() {
       case AnomalyKind::psn_gap: case AnomalyKind::psn_duplicate: case AnomalyKind::psn_out_of_order:
       case AnomalyKind::retransmission: case AnomalyKind::tcp_hole: case AnomalyKind::ddp_msn_gap:
       case AnomalyKind::ddp_mo_discontinuity: case AnomalyKind::ddp_to_discontinuity:
+      case AnomalyKind::pause_storm: case AnomalyKind::cc_no_reaction:
         group = PI_SEQUENCE;
         break;
       case AnomalyKind::nak_psn_seq_error: case AnomalyKind::nak_invalid_request: case AnomalyKind::nak_remote_access:
@@ -684,6 +768,10 @@ void register_protocol() {
                                  "Path MTU in bytes (256, 512, 1024, 2048 or 4096) for RDMA READ PSN reservations and "
                                  "FIRST/MIDDLE payload checks; 0 infers it from the trace (CM REQ, segment sizes)",
                                  10, &pref_pmtu);
+  prefs_register_uint_preference(prefs, "link_speed_mbps", "Link speed in Mb/s (0: unknown)",
+                                 "Turns PAUSE/PFC quanta into time for the pause analysis (storms, as rdmadiag analyze "
+                                 "--link-speed); 0: pause times unknown",
+                                 10, &pref_link_mbps);
 
   frame_records = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), g_direct_hash, g_direct_equal);
   register_init_routine(init_file_state);

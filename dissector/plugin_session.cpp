@@ -6,16 +6,21 @@
 
 namespace rdmadiag::wireshark {
 
-PluginSession::PluginSession(const decode::DecodeOptions& options, unsigned pmtu) : options_(options) {
+PluginSession::PluginSession(const decode::DecodeOptions& options, unsigned pmtu, unsigned link_mbps)
+    : options_(options) {
+  decode::PfcOptions pfc;
+  pfc.link_bps = static_cast<std::uint64_t>(link_mbps) * 1'000'000ULL;
+  analyzer_.pfc().set_options(pfc);
   analyzer_.transport().enable_forward_links(true);
   analyzer_.transport().set_pmtu_override(pmtu >= 256 && pmtu <= 4096 ? pmtu : 0);
 }
 
-bool PluginSession::analyse(const decode::DecodedPacket& p, std::uint64_t frame, double ts, FrameRecord& r) {
+bool PluginSession::analyse(const decode::DecodedPacket& p, std::uint64_t frame, double ts, std::int64_t ts_ns,
+                            FrameRecord& r) {
   if (finished_ || frame <= last_frame_) return false;
   last_frame_ = frame;
   const std::size_t before = analyzer_.anomalies().items().size();
-  analyzer_.add(p, frame, ts, analysis_);
+  analyzer_.add(p, frame, ts, analysis_, ts_ns);
   r = FrameRecord{};
   fill_record(analysis_, r);
   if (!r.worth_keeping()) return false;
@@ -32,6 +37,18 @@ void PluginSession::finish() {
   for (const decode::FlowSummary& f : analyzer_.transport().flows())
     if (f.peer >= 0) peer_qp_[f.index] = f.peer_qp;
   for (const decode::GapRevision& r : analyzer_.anomalies().revisions()) gap_revision_[r.frame] += r.missing;
+  for (const decode::Anomaly& a : analyzer_.anomalies().items())
+    if (decode::is_pause_kind(a.kind)) pause_anomalies_.push_back(a);
+  std::stable_sort(pause_anomalies_.begin(), pause_anomalies_.end(),
+                   [](const decode::Anomaly& a, const decode::Anomaly& b) { return a.frame < b.frame; });
+}
+
+std::span<const decode::Anomaly> PluginSession::pause_anomalies_at(std::uint64_t frame) const {
+  const auto by_frame = [](const decode::Anomaly& a, std::uint64_t f) { return a.frame < f; };
+  const auto first = std::lower_bound(pause_anomalies_.begin(), pause_anomalies_.end(), frame, by_frame);
+  auto last = first;
+  while (last != pause_anomalies_.end() && last->frame == frame) ++last;
+  return {pause_anomalies_.data() + (first - pause_anomalies_.begin()), static_cast<std::size_t>(last - first)};
 }
 
 std::uint32_t PluginSession::gap_at(std::uint64_t frame, std::uint32_t when_read) const {

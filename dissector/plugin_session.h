@@ -20,7 +20,8 @@ namespace rdmadiag::wireshark {
 class PluginSession {
  public:
   // pmtu: the preference (256..4096), anything else means "inferred from the trace".
-  PluginSession(const decode::DecodeOptions& options, unsigned pmtu);
+  // link_mbps: the link speed preference for pause times (0: unknown).
+  PluginSession(const decode::DecodeOptions& options, unsigned pmtu, unsigned link_mbps = 0);
 
   const decode::DecodeOptions& options() const { return options_; }
   void set_options(const decode::DecodeOptions& o) { options_ = o; }
@@ -28,7 +29,8 @@ class PluginSession {
   // First pass: frames come once each, in increasing order. Fills `r` (not its
   // iWARP array: see last_units) and returns true when the frame is worth keeping;
   // false for frames seen before, after finish(), or with nothing to say.
-  bool analyse(const decode::DecodedPacket& p, std::uint64_t frame, double ts, FrameRecord& r);
+  // `ts_ns`: the same time in integer nanoseconds (the pause and congestion analyses work in ns).
+  bool analyse(const decode::DecodedPacket& p, std::uint64_t frame, double ts, std::int64_t ts_ns, FrameRecord& r);
   // The MPA units of the frame analyse() last looked at (copy them with fill_iwarp_unit).
   const decode::IwarpFrame& last_units() const { return analysis_.iwarp; }
 
@@ -47,6 +49,9 @@ class PluginSession {
   std::string anomaly_text(const decode::Anomaly& a) const;
   // The response of a request frame (known once the response was seen).
   const decode::TransportAnalyzer::ForwardLink* response_of(std::uint64_t frame) const;
+  // Pause anomalies (storms) that began at `frame`: known after finish() (a storm
+  // is known when its pause ends, at a later frame).
+  std::span<const decode::Anomaly> pause_anomalies_at(std::uint64_t frame) const;
 
  private:
   decode::Analyzer analyzer_;
@@ -56,6 +61,7 @@ class PluginSession {
   std::uint64_t last_frame_ = 0;
   std::unordered_map<std::uint32_t, std::uint32_t> peer_qp_;  // flow index -> QP at its source
   std::unordered_map<std::uint64_t, std::int64_t> gap_revision_;  // gap frame -> PSNs that came late after it
+  std::vector<decode::Anomaly> pause_anomalies_;  // by starting frame, after finish()
 };
 
 // Checksums are shown by their own items, not as anomalies.

@@ -1,6 +1,7 @@
 #include "exporters/analysis_report.h"
 
 #include "exporters/iwarp_json.h"
+#include "exporters/congestion_report.h"
 #include "exporters/pfc_report.h"
 #include "exporters/text_format.h"
 
@@ -172,6 +173,14 @@ Json analysis_json(const PacketAnalysis& a) {
   if (a.nak_gap_frame) j["nak_gap_frame"] = a.nak_gap_frame;
   if (a.ecn_ce) j["ecn_ce"] = true;
   if (a.cnp) j["cnp"] = true;
+  if (a.cnp_response_us >= 0) {
+    j["cnp_response_us"] = a.cnp_response_us;
+    j["cnp_mark_frame"] = a.cnp_mark_frame;
+  }
+  if (a.cc_verdict == CcVerdict::slowed || a.cc_verdict == CcVerdict::kept_rate) {
+    j["cc_verdict"] = a.cc_verdict == CcVerdict::slowed ? "slowed" : "kept_rate";
+    j["cc_cnp_frame"] = a.cc_cnp_frame;
+  }
   if (a.anomaly_count) j["anomalies"] = a.anomaly_count;
   return j;
 }
@@ -248,6 +257,8 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
                    static_cast<unsigned long long>(a.frame));
       return fmt("%s length mismatch at frame %llu: %u bytes where %lld were expected (PMTU-sized FIRST/MIDDLE, or the RETH length)",
                  who.c_str(), static_cast<unsigned long long>(a.frame), a.count, static_cast<long long>(a.expected_psn));
+    case AnomalyKind::cc_no_reaction:
+      return explain_no_reaction(a, who);
     case AnomalyKind::pkey_change:
       return fmt("%s P_Key changed to 0x%04x at frame %llu", who.c_str(), a.count, static_cast<unsigned long long>(a.frame));
     default:

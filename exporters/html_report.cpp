@@ -293,6 +293,113 @@ std::string timelines_section(const Json& r) {
   return h + "</div>\n";
 }
 
+// ---------- lossless Ethernet: pauses per priority, CE and CNPs per QP
+
+// One bar per continuous pause at its priority's height; storms in red.
+std::string pause_timeline_section(const Json& r) {
+  if (!r.contains("pfc") || !r["pfc"].contains("timeline")) return "";
+  const Json& pfc = r["pfc"];
+  const Json& pauses = pfc["timeline"]["pauses"];
+  std::string h = "<h2>Pause timeline per priority</h2>\n";
+  if (pauses.empty())
+    return h + "<p>No continuous pause to show" + (pfc["link_speed_bps"].is_null() ? " (pause times need --link-speed)" : "") +
+           ".</p>\n";
+  const double storm_us = num(pfc, "/storm_threshold_us");
+  double tmin = 1e300, tmax = -1e300;
+  for (const Json& p : pauses) {
+    tmin = std::min(tmin, num(p, "/t_s"));
+    tmax = std::max(tmax, num(p, "/t_s") + num(p, "/length_us") * 1e-6);
+  }
+  const double pad = std::max((tmax - tmin) * 0.03, 1e-6);
+  SvgPlot plot(900, 260, {tmin - pad, tmax + pad, AxisScale::linear, "time (s)"}, {-0.5, 7.5, AxisScale::linear, "priority"},
+               "continuous pauses (refreshes merged), all senders");
+  std::vector<std::pair<double, double>> starts, storm_starts;
+  for (const Json& p : pauses) {
+    const double t = num(p, "/t_s"), prio = num(p, "/priority"), len = num(p, "/length_us");
+    const bool storm = len > storm_us;
+    plot.line({{t, prio}, {t + len * 1e-6, prio}}, storm ? "#d62728" : "#1f77b4", "", 6);
+    (storm ? storm_starts : starts).push_back({t, prio});
+  }
+  plot.markers(starts, "#1f77b4", "circle", "pause start", 2.5);
+  plot.markers(storm_starts, "#d62728", "triangle", "storm start", 4);
+  h += "<p class=\"note\">Each bar is one continuous pause of a priority by one sender, from its first frame to its end "
+       "(XON or expiry); red: longer than the storm threshold.";
+  if (num(pfc, "/timeline/not_listed") > 0)
+    h += " " + short_number(num(pfc, "/timeline/not_listed")) + " later pauses are not listed.";
+  return h + "</p>\n<div class=\"plots\">" + plot.svg() + "</div>\n";
+}
+
+// The PSN at time t on a timeline's points (the last point at or before t).
+double psn_at(const Json& points, double t) {
+  double psn = points.empty() ? 0 : points[0][1].get<double>();
+  for (const Json& p : points) {
+    if (p[0].get<double>() > t) break;
+    psn = p[1].get<double>();
+  }
+  return psn;
+}
+
+std::string congestion_plot(const Json& f, const Json& data, const Json* cnp_timeline) {
+  const Json& points = data["points"];
+  std::vector<std::pair<double, double>> line, ce, cnps;
+  for (const Json& p : points) line.push_back({p[0].get<double>(), p[1].get<double>()});
+  for (const Json& e : data["events"])
+    if (str(e, "/kind") == "ecn_ce") ce.push_back({num(e, "/t"), num(e, "/psn")});
+  if (cnp_timeline)
+    for (const Json& e : (*cnp_timeline)["events"])
+      if (str(e, "/kind") == "cnp") cnps.push_back({num(e, "/t"), psn_at(points, num(e, "/t"))});
+  double tmin = 1e300, tmax = -1e300, pmin = 1e300, pmax = -1e300;
+  for (const auto* v : {&line, &ce, &cnps})
+    for (const auto& [x, y] : *v) {
+      tmin = std::min(tmin, x), tmax = std::max(tmax, x), pmin = std::min(pmin, y), pmax = std::max(pmax, y);
+    }
+  const double tpad = std::max((tmax - tmin) * 0.03, 1e-6), ppad = std::max((pmax - pmin) * 0.05, 1.0);
+  char title[200];
+  std::snprintf(title, sizeof title, "QP 0x%06x  %s -> %s: %d CE, %d CNPs, slowed %d, kept rate %d",
+                static_cast<unsigned>(num(f, "/dest_qp")), str(f, "/src").c_str(), str(f, "/dst").c_str(),
+                static_cast<int>(num(f, "/ce_marked")), static_cast<int>(num(f, "/cnps")), static_cast<int>(num(f, "/slowed")),
+                static_cast<int>(num(f, "/kept_rate")));
+  SvgPlot plot(900, 300, {tmin - tpad, tmax + tpad, AxisScale::linear, "time (s)"},
+               {pmin - ppad, pmax + ppad, AxisScale::linear, "PSN"}, title);
+  plot.line(line, "#1f77b4", "PSN (slope: the sender's rate)", 1);
+  plot.markers(ce, "#7f7f7f", "diamond", "ECN CE", 3.5);
+  plot.markers(cnps, "#d62728", "cross", "CNP back to the sender", 5);
+  return plot.svg();
+}
+
+// Per data flow with CE marks or CNPs (kept-rate first, at most 16): its PSN
+// against time, the CE-marked packets, and the CNPs that came back.
+std::string congestion_section(const Json& r) {
+  if (!r.contains("congestion")) return "";
+  std::string h = "<h2>Congestion: CE marks and CNPs per queue pair</h2>\n";
+  std::map<double, const Json*> timeline_by_index;
+  if (r.contains("timeline") && r["timeline"].contains("flows"))
+    for (const Json& t : r["timeline"]["flows"]) timeline_by_index[num(t, "/flow")] = &t;
+  std::vector<const Json*> chosen;
+  for (const Json& f : r["congestion"]["flows"])
+    if (num(f, "/ce_marked") + num(f, "/cnps") > 0 && f.contains("flow")) chosen.push_back(&f);
+  std::stable_sort(chosen.begin(), chosen.end(),
+                   [](const Json* a, const Json* b) { return num(*a, "/kept_rate") > num(*b, "/kept_rate"); });
+  h += "<p class=\"note\">A switch marks packets CE, the receiver answers with CNPs to the sender's QP, and the sender "
+       "should slow down: the PSN line flattens after a CNP. Kept-rate flows first.</p>\n<div class=\"plots\">\n";
+  std::size_t shown = 0;
+  for (const Json* f : chosen) {
+    const auto data = timeline_by_index.find(num(*f, "/flow"));
+    if (data == timeline_by_index.end() || shown == 16) continue;
+    const Json* cnp_timeline = nullptr;  // the CNPs' own flow: back from dst to src, to the sender's QP
+    for (const Json& g : r.value("flows", Json::array()))
+      if (str(g, "/src") == str(*f, "/dst") && str(g, "/dst") == str(*f, "/src") && !(*f)["sender_qp"].is_null() &&
+          num(g, "/dest_qp") == num(*f, "/sender_qp")) {
+        const auto it = timeline_by_index.find(num(g, "/flow"));
+        if (it != timeline_by_index.end()) cnp_timeline = it->second;
+      }
+    h += congestion_plot(*f, *data->second, cnp_timeline);
+    ++shown;
+  }
+  if (!shown) h += "<p>No queue pair with CE marks or CNPs.</p>";
+  return h + "</div>\n";
+}
+
 std::string histogram_plot(const Json& hist, const std::string& title) {
   const Json& le = hist["le_us"];
   const Json& counts = hist["counts"];
@@ -366,6 +473,8 @@ std::string render_analyze(const Json& r) {
   h += "<h2>Queue pair health</h2>\n" + flows_table(r.value("flows", Json::array()));
   h += "<h2>Anomalies</h2>\n" + anomalies_list(r.value("anomalies", Json::array()));
   h += "<h2>PSN timeline per queue pair</h2>\n" + timelines_section(r);
+  h += pause_timeline_section(r);
+  h += congestion_section(r);
   h += "<h2>Wire latency</h2>\n" + latency_section(r);
   return h + page_tail();
 }

@@ -3,6 +3,7 @@
 #include "decode/transport_analysis.h"
 #include "exporters/analysis_report.h"
 #include "exporters/iwarp_json.h"
+#include "exporters/congestion_report.h"
 #include "exporters/pfc_report.h"
 
 namespace rdmadiag::exporters {
@@ -226,7 +227,8 @@ Json report_members_json(const AnalyzeReport& report, const Json& extra) {
     j["flows"] = flows_json(report.analyzer->transport());
     j["anomalies"] = anomalies_json(*report.analyzer);
     j["iwarp"] = iwarp_report_json(report.analyzer->iwarp());
-    if (report.analyzer->pfc().any()) j["pfc"] = pfc_json(report.analyzer->pfc());
+    if (report.analyzer->pfc().any()) j["pfc"] = pfc_json(report.analyzer->pfc(), report.analyzer->summary().first_ts);
+    if (report.analyzer->congestion().any()) j["congestion"] = congestion_json(report.analyzer->congestion());
   }
   for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
   return j;

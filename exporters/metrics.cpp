@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "decode/anomaly.h"
+#include "exporters/pfc_report.h"
 
 namespace rdmadiag::exporters {
 
@@ -61,6 +62,52 @@ struct Series {
 
 std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : b.empty() ? a : a + "," + b; }
 
+// Per pause sender and priority (at most PfcAnalyzer::kMaxSenders x 8 series).
+void pause_metrics(Exposition& x, const PfcAnalyzer& pfc) {
+  struct PerPriority {
+    const char* name;
+    const char* type;
+    const char* help;
+    double (*value)(const PriorityPauses&);
+    bool needs_speed;
+  };
+  static const PerPriority kSeries[] = {
+      {"rdmadiag_pause_frames_total", "counter", "PAUSE/PFC frames that speak for the priority, by sender.",
+       [](const PriorityPauses& p) { return static_cast<double>(p.frames); }, false},
+      {"rdmadiag_paused_seconds_total", "counter", "Time the priority was paused by the sender (ended pauses; needs --link-speed).",
+       [](const PriorityPauses& p) { return p.paused_seconds; }, true},
+      {"rdmadiag_pause_storms_total", "counter", "Continuous pauses longer than --pause-storm-ms.",
+       [](const PriorityPauses& p) { return static_cast<double>(p.storms); }, true},
+  };
+  for (const PerPriority& m : kSeries) {
+    if (m.needs_speed && !pfc.options().link_bps) continue;
+    x.family(m.name, m.type, m.help);
+    for (const PfcSender& s : pfc.senders())
+      for (std::size_t n = 0; n < kPriorities; ++n)
+        if (s.priorities[n].frames)
+          x.sample(m.name, "sender=\"" + mac_string(s.mac) + "\",priority=\"" + std::to_string(n) + "\"",
+                   m.value(s.priorities[n]));
+  }
+  x.family("rdmadiag_roce_packets_while_paused_total", "counter",
+           "RoCE packets captured while another sender had their priority paused (needs --link-speed).");
+  for (std::size_t n = 0; n < kPriorities; ++n)
+    if (pfc.roce().packets[n])
+      x.sample("rdmadiag_roce_packets_while_paused_total", "priority=\"" + std::to_string(n) + "\"",
+               static_cast<double>(pfc.roce().while_paused[n]));
+}
+
+void congestion_metrics(Exposition& x, const CongestionAnalyzer& cc) {
+  const CcTotals& t = cc.totals();
+  x.family("rdmadiag_cc_ce_marked_total", "counter", "ECN-capable RoCE packets marked Congestion Experienced.");
+  x.sample("rdmadiag_cc_ce_marked_total", "", static_cast<double>(t.ce_marked));
+  x.family("rdmadiag_cc_cnps_total", "counter", "CNPs; unmatched: for no ECN-capable flow in the capture.");
+  x.sample("rdmadiag_cc_cnps_total", "matched=\"true\"", static_cast<double>(t.cnps - t.cnps_unmatched));
+  x.sample("rdmadiag_cc_cnps_total", "matched=\"false\"", static_cast<double>(t.cnps_unmatched));
+  x.family("rdmadiag_cc_cnp_response_seconds", "summary", "From the first unanswered CE mark to the CNP, at the capture point.");
+  x.sample("rdmadiag_cc_cnp_response_seconds_sum", "", static_cast<double>(t.response_sum_ns) * 1e-9);
+  x.sample("rdmadiag_cc_cnp_response_seconds_count", "", static_cast<double>(t.responses));
+}
+
 }  // namespace
 
 std::string render_metrics(const MetricsInput& in) {
@@ -86,6 +133,8 @@ std::string render_metrics(const MetricsInput& in) {
     for (std::size_t k = 0; k < static_cast<std::size_t>(AnomalyKind::count_); ++k)
       x.sample("rdmadiag_anomalies_total", "kind=\"" + std::string(to_string(static_cast<AnomalyKind>(k))) + "\"",
                static_cast<double>(log.count(static_cast<AnomalyKind>(k))));
+    if (in.analyzer->pfc().any()) pause_metrics(x, in.analyzer->pfc());
+    if (in.analyzer->congestion().any()) congestion_metrics(x, in.analyzer->congestion());
   }
 
   if (in.tally) {

@@ -44,6 +44,15 @@ Json senders_json(const PfcAnalyzer& a) {
   return arr;
 }
 
+// Stalls of queue pairs that pauses explain (pause_stalls.h); null without a link speed.
+Json stalls_json(const PfcAnalyzer& a, std::size_t n) {
+  if (!speed_known(a)) return nullptr;
+  const PriorityStalls& s = a.stalls().by_priority()[n];
+  Json j = {{"count", s.stalls}, {"stalled_us", s.stalled_seconds * 1e6}, {"longest_us", s.longest_seconds * 1e6}};
+  if (s.longest_frame) j["longest_frame"] = s.longest_frame;
+  return j;
+}
+
 Json roce_json(const PfcAnalyzer& a) {
   Json arr = Json::array();
   const RocePriorityCounts& r = a.roce();
@@ -53,7 +62,8 @@ Json roce_json(const PfcAnalyzer& a) {
                      {"packets", r.packets[n]},
                      {"sent_while_paused", count_known(a, r.while_paused[n])},
                      {"qps_while_paused", count_known(a, a.paused_qps().keys[n].size())},
-                     {"qps_while_paused_capped", a.paused_qps().capped[n]}});
+                     {"qps_while_paused_capped", a.paused_qps().capped[n]},
+                     {"stalls_in_pauses", stalls_json(a, n)}});
   Json overrides = Json::object();
   const auto defaults = PfcOptions::default_dscp_priority();
   for (std::size_t d = 0; d < defaults.size(); ++d)
@@ -90,7 +100,20 @@ Json mac_control_json(const DecodedPacket& p) {
   return j;
 }
 
-Json pfc_json(const PfcAnalyzer& a) {
+namespace {
+
+// The listed continuous pauses, for the HTML report's timeline.
+Json intervals_json(const PfcAnalyzer& a, double origin_s) {
+  Json arr = Json::array();
+  for (const PauseInterval& p : a.intervals())
+    arr.push_back({{"mac", mac_string(p.mac)}, {"priority", p.priority}, {"start_frame", p.start_frame},
+                   {"t_s", static_cast<double>(p.start_ns) * 1e-9 - origin_s}, {"length_us", p.length_ns * 1e-3}});
+  return {{"pauses", std::move(arr)}, {"not_listed", a.intervals_not_listed()}};
+}
+
+}  // namespace
+
+Json pfc_json(const PfcAnalyzer& a, double origin_s) {
   Json j;
   j["link_speed_bps"] = speed_known(a) ? Json(a.options().link_bps) : Json(nullptr);
   j["storm_threshold_us"] = a.options().storm_seconds * 1e6;
@@ -99,6 +122,7 @@ Json pfc_json(const PfcAnalyzer& a) {
   j["untracked_frames"] = a.untracked_frames();
   j["senders"] = senders_json(a);
   j["roce"] = roce_json(a);
+  j["timeline"] = intervals_json(a, origin_s);
   return j;
 }
 
@@ -134,8 +158,10 @@ void write_pfc_text(std::ostream& out, const PfcAnalyzer& a) {
     none = false;
     out << fmt(" %zu: %llu", n, static_cast<unsigned long long>(r.packets[n]));
     if (known)
-      out << fmt(" (%llu while paused, to %s%zu QPs)", static_cast<unsigned long long>(r.while_paused[n]),
-                 a.paused_qps().capped[n] ? "at least " : "", a.paused_qps().keys[n].size());
+      out << fmt(" (%llu while paused, to %s%zu QPs; %llu QP stalls in pauses, longest %.3f ms)",
+                 static_cast<unsigned long long>(r.while_paused[n]), a.paused_qps().capped[n] ? "at least " : "",
+                 a.paused_qps().keys[n].size(), static_cast<unsigned long long>(a.stalls().by_priority()[n].stalls),
+                 a.stalls().by_priority()[n].longest_seconds * 1e3);
   }
   out << (none ? " none\n" : "\n");
 }

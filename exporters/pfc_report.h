@@ -11,7 +11,8 @@
 
 namespace rdmadiag::exporters {
 
-Json pfc_json(const decode::PfcAnalyzer& a);
+// `origin_s`: the capture's first frame time (the timeline's times are from it).
+Json pfc_json(const decode::PfcAnalyzer& a, double origin_s);
 // "PFC from 02:00:00:00:00:0a p3=65535 p4=0" for the one-line-per-packet text output.
 std::string mac_control_text(const decode::DecodedPacket& p);
 // The per-packet `mac_control` object: sender, opcode and its fields.

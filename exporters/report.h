@@ -10,7 +10,7 @@
 
 namespace rdmadiag::exporters {
 
-inline constexpr const char* kAnalyzeSchemaVersion = "1.2";  // 1.1: timeline, latency_histograms; 1.2: pfc
+inline constexpr const char* kAnalyzeSchemaVersion = "1.3";  // 1.1: timeline, latency_histograms; 1.2: pfc; 1.3: congestion
 
 struct InputInfo {
   std::string path;

@@ -2,6 +2,7 @@
 
 #include "exporters/analysis_report.h"
 #include "exporters/iwarp_json.h"
+#include "exporters/congestion_report.h"
 #include "exporters/pfc_report.h"
 #include "exporters/text_format.h"
 
@@ -166,6 +167,7 @@ void write_text_summary(std::ostream& out, const AnalyzeReport& report) {
     write_problems(out, *report.analyzer);
     write_iwarp_text(out, report.analyzer->iwarp());
     write_pfc_text(out, report.analyzer->pfc());
+    write_congestion_text(out, report.analyzer->congestion());
   }
 }
 

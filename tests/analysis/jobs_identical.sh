@@ -64,6 +64,11 @@ for f in "$pcaps"/pfc/*.pcap; do
   check "$(basename "$f" .pcap)" "$f"
 done
 
+# ECN CE marks and CNPs (docs/congestion.md): each flow's marks and CNPs travel between the same two addresses.
+for f in "$pcaps"/cc/*.pcap; do
+  check "$(basename "$f" .pcap)" "$f"
+done
+
 # Several files, of different link types, numbered as one input.
 check several "$pcaps/siw_read_bw.pcap" "$pcaps/derived/rxe_ib_lnh3.pcap" "$pcaps/rxe_write_bw_loss.pcap" \
   "$pcaps/derived/rxe_roce_v1.pcap" "$pcaps/lab_rxe_reorder.pcap"

@@ -377,3 +377,36 @@ TEST(PfcAnalyzer, QueuePairsSentToWhilePaused) {
   EXPECT_EQ(a.pfc.roce().while_paused[3], 2u);
   EXPECT_EQ(a.pfc.paused_qps().keys[3].size(), 1u);
 }
+
+// Stalls of queue pairs in pauses (decode/pause_stalls.h): the covered part of a
+// gap counts overlapping pauses once and skips the packets' own sender.
+namespace {
+
+TEST(PauseStalls, CoveredCountsOverlapsOnceAndSkipsTheSource) {
+  const std::array<std::uint8_t, 6> a{2, 0, 0, 0, 0, 0xaa}, b{2, 0, 0, 0, 0, 0xbb}, own{0x52, 0x54, 0, 0x77, 0, 1};
+  const PausedSpan spans[] = {{a, 100, 300}, {b, 200, 400}, {own, 0, 1000}, {a, 900, 2000}};
+  EXPECT_EQ(covered_ns(spans, 4, 0, 1000, &own), (400 - 100) + (1000 - 900));
+  EXPECT_EQ(covered_ns(spans, 4, 0, 1000, nullptr), 1000);
+  EXPECT_EQ(covered_ns(spans, 4, 250, 260, &own), 10);
+}
+
+TEST(PauseStalls, AGapMostlyInAPauseIsAStall) {
+  const std::array<std::uint8_t, 6> sw{2, 0, 0, 0, 0, 0xaa}, src{0x52, 0x54, 0, 0x77, 0, 1};
+  PauseStalls s;
+  s.pause_ended(3, {sw, 20 * kUs, 60 * kUs});  // 40 us paused
+  EXPECT_EQ(s.long_gap_start(7, 0), -1);       // first packet of QP 7
+  EXPECT_EQ(s.long_gap_start(7, 5 * kUs), -1); // a short gap
+  const std::int64_t t0 = s.long_gap_start(7, 70 * kUs);
+  ASSERT_EQ(t0, 5 * kUs);                      // 65 us gap, 40 us of it paused: more than half
+  s.stall(3, t0, 70 * kUs, 9, &src, {});
+  EXPECT_EQ(s.by_priority()[3].stalls, 1u);
+  EXPECT_DOUBLE_EQ(s.by_priority()[3].longest_seconds, 65 * kUs * 1e-9);
+  EXPECT_EQ(s.by_priority()[3].longest_frame, 9u);
+  const std::int64_t t1 = s.long_gap_start(7, 170 * kUs);  // 100 us gap, nothing paused in it
+  s.stall(3, t1, 170 * kUs, 10, &src, {{sw, 160 * kUs, 170 * kUs}});  // an open pause covers 10 us only
+  EXPECT_EQ(s.by_priority()[3].stalls, 1u);
+  s.stall(3, t1, 170 * kUs, 10, &sw, {{sw, 70 * kUs, 170 * kUs}});    // the packets' own sender's pause: not counted
+  EXPECT_EQ(s.by_priority()[3].stalls, 1u);
+}
+
+}  // namespace

@@ -4,7 +4,7 @@
 # tests/pcaps replayed onto one end with Debian's tcpreplay, captured on the other.
 #
 #   live_capture.sh RDMADIAG PCAPDIR CASE
-#   CASE: replay | pipe | sigint | rotation | diskfull | privileges | queuefull | rdma
+#   CASE: replay | pipe | sigint | rotation | diskfull | privileges | queuefull | pause | rdma
 #
 # Needs root (namespaces, veth, tmpfs); exits 77 (skipped) when not root.
 set -uo pipefail
@@ -278,6 +278,59 @@ EOF2
   want=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['capture']['packets_not_analysed'])" "$work/q.json")
   [ "$n" = "$want" ] || { cat "$work/cap.err"; fail "closing line says '$n' not analysed, JSON $want"; }
   echo "ok: $want of $got packets not analysed, all written, reported"
+  ;;
+pause)
+  # PFC frames made by scapy (Debian's python3-scapy, scapy.contrib.mac_control) sent on a veth
+  # while `capture` runs on its peer: the capture's pause report counts what was sent, takes the
+  # link speed from the kernel's /sys/class/net/vb/speed, and equals `analyze` of the written file.
+  need_root
+  [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import scapy.contrib.mac_control" 2>/dev/null ||
+    skip "Debian's python3-scapy not installed"
+  make_veth
+  speed=$(inns cat /sys/class/net/vb/speed 2>/dev/null)
+  [ -n "$speed" ] && [ "$speed" -gt 0 ] 2>/dev/null || skip "the kernel reports no speed for the veth ($speed)"
+  refreshes=20
+  n=$((refreshes + 2))
+  start_capture -i vb -w "$work/pause.pcap" -c "$n" --json "$work/pause.json"
+  inns /usr/bin/python3 - "$refreshes" >"$work/send.out" 2>&1 <<'EOF2' || { cat "$work/send.out"; fail "scapy could not send"; }
+import sys, time
+from scapy.contrib.mac_control import MACControlClassBasedFlowControl, MACControlPause
+from scapy.layers.l2 import Ether
+from scapy.sendrecv import sendp
+eth = Ether(dst="01:80:c2:00:00:01", src="02:00:00:00:00:aa")
+frames = [eth / MACControlClassBasedFlowControl(c3_enabled=1, c3_pause_time=0xFFFF) for _ in range(int(sys.argv[1]))]
+frames += [eth / MACControlClassBasedFlowControl(c3_enabled=1, c3_pause_time=0), eth / MACControlPause(pause_time=0x100)]
+for f in frames:
+    sendp(f, iface="va", verbose=False)
+    time.sleep(0.0005)
+EOF2
+  wait_capture 30
+  [ $cap_rc -eq 0 ] || { cat "$work/cap.err"; fail "capture exited $cap_rc"; }
+  grep -q "link speed $((speed / 1000))\.000 Gb/s from vb" "$work/cap.err" || { cat "$work/cap.err"; fail "no link speed learned from vb"; }
+  "$rdmadiag" analyze --link-speed "$(python3 -c "print($speed / 1000)")" --json "$work/again.json" -q "$work/pause.pcap" ||
+    fail "analyze of the written file failed"
+  python3 - "$work/pause.json" "$work/again.json" "$refreshes" "$speed" <<'EOF2' || fail "pause report wrong"
+import json, sys
+cap, again = (json.load(open(p))["pfc"] for p in sys.argv[1:3])
+refreshes, mbps = int(sys.argv[3]), int(sys.argv[4])
+(snd,) = cap["senders"]
+p = {x["priority"]: x for x in snd["priorities"]}
+checks = [
+    (cap == again, "the capture's pfc section equals analyze of the written file"),
+    (cap["link_speed_bps"] == mbps * 10**6, f"link speed {cap['link_speed_bps']} == {mbps} Mb/s from /sys"),
+    (snd["mac"] == "02:00:00:00:00:aa" and snd["pfc_frames"] == refreshes + 1 and snd["pause_frames"] == 1, "frame counts"),
+    (p[3]["frames"] == refreshes + 2 and p[3]["xon"] == 1 and p[3]["quanta_total"] == refreshes * 0xFFFF + 0x100,
+     f"priority 3: {p[3]}"),
+    (all(p[n]["frames"] == 1 and p[n]["quanta_total"] == 0x100 for n in range(8) if n != 3), "the PAUSE speaks for all 8"),
+    (p[3]["pauses"] >= 1 and p[3]["paused_us"] > 0 and p[3]["storms"] == 0, f"priority 3 paused: {p[3]}"),
+]
+bad = [what for ok, what in checks if not ok]
+for what in bad:
+    print("FAIL:", what)
+print(f"priority 3: {p[3]['frames']} frames, {p[3]['pauses']} pause(s), {p[3]['paused_us']:.1f} us paused at {mbps} Mb/s")
+sys.exit(1 if bad else 0)
+EOF2
+  echo "ok: $n pause frames sent by scapy, captured, counted; link speed from the veth"
   ;;
 rdma)
   # No RDMA NIC here: a named RDMA device that does not exist gets a clear error.

@@ -28,7 +28,8 @@ MPA_STATUS = dict(STATUS, **{"3": "not_negotiated", "Not present": "not_negotiat
 FIELDS = ["frame.number", "rdmadiag.icrc.status", "rdmadiag.vcrc.status", "rdmadiag.mpa_crc.status",
           "rdmadiag.psn.gap", "rdmadiag.psn.duplicate", "rdmadiag.psn.out_of_order", "rdmadiag.retransmission",
           "rdmadiag.retransmission.spurious", "rdmadiag.psn.expected", "rdmadiag.request_frame", "rdmadiag.response_frame",
-          "rdmadiag.nak.gap_frame", "rdmadiag.latency", "rdmadiag.icrc", "infiniband.invariant.crc"]
+          "rdmadiag.nak.gap_frame", "rdmadiag.latency", "rdmadiag.icrc", "infiniband.invariant.crc",
+          "rdmadiag.cc.cnp_response", "rdmadiag.cc.mark_frame", "rdmadiag.cc.verdict", "rdmadiag.cc.cnp_frame"]
 CORRUPT = {"rxe_write_bw_loss_corrupt_icrc.pcap": [105]}  # from make_corrupt_pcap.py
 
 
@@ -72,12 +73,19 @@ def expected_frames(rdmadiag, path):
             "response_frame": a.get("response_frame", 0),
             "nak_gap_frame": a.get("nak_gap_frame", 0),
             "latency_us": sorted(lat),
+            "cnp_response_us": [a["cnp_response_us"]] if "cnp_response_us" in a else [],
+            "cnp_mark_frame": a.get("cnp_mark_frame", 0),
+            "cc_verdict": a.get("cc_verdict", ""),
+            "cc_cnp_frame": a.get("cc_cnp_frame", 0),
         }
     anomalies = report.get("anomalies", [])
     if isinstance(anomalies, dict):
         anomalies = anomalies.get("items", [])
     gaps = sorted({a["frame"] for a in anomalies if a["kind"] == "psn_gap"})
-    return frames, gaps
+    # The plugin shows an anomaly at the frame being analysed when it was raised:
+    # for cc_no_reaction, the frame where the episode was judged.
+    kept = sorted(a["related_frames"][0] for a in anomalies if a["kind"] == "cc_no_reaction")
+    return frames, gaps, kept
 
 
 def split(v):
@@ -108,6 +116,10 @@ def shown_frames(ts, path):
             "response_frame": int(v["rdmadiag.response_frame"] or 0),
             "nak_gap_frame": int(v["rdmadiag.nak.gap_frame"] or 0),
             "latency_us": sorted(float(x) * 1e6 for x in split(v["rdmadiag.latency"])),
+            "cnp_response_us": [float(x) * 1e6 for x in split(v["rdmadiag.cc.cnp_response"])],
+            "cnp_mark_frame": int(v["rdmadiag.cc.mark_frame"] or 0),
+            "cc_verdict": v["rdmadiag.cc.verdict"],
+            "cc_cnp_frame": int(v["rdmadiag.cc.cnp_frame"] or 0),
         }
         if v["rdmadiag.icrc"] and v["infiniband.invariant.crc"]:
             icrc_pairs.append((n, int(v["rdmadiag.icrc"], 16), int(split(v["infiniband.invariant.crc"])[0], 16)))
@@ -122,14 +134,14 @@ def filtered(ts, path, expr, two_pass=False):
 
 
 def same(a, b, key):
-    if key == "latency_us":
+    if key in ("latency_us", "cnp_response_us"):
         return len(a) == len(b) and all(abs(x - y) < 0.01 for x, y in zip(a, b))
     return a == b
 
 
 def check(ts, rdmadiag, path):
     """Returns (frames compared, list of mismatch descriptions)."""
-    want, gap_frames = expected_frames(rdmadiag, path)
+    want, gap_frames, kept_frames = expected_frames(rdmadiag, path)
     got, icrc_pairs = shown_frames(ts, path)
     bad = []
     if sorted(want) != sorted(got):
@@ -145,6 +157,9 @@ def check(ts, rdmadiag, path):
     shown_gaps = filtered(ts, path, "rdmadiag.psn.gap", two_pass=True)
     if shown_gaps != gap_frames:
         bad.append(f"-Y rdmadiag.psn.gap lists {shown_gaps}, analyze's psn_gap anomalies are at {gap_frames}")
+    shown_kept = filtered(ts, path, "rdmadiag.anomaly.cc_no_reaction")
+    if shown_kept != kept_frames:
+        bad.append(f"-Y rdmadiag.anomaly.cc_no_reaction lists {shown_kept}, analyze judged them at {kept_frames}")
     want_bad = sorted(n for n, f in want.items() if f["icrc"] == "bad")
     shown_bad = filtered(ts, path, 'rdmadiag.icrc.status == "bad"')
     if shown_bad != want_bad:
@@ -170,6 +185,40 @@ def check(ts, rdmadiag, path):
     return len(got), links, len(gap_frames), len(want_bad), bad
 
 
+def check_pause(ts, rdmadiag, path):
+    """PAUSE/PFC frames: rdmadiag.pfc.priority/quanta equal tshark's own macc.* decode (PAUSE: all 8
+    priorities; PFC: the enabled ones); with the link speed preference, the frames where the plugin
+    shows a pause storm are analyze --link-speed's pause_storm frames. Returns mismatch descriptions."""
+    fields = ["frame.number", "macc.opcode", "macc.pause_time", "macc.cbfc.enbv"] + \
+        [f"macc.cbfc.pause_time.c{n}" for n in range(8)] + ["rdmadiag.pfc.priority", "rdmadiag.pfc.quanta"]
+    r = ts.run(["-r", str(path), "-Y", "macc.opcode == 1 || macc.opcode == 0x101", "-T", "fields", "-E", "occurrence=a",
+                "-E", "aggregator=;"] + sum([["-e", f] for f in fields], []))
+    bad, frames = [], 0
+    for line in r.stdout.splitlines():
+        v = dict(zip(fields, line.split("\t")))
+        op = int(v["macc.opcode"], 0)
+        needed = ["macc.pause_time"] if op == 1 else ["macc.cbfc.enbv"] + [f"macc.cbfc.pause_time.c{n}" for n in range(8)]
+        if any(not v[f] for f in needed):  # cut by the snap length or a runt: no decode to show
+            want = []
+        elif op == 1:
+            want = [(n, int(v["macc.pause_time"], 0)) for n in range(8)]
+        else:
+            enbv = int(v["macc.cbfc.enbv"], 0)
+            want = [(n, int(v[f"macc.cbfc.pause_time.c{n}"], 0)) for n in range(8) if enbv >> n & 1]
+        got = list(zip((int(x) for x in split(v["rdmadiag.pfc.priority"])), (int(x) for x in split(v["rdmadiag.pfc.quanta"]))))
+        frames += 1
+        if got != want:
+            bad.append(f"frame {v['frame.number']}: plugin {got}, tshark macc {want}")
+    out = subprocess.run([rdmadiag, "analyze", str(path), "--link-speed", "10", "--json", "-"], capture_output=True, text=True)
+    storms = sorted(a["frame"] for a in json.loads(out.stdout)["anomalies"] if a["kind"] == "pause_storm")
+    r = ts.run(["-2", "-o", "rdmadiag.link_speed_mbps:10000", "-r", str(path), "-Y", "rdmadiag.anomaly.pause_storm",
+                "-T", "fields", "-e", "frame.number"])
+    shown = sorted(int(x) for x in r.stdout.split())
+    if shown != storms:
+        bad.append(f"-Y rdmadiag.anomaly.pause_storm at 10 Gb/s lists {shown}, analyze --link-speed 10 {storms}")
+    return frames, len(storms), bad
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rdmadiag", required=True)
@@ -193,6 +242,10 @@ def main():
             failures += 1
             continue
         frames, links, gaps, bad_icrc, bad = check(ts, args.rdmadiag, f)
+        if f.parent.name == "pfc":
+            pause_frames, storms, pause_bad = check_pause(ts, args.rdmadiag, f)
+            print(f"      {f.name}: {pause_frames} PAUSE/PFC frames against macc.*, {storms} storms")
+            bad += pause_bad
         compared += 1
         total_frames += frames
         status = "ok   " if not bad else "FAIL "

@@ -101,6 +101,11 @@ def mode_schema():
             rep = analyze_json(path, "--packets", *extra)
             check("pfc" in rep, f"{name}: pfc section")
             validate(v, rep, f"analyze --json --packets {' '.join(extra)} pfc/{name}")
+    # Congestion (docs/congestion.md): the section, the anomaly and the per-packet fields.
+    for name in sorted(n for n in os.listdir(os.path.join(PCAPS, "cc")) if n.endswith(".pcap")):
+        rep = analyze_json(os.path.join(PCAPS, "cc", name), "--packets")
+        check("congestion" in rep, f"{name}: congestion section")
+        validate(v, rep, f"analyze --json --packets cc/{name}")
     # Streaming forms: --jsonl (packet lines, then the report) and capture -r.
     jl = tmp("lossy.jsonl")
     run("analyze", LOSSY, "--jsonl", jl, "-q")
@@ -280,6 +285,32 @@ def mode_metrics():
     for name in ("rdmadiag_wire_latency_seconds_sum", "rdmadiag_wire_latency_seconds_count", "rdmadiag_flow_packets_total"):
         exact = math.fsum(v for (n, _), v in pf.items() if n == name)
         check(abs(total(ao, name, flow="other") - exact) <= 1e-12 * max(1.0, abs(exact)), f"{name}: flow=\"other\" equals the per-flow sum")
+    # Pause and congestion series equal the report's sections (which cc_crosscheck and pfc_crosscheck hold to tshark).
+    storm = os.path.join(PCAPS, "pfc", "pfc_storm.pcap")
+    srep, sm = analyze_json(storm, "--link-speed", "10"), tmp("storm.prom")
+    run("analyze", storm, "--link-speed", "10", "--metrics-file", sm, "-q")
+    with open(sm) as f:
+        ss = parse_exposition(f.read(), "pause metrics")
+    for snd in srep["pfc"]["senders"]:
+        for pr in snd["priorities"]:
+            lab = {"sender": snd["mac"], "priority": str(pr["priority"])}
+            check(total(ss, "rdmadiag_pause_frames_total", **lab) == pr["frames"], f"pause frames {lab}")
+            check(abs(total(ss, "rdmadiag_paused_seconds_total", **lab) - pr["paused_us"] * 1e-6) < 1e-9, f"paused seconds {lab}")
+            check(total(ss, "rdmadiag_pause_storms_total", **lab) == pr["storms"], f"pause storms {lab}")
+    cc_pcap = os.path.join(PCAPS, "cc", "cc_basic.pcap")
+    crep, cm = analyze_json(cc_pcap), tmp("cc.prom")
+    run("analyze", cc_pcap, "--metrics-file", cm, "-q")
+    with open(cm) as f:
+        cs = parse_exposition(f.read(), "congestion metrics")
+    cc = crep["congestion"]
+    check(total(cs, "rdmadiag_cc_ce_marked_total") == cc["ce_marked"], "cc CE marks")
+    check(total(cs, "rdmadiag_cc_cnps_total", matched="false") == cc["cnps_unmatched"], "cc unmatched CNPs")
+    check(total(cs, "rdmadiag_cc_cnps_total") == cc["cnps"], "cc CNPs")
+    responses = sum(f["cnp_response_us"]["count"] for f in cc["flows"])
+    check(total(cs, "rdmadiag_cc_cnp_response_seconds_count") == responses, "cc response count")
+    resp_sum = sum(f["cnp_response_us"]["mean"] * f["cnp_response_us"]["count"] for f in cc["flows"] if f["cnp_response_us"]["count"])
+    check(abs(total(cs, "rdmadiag_cc_cnp_response_seconds_sum") - resp_sum * 1e-6) < 1e-12, "cc response sum")
+    check(total(cs, "rdmadiag_anomalies_total", kind="cc_no_reaction") == cc["kept_rate_flows"], "cc_no_reaction count")
     # perftest gauges from the real sweep.
     pm = tmp("perftest.prom")
     run("report", SWEEP, "--metrics-file", pm)
@@ -332,6 +363,17 @@ def mode_html():
     for f in rep["flows"]:
         check(f"0x{f['dest_qp']:06x}" in page, f"flow {f['flow']} in the health table")
     check(page.count("<li>") == min(len(rep["anomalies"]), 501), "every anomaly listed")
+    # Lossless Ethernet: the pause timeline (one bar per continuous pause) and the congestion plots.
+    storm_html = tmp("storm.html")
+    run("analyze", os.path.join(PCAPS, "pfc", "pfc_storm.pcap"), "--link-speed", "10", "--html", storm_html, "-q")
+    with open(storm_html) as f:
+        spage = f.read()
+    check("Pause timeline per priority" in spage and "storm start" in spage, "pause timeline with its storm")
+    cc_html = tmp("cc.html")
+    run("analyze", os.path.join(PCAPS, "cc", "cc_basic.pcap"), "--html", cc_html, "-q")
+    with open(cc_html) as f:
+        cpage = f.read()
+    check(cpage.count("CNP back to the sender") == 3 and "kept rate 1" in cpage, "a congestion plot per marked QP")
     perf = tmp("sweep.html")
     run("report", SWEEP, "--html", perf)
     with open(perf) as f:

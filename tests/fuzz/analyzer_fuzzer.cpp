@@ -13,6 +13,7 @@
 #include "decode/packet.h"
 #include "exporters/analysis_report.h"
 #include "exporters/json_report.h"
+#include "exporters/congestion_report.h"
 #include "exporters/pfc_report.h"
 #include "tests/fuzz/fuzz_input.h"
 
@@ -50,6 +51,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)exporters::flows_json(analyzer.transport()).dump();
   (void)exporters::anomalies_json(analyzer).dump();
   exporters::write_pfc_text(text, analyzer.pfc());
-  (void)exporters::pfc_json(analyzer.pfc()).dump();
+  (void)exporters::pfc_json(analyzer.pfc(), analyzer.summary().first_ts).dump();
+  exporters::write_congestion_text(text, analyzer.congestion());
+  (void)exporters::congestion_json(analyzer.congestion()).dump();
   return 0;
 }

@@ -70,7 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (std::size_t i = 0; i < frames.size(); ++i) {
     const std::uint64_t no = i + 1;
     decode::decode_frame(linktype, frames[i].bytes, frames[i].wire_len, session.options(), p);
-    if (!session.analyse(p, no, frames[i].ts, records[no])) continue;
+    if (!session.analyse(p, no, frames[i].ts, decode::Analyzer::kNoNs, records[no])) continue;
     kept[no] = true;
     const decode::IwarpFrame& u = session.last_units();
     require(u.size == records[no].iwarp_count);
@@ -82,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // A frame seen again in the first pass is not analysed twice.
   if (!frames.empty()) {
     wireshark::FrameRecord again;
-    require(!session.analyse(p, 1, frames[0].ts, again));
+    require(!session.analyse(p, 1, frames[0].ts, decode::Analyzer::kNoNs, again));
   }
   session.finish();
 

@@ -178,10 +178,40 @@ def expected_analysis(rows, bps):
                 intervals.append((src, n, *p.open))
                 p.close(p.open[1])
     roce_counts = {}
+    stalls = {prio: stalls_in_pauses(pkts, [(s, a, b) for s, n, a, b in intervals if n == prio]) if bps else None
+              for prio, pkts in roce.items()}
     for prio, pkts in roce.items():
         paused = [qp for ts, src, qp in pkts if any(n == prio and s != src and a <= ts <= b for s, n, a, b in intervals)]
         roce_counts[prio] = (len(pkts), len(paused) if bps else None, len(set(paused)) if bps else None)
-    return senders, order, roce_counts
+    return senders, order, roce_counts, stalls
+
+
+STALL_MIN_NS = 10_000  # rdmadiag's PauseStalls::kMinStallNs
+
+
+def covered(spans, t0, t1):
+    """The part of [t0, t1] the (start, end) spans cover, overlaps once."""
+    total, reach = 0, t0
+    for a, b in sorted((max(a, t0), min(b, t1)) for a, b in spans):
+        if b > reach and a < t1:
+            total += b - max(a, reach)
+            reach = b
+    return total
+
+
+def stalls_in_pauses(pkts, spans):
+    """(count, longest ns) of the gaps >= 10 us between packets of one queue pair that pauses by
+    other senders cover at least half of (docs/pfc.md)."""
+    last, count, longest = {}, 0, 0
+    for ts, src, qp in pkts:
+        t0 = last.get(qp)
+        last[qp] = ts
+        if t0 is None or ts - t0 < STALL_MIN_NS:
+            continue
+        if 2 * covered([(a, b) for s, a, b in spans if s != src], t0, ts) >= ts - t0:
+            count += 1
+            longest = max(longest, ts - t0)
+    return count, longest
 
 
 def close_enough(a, b):
@@ -190,8 +220,11 @@ def close_enough(a, b):
     return abs(a - b) <= 1e-6 * max(1.0, abs(b))
 
 
+stall_counts = []  # per priority and run: the stalls recomputed here (the summary line shows they are not all 0)
+
+
 def check_analysis(rows, report, bps, name, errors):
-    senders, order, roce = expected_analysis(rows, bps)
+    senders, order, roce, stalls = expected_analysis(rows, bps)
     pfc = report.get("pfc")
     if not order:
         return
@@ -225,6 +258,16 @@ def check_analysis(rows, report, bps, name, errors):
                 for r in pfc["roce"]["by_priority"]}
     if got_roce != roce:
         errors.append(f"{name}: RoCE by priority ours {got_roce} != {roce}")
+    for r in pfc["roce"]["by_priority"]:
+        want, got = stalls[r["priority"]], r["stalls_in_pauses"]
+        if want is None or got is None:
+            if (want is None) != (got is None):
+                errors.append(f"{name} p{r['priority']}: stalls ours {got} != {want}")
+            continue
+        if got["count"] != want[0] or not close_enough(got["longest_us"], want[1] / 1e3):
+            errors.append(f"{name} p{r['priority']}: stalls ours {got['count']}, longest {got['longest_us']} us "
+                          f"!= {want[0]}, {want[1] / 1e3} us")
+        stall_counts.append(want[0])
     storms = sum(p.storms for s in order for p in senders[s])
     got_storms = sum(1 for a in report["anomalies"] if a["kind"] == "pause_storm")
     if got_storms != storms:
@@ -259,7 +302,10 @@ def main():
             runs += 1
     for e in errors[:50]:
         print("MISMATCH", e)
-    print(f"{runs} runs over {len(files)} captures, {frames} MAC Control frame decodes compared, {len(errors)} mismatches")
+    print(f"{runs} runs over {len(files)} captures, {frames} MAC Control frame decodes compared, "
+          f"{sum(stall_counts)} QP stalls in pauses compared, {len(errors)} mismatches")
+    if not sum(stall_counts):
+        errors.append("no QP stall in pauses in any capture: the stall check compared nothing")
     return 1 if errors else 0
 
 

@@ -1,0 +1,298 @@
+#include "decode/congestion_analysis.h"
+
+#include <algorithm>
+
+#include "decode/endpoints.h"
+#include "decode/ib_opcodes.h"
+
+namespace rdmadiag::decode {
+
+namespace {
+
+std::int64_t median(const std::array<std::int64_t, kCcWindow>& gaps, std::size_t n) {
+  std::array<std::int64_t, kCcWindow> v = gaps;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
+  std::nth_element(v.begin(), mid, v.begin() + static_cast<std::ptrdiff_t>(n));
+  return *mid;
+}
+
+bool slowed_gap(std::int64_t gap_ns, std::int64_t baseline_ns, const CcOptions& opts) {
+  return static_cast<double>(gap_ns) >= opts.rate_cut * static_cast<double>(baseline_ns);
+}
+
+void add_response(CcFlowResult& r, std::int64_t ns) {
+  r.response_min_ns = r.responses ? std::min(r.response_min_ns, ns) : ns;
+  r.response_max_ns = std::max(r.response_max_ns, ns);
+  r.response_sum_ns += ns;
+  ++r.responses;
+}
+
+}  // namespace
+
+int ecn_codepoint(const DecodedPacket& p) {
+  if (p.ipv4) return p.ipv4->ecn;
+  if (p.ipv6) return p.ipv6->ecn();
+  return p.grh ? p.grh->traffic_class & 3 : 0;
+}
+
+CcDecision classify(const CcFlowState& s, const CcPacket& p, const CcOptions& opts) {
+  CcDecision d;
+  if (p.cnp) {
+    d.response_ns = s.mark_ns >= 0 ? p.ts_ns - s.mark_ns : -1;
+    if (s.episode) d.joins_episode = true;
+    else if (s.before_count >= kCcMinBaseline) d.opens_episode = true;
+    else d.verdict = CcVerdict::unjudged;  // too few gaps before it to compare with
+    return d;
+  }
+  if (s.last_frame == 0) return d;
+  d.gap_ns = p.ts_ns - s.last_ns;
+  d.slowed_gap = s.episode && slowed_gap(d.gap_ns, s.baseline_ns, opts);
+  if (s.episode && s.after_count + 1 == kCcWindow) {
+    std::array<std::int64_t, kCcWindow> after = s.after;
+    after[s.after_count] = d.gap_ns;
+    d.verdict = slowed_gap(median(after, kCcWindow), s.baseline_ns, opts) ? CcVerdict::slowed : CcVerdict::kept_rate;
+  }
+  return d;
+}
+
+namespace {
+
+void apply_cnp(CcFlowState& s, const CcDecision& d, const CcPacket& p) {
+  CcFlowResult& r = s.r;
+  ++r.cnps;
+  if (d.response_ns >= 0) add_response(r, d.response_ns);
+  else ++r.cnps_without_mark;
+  r.marks_answered += s.marks_waiting;
+  s.marks_waiting = 0;
+  s.mark_ns = -1;  // a CNP answers every mark before it
+  if (d.opens_episode) {
+    ++r.episodes;
+    s.episode = true;
+    s.episode_frame = p.frame;
+    s.episode_ns = p.ts_ns;
+    s.baseline_ns = median(s.before, s.before_count);
+    s.reaction_ns = -1;
+    s.after_count = 0;
+  } else if (d.verdict == CcVerdict::unjudged) {
+    ++r.episodes;
+    ++r.unjudged;
+  }
+}
+
+void close_episode(CcFlowState& s, CcVerdict v) {
+  CcFlowResult& r = s.r;
+  s.episode = false;
+  if (v == CcVerdict::slowed) {
+    ++r.slowed;
+    r.reaction_sum_ns += s.reaction_ns;
+    r.reaction_max_ns = std::max(r.reaction_max_ns, s.reaction_ns);
+  } else if (v == CcVerdict::kept_rate) {
+    if (!r.kept_rate++) r.first_kept_rate_frame = s.episode_frame;
+  } else {
+    ++r.unjudged;
+  }
+}
+
+}  // namespace
+
+void apply(CcFlowState& s, const CcDecision& d, const CcPacket& p) {
+  if (p.cnp) return apply_cnp(s, d, p);
+  ++s.r.packets;
+  if (p.ce) {
+    ++s.r.ce_marked;
+    ++s.marks_waiting;
+    if (s.mark_ns < 0) {
+      s.mark_ns = p.ts_ns;
+      s.mark_frame = p.frame;
+    }
+  }
+  if (d.gap_ns >= 0) {
+    s.before[s.before_pos] = d.gap_ns;
+    s.before_pos = static_cast<std::uint32_t>((s.before_pos + 1) % kCcWindow);
+    s.before_count = std::min<std::uint32_t>(s.before_count + 1, kCcWindow);
+    if (s.episode) {
+      s.after[s.after_count++] = d.gap_ns;
+      // The first gap of the slower rate (the verdict's threshold, checked in classify for the window).
+      if (s.reaction_ns < 0 && d.slowed_gap) s.reaction_ns = p.ts_ns - s.episode_ns;
+      if (d.verdict != CcVerdict::none) close_episode(s, d.verdict);
+    }
+  }
+  s.last_ns = p.ts_ns;
+  s.last_frame = p.frame;
+}
+
+void CcTotals::merge(const CcTotals& o) {
+  ect_packets += o.ect_packets;
+  ce_marked += o.ce_marked;
+  cnps += o.cnps;
+  cnps_unmatched += o.cnps_unmatched;
+  flows_untracked += o.flows_untracked;
+  kept_rate_flows += o.kept_rate_flows;
+  responses += o.responses;
+  response_sum_ns += o.response_sum_ns;
+}
+
+namespace {
+
+FlowKey data_key(const DecodedPacket& p, bool reversed) {
+  const Endpoints e = endpoints_of(p);
+  FlowKey k;
+  k.transport = p.transport;
+  k.addr_len = e.addr_len;
+  k.src = reversed ? e.dst : e.src;
+  k.dst = reversed ? e.src : e.dst;
+  return k;
+}
+
+}  // namespace
+
+std::uint32_t CongestionAnalyzer::slot_for(const FlowKey& k, std::uint64_t frame, std::uint32_t flow) {
+  std::uint32_t slot = flows_.find(k);
+  if (slot != decltype(flows_)::kNone) return slot;
+  auto st = std::make_unique<CcFlowState>();
+  st->r.key = k;
+  st->r.flow = flow;
+  st->r.first_frame = frame;
+  slot = flows_.insert(
+      k, std::move(st), [](const CcFlowState& s) { return static_cast<double>(s.last_ns); },
+      [this](std::uint32_t sl, CcFlowState& s) { retire(sl, s); });
+  FlowKey pair = k;
+  pair.dest_qp = 0;
+  by_pair_[pair].push_back(slot);
+  return slot;
+}
+
+// The data flow a CNP is for (see the header); kNone when it cannot be told.
+std::uint32_t CongestionAnalyzer::flow_for_cnp(const DecodedPacket& p, const FlowKey& reversed) {
+  const auto it = by_pair_.find(reversed);
+  if (it == by_pair_.end()) return decltype(flows_)::kNone;
+  const std::uint32_t qp = p.ib.bth.dest_qp;
+  std::uint32_t oldest = decltype(flows_)::kNone, free_one = decltype(flows_)::kNone;
+  std::size_t free_count = 0;
+  for (std::uint32_t slot : it->second) {
+    const CcFlowState& s = *flows_.at(slot);
+    if (s.r.sender_qp_known && s.r.sender_qp == qp) return slot;
+    if (s.r.sender_qp_known) continue;  // another sender QP's flow
+    ++free_count;
+    free_one = slot;
+    if (s.mark_ns >= 0 && (oldest == decltype(flows_)::kNone || s.mark_ns < flows_.at(oldest)->mark_ns)) oldest = slot;
+  }
+  if (oldest != decltype(flows_)::kNone) return oldest;
+  return free_count == 1 ? free_one : decltype(flows_)::kNone;
+}
+
+CongestionAnalyzer::FrameFindings CongestionAnalyzer::step(CcFlowState& s, const CcPacket& p) {
+  FrameFindings f;
+  const CcDecision d = classify(s, p, opts_);
+  if (p.cnp && d.response_ns >= 0) {
+    ++totals_.responses;
+    totals_.response_sum_ns += d.response_ns;
+    f.cnp_response_ns = d.response_ns;
+    f.cnp_mark_frame = s.mark_frame;
+  }
+  const std::uint64_t episode_frame = s.episode_frame;
+  const std::int64_t baseline_ns = s.baseline_ns;
+  apply(s, d, p);
+  if (d.verdict == CcVerdict::slowed || d.verdict == CcVerdict::kept_rate) {
+    f.verdict = d.verdict;
+    f.episode_cnp_frame = episode_frame;
+  }
+  if (d.verdict == CcVerdict::kept_rate) {
+    Anomaly a{AnomalyKind::cc_no_reaction};
+    a.frame = episode_frame;
+    a.flow = s.r.flow;
+    a.dest_qp = s.r.key.dest_qp;
+    a.duration_us = static_cast<double>(median(s.after, kCcWindow)) * 1e-3;  // the gap after the CNP
+    a.count = static_cast<std::uint32_t>(std::min<std::int64_t>(baseline_ns, UINT32_MAX));  // the gap before, ns
+    a.relate(p.frame);
+    log_.add(a);
+  }
+  return f;
+}
+
+CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p, std::uint64_t frame,
+                                                          std::int64_t ts_ns, std::uint32_t flow) {
+  if (!p.has_bth || endpoints_of(p).addr_len == 0) return {};
+  const bool cnp = opcode_info(p.ib.bth.opcode).kind == OpKind::cnp;
+  if (cnp) {
+    ++totals_.cnps;
+    const std::uint32_t slot = flow_for_cnp(p, data_key(p, true));
+    if (slot == decltype(flows_)::kNone) {
+      ++totals_.cnps_unmatched;
+      return {};
+    }
+    CcFlowState& s = *flows_.at(slot);
+    if (!s.r.sender_qp_known) {
+      s.r.sender_qp_known = true;
+      s.r.sender_qp = p.ib.bth.dest_qp;
+    }
+    return step(s, CcPacket{frame, ts_ns, true, false});
+  }
+  const int ecn = ecn_codepoint(p);
+  FlowKey k = data_key(p, false);
+  k.dest_qp = p.ib.bth.dest_qp;
+  std::uint32_t slot = flows_.find(k);
+  if (ecn == 0 && slot == decltype(flows_)::kNone) return {};  // not ECN-capable: no congestion control to see
+  if (ecn) ++totals_.ect_packets;
+  if (ecn == 3) ++totals_.ce_marked;
+  if (slot == decltype(flows_)::kNone) slot = slot_for(k, frame, flow);
+  return step(*flows_.at(slot), CcPacket{frame, ts_ns, false, ecn == 3});
+}
+
+void CongestionAnalyzer::retire(std::uint32_t slot, CcFlowState& s) {
+  if (s.episode) close_episode(s, CcVerdict::unjudged);  // the capture ended (or the flow idled) before the window
+  if (s.r.kept_rate) ++totals_.kept_rate_flows;
+  if (results_.size() < kMaxResults) results_.push_back(s.r);
+  else ++totals_.flows_untracked;
+  FlowKey pair = s.r.key;
+  pair.dest_qp = 0;
+  const auto it = by_pair_.find(pair);
+  if (it == by_pair_.end()) return;
+  std::erase(it->second, slot);
+  if (it->second.empty()) by_pair_.erase(it);
+}
+
+void CongestionAnalyzer::sweep(std::int64_t now_ns) {
+  flows_.retire_if([&](const CcFlowState& s) { return now_ns - s.last_ns > kIdleRetireNs; },
+                   [this](std::uint32_t slot, CcFlowState& s) { retire(slot, s); });
+}
+
+namespace {
+
+void order_results(std::vector<CcFlowResult>& v) {
+  std::sort(v.begin(), v.end(), [](const CcFlowResult& a, const CcFlowResult& b) { return a.first_frame < b.first_frame; });
+}
+
+}  // namespace
+
+void CongestionAnalyzer::finish() {
+  if (finished_) return;
+  finished_ = true;
+  flows_.for_each([this](std::uint32_t slot, CcFlowState& s) { retire(slot, s); });
+  flows_.clear();
+  by_pair_.clear();
+  order_results(results_);
+}
+
+void CongestionAnalyzer::merge(std::span<const CongestionAnalyzer* const> shards,
+                               const std::vector<std::vector<std::uint32_t>>& flow_index) {
+  finished_ = true;
+  const std::vector<std::uint32_t> none;
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    const CongestionAnalyzer& s = *shards[i];
+    if (i == 0) opts_ = s.opts_;
+    totals_.merge(s.totals_);
+    const std::vector<std::uint32_t>& map = i < flow_index.size() ? flow_index[i] : none;
+    for (CcFlowResult r : s.results_) {
+      r.flow = r.flow < map.size() ? map[r.flow] : UINT32_MAX;
+      results_.push_back(r);
+    }
+  }
+  order_results(results_);
+  if (results_.size() > kMaxResults) {
+    totals_.flows_untracked += results_.size() - kMaxResults;
+    results_.resize(kMaxResults);
+  }
+}
+
+}  // namespace rdmadiag::decode

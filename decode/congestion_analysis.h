@@ -1,0 +1,182 @@
+// Congestion analysis of RoCEv2 (IBA Vol 1 Annex A17.9: a switch marks an
+// ECN-capable packet Congestion Experienced (CE, IP ECN = 3, RFC 3168), the
+// receiver answers with a Congestion Notification Packet (CNP, BTH opcode
+// 0x81) to the sender's QP, and the sender lowers its rate): a stateful pass
+// over the RoCE packets of a capture that shows each step as the capture point
+// saw it, per data flow (a direction to one destination QP, keyed as the
+// transport analysis keys its flows):
+//   - CE marks on the flow, and the CNPs that came back for it;
+//   - CNP response time: from the first CE-marked packet not yet answered to
+//     the CNP (a CNP answers every mark before it; a CNP with no mark before
+//     it was marked after the capture point, or the mark was not captured);
+//   - the rate reaction: the sender's inter-packet gaps on the flow after a
+//     CNP against those before it. A CNP opens an episode (later CNPs join it)
+//     that is judged after kWindow further gaps: the sender slowed when the
+//     median gap after is at least `rate_cut` times the median before, else it
+//     kept its rate (a `cc_no_reaction` anomaly at the CNP). Medians, so that
+//     one idle pause between messages does not decide.
+//
+// Which data flow a CNP is for: the CNP travels from the flow's destination
+// address to its source, to the sender's QP (its BTH destination QP); the
+// marked packets name the receiver's QP. The CNP goes to the flow on the
+// reversed address pair that has already been matched to that sender QP, else
+// to the one whose unanswered mark is oldest (the receiver answers marks in
+// order), else (no mark waiting) to the pair's only flow; with several and no
+// mark it is counted unmatched.
+//
+// Memory: a bounded table of live flows (decode/flow_slots.h, kMaxLiveFlows;
+// the least recently active are retired past it, idle ones after
+// kIdleRetireNs); each holds two windows of gaps, never anything per packet.
+// Retired flows leave their results, up to kMaxResults (then only totals).
+// Only flows that send ECN-capable packets or receive CNPs get state.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "decode/anomaly.h"
+#include "decode/flow_slots.h"
+#include "decode/flow_summary.h"
+#include "decode/packet.h"
+
+namespace rdmadiag::decode {
+
+struct CcOptions {
+  // A sender slowed when its median gap after a CNP is at least this many times
+  // the median before: 1.25 is a 20% rate cut (DCQCN's first cut halves the
+  // rate, a gap of 2x). A round number chosen here, not a value from a standard.
+  double rate_cut = 1.25;
+};
+
+inline constexpr std::size_t kCcWindow = 16;        // gaps compared before and after a CNP
+inline constexpr std::size_t kCcMinBaseline = 4;    // fewer gaps before a CNP: the episode is not judged
+
+// Results of one data flow.
+struct CcFlowResult {
+  FlowKey key;
+  std::uint32_t flow = UINT32_MAX;   // the transport analysis' flow index
+  std::uint64_t first_frame = 0;
+  std::uint64_t packets = 0;         // packets on the flow while tracked (not CNPs)
+  std::uint64_t ce_marked = 0;
+  std::uint64_t cnps = 0;            // CNPs matched to the flow
+  std::uint64_t cnps_without_mark = 0;  // of which no CE mark was waiting
+  std::uint64_t marks_answered = 0;  // CE marks a CNP followed
+  std::uint32_t sender_qp = 0;       // the sender's QP, as the CNPs name it
+  bool sender_qp_known = false;
+  // CNP response times (first unanswered mark -> CNP), ns.
+  std::uint64_t responses = 0;
+  std::int64_t response_sum_ns = 0, response_min_ns = 0, response_max_ns = 0;
+  // Rate reaction episodes.
+  std::uint64_t episodes = 0, slowed = 0, kept_rate = 0, unjudged = 0;
+  std::int64_t reaction_sum_ns = 0, reaction_max_ns = 0;  // CNP -> first slowed gap, over the slowed episodes
+  std::uint64_t first_kept_rate_frame = 0;  // the CNP of the first episode that kept its rate
+};
+
+// The live state of one data flow.
+struct CcFlowState {
+  CcFlowResult r;
+  std::int64_t last_ns = 0;          // the flow's last packet (0: none yet)
+  std::uint64_t last_frame = 0;
+  std::array<std::int64_t, kCcWindow> before{};  // ring of the latest gaps
+  std::uint32_t before_count = 0, before_pos = 0;
+  std::int64_t mark_ns = -1;         // the first CE mark not yet answered by a CNP
+  std::uint64_t mark_frame = 0;
+  std::uint64_t marks_waiting = 0;   // CE marks since the last CNP
+  // The open episode (after a CNP).
+  bool episode = false;
+  std::uint64_t episode_frame = 0;
+  std::int64_t episode_ns = 0;
+  std::int64_t baseline_ns = 0;      // median gap before its CNP
+  std::int64_t reaction_ns = -1;     // CNP -> first gap >= rate_cut x baseline
+  std::array<std::int64_t, kCcWindow> after{};
+  std::uint32_t after_count = 0;
+};
+
+// What one packet of a data flow does to it.
+struct CcPacket {
+  std::uint64_t frame = 0;
+  std::int64_t ts_ns = 0;
+  bool cnp = false;                  // a CNP for the flow (else a packet on it)
+  bool ce = false;                   // a packet on it marked CE
+};
+
+enum class CcVerdict : std::uint8_t { none, slowed, kept_rate, unjudged };
+
+struct CcDecision {
+  std::int64_t gap_ns = -1;          // a packet on the flow: the gap since the previous one
+  bool opens_episode = false;        // a CNP that starts an episode
+  bool joins_episode = false;        // a CNP inside an open episode
+  std::int64_t response_ns = -1;     // a CNP: time since the unanswered mark; -1: none waiting
+  bool slowed_gap = false;           // a gap inside an episode at the slower rate (rate_cut x the baseline)
+  CcVerdict verdict = CcVerdict::none;  // the episode this packet closes
+};
+
+// The IP ECN field (RFC 3168: 0 not ECN-capable, 3 CE), or RoCEv1's GRH traffic class' low bits.
+int ecn_codepoint(const DecodedPacket& p);
+
+CcDecision classify(const CcFlowState& s, const CcPacket& p, const CcOptions& opts);
+void apply(CcFlowState& s, const CcDecision& d, const CcPacket& p);
+
+// Totals over every flow (summed over the shards of analyze -j).
+struct CcTotals {
+  std::uint64_t ect_packets = 0, ce_marked = 0, cnps = 0, cnps_unmatched = 0;
+  std::uint64_t flows_untracked = 0;  // results past kMaxResults: in the totals only
+  std::uint64_t kept_rate_flows = 0;  // flows with an episode that kept its rate
+  std::uint64_t responses = 0;        // CNPs with a response time, and their sum (live, for metrics)
+  std::int64_t response_sum_ns = 0;
+  void merge(const CcTotals& o);
+};
+
+class CongestionAnalyzer {
+ public:
+  static constexpr std::size_t kMaxLiveFlows = 1 << 14;
+  static constexpr std::size_t kMaxResults = 1 << 14;
+  static constexpr std::int64_t kIdleRetireNs = 120'000'000'000;
+
+  explicit CongestionAnalyzer(AnomalyLog& log) : log_(log) {}
+  void set_options(const CcOptions& o) { opts_ = o; }
+  const CcOptions& options() const { return opts_; }
+
+  // A RoCE packet (has_bth) the transport analysis put on flow `flow`.
+  // Returns the frame's findings in `out_*` (for --packets and the plugin).
+  struct FrameFindings {
+    std::int64_t cnp_response_ns = -1;   // a CNP: time since the mark it answers
+    std::uint64_t cnp_mark_frame = 0;
+    CcVerdict verdict = CcVerdict::none; // an episode judged at this frame
+    std::uint64_t episode_cnp_frame = 0;
+  };
+  FrameFindings add(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, std::uint32_t flow);
+  void sweep(std::int64_t now_ns);
+  void finish();
+
+  // Flows with results, in order of their first frame (after finish()).
+  const std::vector<CcFlowResult>& flows() const { return results_; }
+  const CcTotals& totals() const { return totals_; }
+  bool any() const { return totals_.ect_packets || totals_.cnps; }
+  bool cap_reached() const { return flows_.cap_reached() || totals_.flows_untracked; }
+  std::size_t peak() const { return flows_.peak(); }
+
+  // analyze -j: the shards' results (each flow lives in one shard: a CNP
+  // travels between the same two addresses as its marks), flows renumbered.
+  void merge(std::span<const CongestionAnalyzer* const> shards,
+             const std::vector<std::vector<std::uint32_t>>& flow_index);
+
+ private:
+  std::uint32_t flow_for_cnp(const DecodedPacket& p, const FlowKey& reversed);
+  std::uint32_t slot_for(const FlowKey& k, std::uint64_t frame, std::uint32_t flow);
+  FrameFindings step(CcFlowState& s, const CcPacket& p);
+  void retire(std::uint32_t slot, CcFlowState& s);
+
+  AnomalyLog& log_;
+  CcOptions opts_;
+  FlowSlots<FlowKey, FlowKeyHash, CcFlowState> flows_{kMaxLiveFlows};
+  // Live flows per directed address pair (their key with dest_qp 0), for CNP matching.
+  std::unordered_map<FlowKey, std::vector<std::uint32_t>, FlowKeyHash> by_pair_;
+  std::vector<CcFlowResult> results_;
+  CcTotals totals_;
+  bool finished_ = false;
+};
+
+}  // namespace rdmadiag::decode

@@ -1,0 +1,98 @@
+// The congestion analysis' steps (decode/congestion_analysis.h), one packet at a
+// time. Expected values are the definitions applied by hand to small schedules:
+// a CNP's response time is from the first CE mark after the previous CNP; an
+// episode compares the median of the kCcWindow gaps after a CNP with the median
+// of the (up to kCcWindow) gaps before it.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "decode/congestion_analysis.h"
+
+using namespace rdmadiag::decode;
+
+namespace {
+
+constexpr std::int64_t kUs = 1000;
+
+struct CcRun {
+  CcFlowState s;
+  CcOptions opts;
+  std::uint64_t frame = 0;
+  CcDecision last;
+  CcDecision packet(std::int64_t ns, bool ce = false) { return step(CcPacket{++frame, ns, false, ce}); }
+  CcDecision cnp(std::int64_t ns) { return step(CcPacket{++frame, ns, true, false}); }
+  CcDecision step(const CcPacket& p) {
+    last = classify(s, p, opts);
+    apply(s, last, p);
+    return last;
+  }
+};
+
+// `n` packets `gap` apart from `t`; returns the time of the last.
+std::int64_t steady(CcRun& r, std::int64_t t, int n, std::int64_t gap) {
+  for (int i = 0; i < n; ++i) r.packet(t += gap);
+  return t;
+}
+
+TEST(CongestionSteps, ResponseTimeFromTheFirstUnansweredMark) {
+  CcRun r;
+  std::int64_t t = steady(r, 0, 10, kUs);
+  r.packet(t += kUs, true);           // first mark at 11 us
+  r.packet(t += kUs, true);           // second, same episode of marks
+  const CcDecision d = r.cnp(t + 3 * kUs / 2);  // 13.5 us
+  EXPECT_EQ(d.response_ns, 13'500 - 11'000);
+  EXPECT_EQ(r.s.r.marks_answered, 2u);
+  EXPECT_EQ(r.s.r.cnps_without_mark, 0u);
+  const CcDecision again = r.cnp(t + 2 * kUs);  // nothing marked since
+  EXPECT_EQ(again.response_ns, -1);
+  EXPECT_EQ(r.s.r.cnps_without_mark, 1u);
+  EXPECT_TRUE(again.joins_episode);   // inside the open episode
+  EXPECT_EQ(r.s.r.episodes, 1u);
+}
+
+TEST(CongestionSteps, HalvedRateIsSlowed) {
+  CcRun r;
+  std::int64_t t = steady(r, 0, 20, kUs);
+  r.cnp(t + 100);
+  EXPECT_EQ(r.s.baseline_ns, kUs);
+  t = steady(r, t, 2, kUs);           // two more at the old rate: reaction after them
+  const std::int64_t slow_from = t;
+  t = steady(r, t, kCcWindow - 3, 2 * kUs);
+  EXPECT_EQ(r.last.verdict, CcVerdict::none);
+  r.packet(t + 2 * kUs);              // the 16th gap after the CNP closes the episode
+  EXPECT_EQ(r.last.verdict, CcVerdict::slowed);
+  EXPECT_EQ(r.s.r.slowed, 1u);
+  EXPECT_EQ(r.s.r.reaction_max_ns, slow_from + 2 * kUs - (20 * kUs + 100));  // the first 2 us gap
+  EXPECT_FALSE(r.s.episode);
+}
+
+TEST(CongestionSteps, SameRateIsKeptRate) {
+  CcRun r;
+  std::int64_t t = steady(r, 0, 20, kUs);
+  r.cnp(t + 100);
+  t = steady(r, t, kCcWindow, kUs + 100);  // 10% slower: under the 1.25 cut
+  EXPECT_EQ(r.last.verdict, CcVerdict::kept_rate);
+  EXPECT_EQ(r.s.r.kept_rate, 1u);
+  EXPECT_EQ(r.s.r.first_kept_rate_frame, 21u);
+}
+
+TEST(CongestionSteps, OneIdleGapDoesNotDecide) {
+  CcRun r;
+  std::int64_t t = steady(r, 0, 20, kUs);
+  r.cnp(t + 100);
+  t = steady(r, t, 1, 500 * kUs);     // the application paused once
+  steady(r, t, kCcWindow - 1, kUs);
+  EXPECT_EQ(r.last.verdict, CcVerdict::kept_rate);  // the median is still 1 us
+}
+
+TEST(CongestionSteps, TooFewGapsBeforeIsUnjudged) {
+  CcRun r;
+  std::int64_t t = steady(r, 0, kCcMinBaseline, kUs);  // kCcMinBaseline packets: one gap fewer
+  const CcDecision d = r.cnp(t + 100);
+  EXPECT_EQ(d.verdict, CcVerdict::unjudged);
+  EXPECT_FALSE(r.s.episode);
+  EXPECT_EQ(r.s.r.unjudged, 1u);
+}
+
+}  // namespace
