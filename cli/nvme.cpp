@@ -20,6 +20,7 @@ struct NvmeOptions {
   std::vector<std::string> inputs;
   std::string json_path;      // "" none, "-" standard output
   std::string capsules_path;  // "" none, "-" standard output
+  std::string commands_path;  // "" none, "-" standard output
   bool assume_all = false;
   std::uint16_t port = decode::kNvmeRdmaPort;
 };
@@ -59,13 +60,15 @@ int feed(const std::string& path, decode::Analyzer& transport, decode::NvmeAnaly
 }
 
 int run_nvme(const NvmeOptions& o) {
-  std::ofstream json_file, capsules_file;
+  std::ofstream json_file, capsules_file, commands_file;
   std::ostream* json = open_output(o.json_path, json_file);
   std::ostream* capsules = open_output(o.capsules_path, capsules_file);
-  if ((!o.json_path.empty() && !json) || (!o.capsules_path.empty() && !capsules)) {
-    std::cerr << "rdmadiag nvme: cannot write " << (json ? o.capsules_path : o.json_path) << '\n';
-    return 1;
-  }
+  std::ostream* commands = open_output(o.commands_path, commands_file);
+  for (const auto& [path, stream] : {std::pair{o.json_path, json}, {o.capsules_path, capsules}, {o.commands_path, commands}})
+    if (!path.empty() && !stream) {
+      std::cerr << "rdmadiag nvme: cannot write " << path << '\n';
+      return 1;
+    }
   decode::Analyzer transport;
   decode::NvmeAnalyzer nvme;
   nvme.set_assume_all(o.assume_all);
@@ -73,6 +76,10 @@ int run_nvme(const NvmeOptions& o) {
   if (capsules) {
     *capsules << exporters::nvme_capsule_header() << '\n';
     nvme.set_capsule_sink([capsules](const decode::NvmeCapsuleRecord& r) { *capsules << exporters::nvme_capsule_line(r) << '\n'; });
+  }
+  if (commands) {
+    *commands << exporters::nvme_command_header() << '\n';
+    nvme.set_command_sink([commands](const decode::NvmeCommandResult& r) { *commands << exporters::nvme_command_line(r) << '\n'; });
   }
   std::uint64_t frame = 0;
   int rc = 0;
@@ -84,7 +91,7 @@ int run_nvme(const NvmeOptions& o) {
   transport.finish();
   nvme.finish();
   if (json) *json << exporters::nvme_json(nvme).dump(2) << '\n';
-  if (json != &std::cout && capsules != &std::cout) exporters::write_nvme_text(std::cout, nvme);
+  if (json != &std::cout && capsules != &std::cout && commands != &std::cout) exporters::write_nvme_text(std::cout, nvme);
   return rc;
 }
 
@@ -96,6 +103,7 @@ void add_nvme_command(CLI::App& app, Commands& out) {
   sub->add_option("input", o->inputs, "Capture file(s) ('-' standard input), read as one sequence")->required();
   sub->add_option("--json", o->json_path, "Write the JSON report here ('-' standard output)");
   sub->add_option("--capsules", o->capsules_path, "Write one tab-separated line per capsule here ('-' standard output)");
+  sub->add_option("--commands", o->commands_path, "Write one tab-separated line per completed command here ('-' standard output)");
   sub->add_flag("--assume-all", o->assume_all,
                 "Take every capsule-shaped RC SEND for NVMe (captures that lack the rdma_cm exchange)");
   sub->add_option("--port", o->port, "rdma_cm port of the NVMe-oF service (default 4420)");

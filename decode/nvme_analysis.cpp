@@ -108,7 +108,7 @@ void NvmeAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, std::int64_t
   if (c.role == NvmeRdmaRole::command)
     add_command(p, c, frame, ts_ns);
   else if (c.role == NvmeRdmaRole::response)
-    add_response(p, c, frame, ts_ns);
+    add_response(p, c, frame, ts_ns, verdict && (verdict->duplicate || verdict->retransmission));
   if (is_transport_event(p, verdict)) add_transport_event(p, frame, ts_ns);
 }
 
@@ -221,7 +221,6 @@ void NvmeAnalyzer::add_command(const DecodedPacket& p, const NvmeRdmaPayload& c,
     ++(st == ParseStatus::truncated ? totals_.truncated_capsules : totals_.malformed_capsules);
     return;
   }
-  ++totals_.commands;
   const Endpoints e = endpoints_of(p);
   if (rec.cmd.is(FabricsType::connect)) {
     qp->controller_side = true;
@@ -230,16 +229,26 @@ void NvmeAnalyzer::add_command(const DecodedPacket& p, const NvmeRdmaPayload& c,
   }
   rec.queue = qp->bound ? qp->queue : NvmeQueueKey{e.src, e.dst, kNvmeUnknownQid};
   NvmeCommandResult r = command_result(rec.cmd, rec.queue, frame, ts_ns);
-  ++by_opcode_[opcode_index(r)].commands;
   if (capsule_sink_) capsule_sink_(rec);
   if (!qp->bound) {
+    ++totals_.commands;
+    ++by_opcode_[opcode_index(r)].commands;
     ++totals_.unbound_commands;
     return;
   }
   Queue* q = queue(qp->queue, true, frame, ts_ns);
   if (rec.cmd.is(FabricsType::connect)) note_connect(rec.cmd, c, q->stats);
+  const auto same = q->outstanding.find(r.cid);
+  if (same != q->outstanding.end() && same->second.result.opcode == r.opcode && same->second.result.slba == r.slba) {
+    // An RC resend of a capsule (the first copy, or an ACK, was lost): the
+    // command was submitted once, when its first copy was seen.
+    ++totals_.resent_commands;
+    return;
+  }
+  ++totals_.commands;
+  ++by_opcode_[opcode_index(r)].commands;
   ++q->stats.commands;
-  if (q->outstanding.count(r.cid)) {
+  if (same != q->outstanding.end()) {
     ++totals_.duplicate_cids;
   } else if (q->outstanding.size() >= kMaxOutstanding) {
     ++q->stats.outstanding_dropped;
@@ -250,7 +259,7 @@ void NvmeAnalyzer::add_command(const DecodedPacket& p, const NvmeRdmaPayload& c,
 }
 
 void NvmeAnalyzer::add_response(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame,
-                                std::int64_t ts_ns) {
+                                std::int64_t ts_ns, bool resent) {
   QueuePair* qp = queue_pair(p, true, ts_ns);
   if (!qp) return;
   NvmeCapsuleRecord rec;
@@ -266,7 +275,7 @@ void NvmeAnalyzer::add_response(const DecodedPacket& p, const NvmeRdmaPayload& c
   Queue* q = queue(rec.queue, false, frame, ts_ns);
   const auto it = q ? q->outstanding.find(rec.cqe.cid) : decltype(q->outstanding)::iterator{};
   if (!q || it == q->outstanding.end()) {
-    ++totals_.unmatched_responses;
+    ++(resent ? totals_.resent_responses : totals_.unmatched_responses);
     if (capsule_sink_) capsule_sink_(rec);
     return;
   }
@@ -318,6 +327,7 @@ void NvmeAnalyzer::complete(Queue& q, NvmeCommandResult& r) {
   s.bytes += r.data_len;
   s.latency.add(r.latency_us);
   keep_slowest(r);
+  if (command_sink_) command_sink_(r);
 }
 
 namespace {

@@ -126,7 +126,9 @@ struct NvmeTotals {
   std::uint64_t unmatched_responses = 0;    // a CQE with no outstanding command for its (queue, CID)
   std::uint64_t unbound_commands = 0;       // on a queue pair whose QID is unknown (no Connect seen)
   std::uint64_t truncated_capsules = 0, malformed_capsules = 0;
-  std::uint64_t duplicate_cids = 0;         // a CID reused while still outstanding
+  std::uint64_t resent_commands = 0;        // the same command (CID, opcode) again while outstanding: a transport resend
+  std::uint64_t resent_responses = 0;       // a completion again, in a frame the transport analysis calls a resend
+  std::uint64_t duplicate_cids = 0;         // a CID reused for another command while still outstanding
   std::uint64_t queue_pairs = 0;            // NVMe queue pairs seen
   bool queue_cap_reached = false;
 };
@@ -149,6 +151,8 @@ class NvmeAnalyzer {
   void set_port(std::uint16_t port) { port_ = port; }
   // Called for every capsule (in frame order); for the cross-check and --capsules.
   void set_capsule_sink(std::function<void(const NvmeCapsuleRecord&)> f) { capsule_sink_ = std::move(f); }
+  // Called for every command that completed, at its completion (for --commands).
+  void set_command_sink(std::function<void(const NvmeCommandResult&)> f) { command_sink_ = std::move(f); }
 
   // One decoded frame; `verdict` is the transport analysis' view of it (or null).
   void add(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, const PacketVerdict* verdict);
@@ -168,7 +172,8 @@ class NvmeAnalyzer {
  private:
   void add_cm(const DecodedPacket& p);
   void add_command(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns);
-  void add_response(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns);
+  void add_response(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns,
+                    bool resent);
   void add_transport_event(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns);
   QueuePair* queue_pair(const DecodedPacket& p, bool create, std::int64_t ts_ns);
   Queue* queue(const NvmeQueueKey& k, bool create, std::uint64_t frame, std::int64_t ts_ns);
@@ -186,6 +191,7 @@ class NvmeAnalyzer {
   bool assume_all_ = false;
   std::uint16_t port_ = kNvmeRdmaPort;
   std::function<void(const NvmeCapsuleRecord&)> capsule_sink_;
+  std::function<void(const NvmeCommandResult&)> command_sink_;
   FlowSlots<std::pair<IpAddress, std::uint32_t>, QpKeyHash, QueuePair> qps_;
   FlowSlots<NvmeQueueKey, QueueKeyHash, Queue> queues_;
   // rdma_cm REQs for NVMe waiting for their REP: local comm ID -> (host address, host QPN).

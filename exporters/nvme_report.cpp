@@ -1,6 +1,7 @@
 #include "exporters/nvme_report.h"
 
 #include <cstdio>
+#include <iomanip>
 #include <ostream>
 
 namespace rdmadiag::exporters {
@@ -120,6 +121,7 @@ Json nvme_json(const NvmeAnalyzer& a) {
                  {"responses", t.responses}, {"completed", t.completed}, {"errors", t.errors},
                  {"unanswered", t.unanswered}, {"unmatched_responses", t.unmatched_responses},
                  {"commands_on_unknown_queue", t.unbound_commands}, {"duplicate_cids", t.duplicate_cids},
+                 {"resent_commands", t.resent_commands}, {"resent_responses", t.resent_responses},
                  {"truncated_capsules", t.truncated_capsules}, {"malformed_capsules", t.malformed_capsules},
                  {"queue_limit_reached", t.queue_cap_reached}};
   Json queues = Json::array();
@@ -157,7 +159,7 @@ void write_command_list(std::ostream& out, const char* title, const std::vector<
     out << buf;
     if (r.blocks) out << " lba " << r.slba << "+" << r.blocks;
     if (r.response_frame)
-      out << "  " << r.latency_us << " us  " << r.status_name() << "  transport events " << r.transport_events;
+      out << "  " << std::fixed << std::setprecision(1) << r.latency_us << std::defaultfloat << " us  " << r.status_name() << "  transport events " << r.transport_events;
     if (r.first_event_frame) out << " (first at frame " << r.first_event_frame << ")";
     // The controller completes an Asynchronous Event Request only when an event occurs.
     if (!r.response_frame && r.kind == decode::NvmeQueueKind::admin && !r.fabrics && r.opcode == 0x0C)
@@ -174,6 +176,9 @@ void write_nvme_text(std::ostream& out, const NvmeAnalyzer& a) {
   out << "  queue pairs " << t.queue_pairs << "  commands " << t.commands << "  responses " << t.responses
       << "  completed " << t.completed << "  errors " << t.errors << "  unanswered " << t.unanswered
       << "  unmatched responses " << t.unmatched_responses << '\n';
+  if (t.resent_commands || t.resent_responses)
+    out << "  resent by RDMA (counted once): " << t.resent_commands << " command capsules, " << t.resent_responses
+        << " response capsules\n";
   if (t.unbound_commands)
     out << "  " << t.unbound_commands << " commands on queue pairs whose NVMe queue is unknown (no Connect seen)\n";
   write_queues_text(out, a);
@@ -229,6 +234,23 @@ std::string nvme_capsule_line(const decode::NvmeCapsuleRecord& r) {
     std::snprintf(buf, sizeof buf, "%.3f", r.latency_us);
     s += r.latency_us >= 0 ? buf : "";
   }
+  return s;
+}
+
+std::string nvme_command_header() {
+  return "command_frame\tresponse_frame\thost\tcontroller\tqid\tcid\tcommand\tslba\tblocks\tdata_bytes\tlatency_us\t"
+         "status\tstatus_name\ttransport_events\tfirst_event_frame";
+}
+
+std::string nvme_command_line(const decode::NvmeCommandResult& r) {
+  char lat[32];
+  std::snprintf(lat, sizeof lat, "%.3f", r.latency_us);
+  std::string s = std::to_string(r.command_frame) + "\t" + std::to_string(r.response_frame) + "\t" + address(r.queue.host) +
+                  "\t" + address(r.queue.controller) + "\t" + qid_text(r.queue.qid) + "\t" + std::to_string(r.cid) + "\t" +
+                  std::string(r.name()) + "\t";
+  s += r.blocks ? std::to_string(r.slba) + "\t" + std::to_string(r.blocks) + "\t" : "\t\t";
+  s += std::to_string(r.data_len) + "\t" + lat + "\t" + hex_field(r.status, 4) + "\t" + std::string(r.status_name()) + "\t" +
+       std::to_string(r.transport_events) + "\t" + (r.first_event_frame ? std::to_string(r.first_event_frame) : "");
   return s;
 }
 

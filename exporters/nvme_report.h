@@ -18,5 +18,8 @@ void write_nvme_text(std::ostream& out, const decode::NvmeAnalyzer& a);
 // Header line of the --capsules table, then one line per capsule.
 std::string nvme_capsule_header();
 std::string nvme_capsule_line(const decode::NvmeCapsuleRecord& r);
+// Header line of the --commands table, then one line per completed command.
+std::string nvme_command_header();
+std::string nvme_command_line(const decode::NvmeCommandResult& r);
 
 }  // namespace rdmadiag::exporters

@@ -15,8 +15,8 @@ capsules: in-capsule writes and the I/O queues' Connect are SEND First/Last),
 or the completion of such a command (tshark leaves those undecoded too).
 
 Counts: I/O commands on the I/O queues per direction equal the kernel's read
-and write I/O counts (NAME.blockstat.txt, /sys/block/nvme0n1/stat after the fio
-run); per direction and size they equal fio's total_ios, except 4 KiB reads,
+and write I/O counts (NAME.blockstat.txt: /sys/block/nvme*/stat after the fio run; the path
+device's counts under native multipath); per direction and size they equal fio's total_ios, except 4 KiB reads,
 where the kernel's own reads (the partition scan after connect) come on top:
 those must then be exactly the kernel's count minus fio's.
 
@@ -29,6 +29,7 @@ import glob
 import json
 import os
 import subprocess
+import tempfile
 import sys
 
 SEND_FIRST = 0
@@ -117,26 +118,29 @@ def check_capsules(name, ours, tshark, send_opcode, errors):
     return compared, len(extra)
 
 
-def io_counts(ours):
-    """(opcode, bytes) -> commands on I/O queues."""
+def io_counts(commands):
+    """(opcode, bytes) -> completed commands on I/O queues (a capsule RDMA resent counts once)."""
     counts = {}
-    for r in ours:
-        if r["kind"] != "command" or r["qid"] in ("0", "unknown") or r["opcode"] not in ("0x01", "0x02"):
+    for r in commands:
+        if r["qid"] in ("0", "unknown") or r["command"] not in ("read", "write"):
             continue
-        key = (r["opcode"], int(r["blocks"]) * 512)
+        key = ("0x02" if r["command"] == "read" else "0x01", int(r["blocks"]) * 512)
         counts[key] = counts.get(key, 0) + 1
     return counts
 
 
-def check_counts(name, pcap_dir, ours, errors):
-    counts = io_counts(ours)
+def check_counts(name, pcap_dir, commands, errors):
+    counts = io_counts(commands)
     reads = sum(v for (op, _), v in counts.items() if op == "0x02")
     writes = sum(v for (op, _), v in counts.items() if op == "0x01")
     stat_path = os.path.join(pcap_dir, name + ".blockstat.txt")
     kernel = None
     if os.path.exists(stat_path):
-        s = open(stat_path).read().split()
-        kernel = (int(s[0]), int(s[4]))
+        # "name: stat fields" per device; the path devices (nvmeXcYnZ) hold the
+        # counts under native multipath (Linux 6.1 does not count on the head).
+        devices = {l.split(":")[0]: [int(v) for v in l.split(":")[1].split()] for l in open(stat_path) if ":" in l}
+        paths = [v for k, v in devices.items() if "c" in k[4:]] or list(devices.values())
+        kernel = (sum(v[0] for v in paths), sum(v[4] for v in paths))
         if (reads, writes) != kernel:
             errors.append(f"{name}: I/O commands read/write ours {reads}/{writes}, kernel block stat {kernel[0]}/{kernel[1]}")
     fio = json.load(open(os.path.join(pcap_dir, name + ".fio.json")))
@@ -154,6 +158,56 @@ def check_counts(name, pcap_dir, ours, errors):
     return counts, want, kernel
 
 
+REQUEST_OPCODES = set(range(0, 13)) | {0x16, 0x17}  # RC SEND, RDMA WRITE, RDMA READ request, SEND with Invalidate (IBA table 38)
+PMTU = 1024                            # rxe over a 1500-byte Ethernet MTU
+
+
+def transport_events(frames):
+    """(destination, QPN) -> frames with an event, from tshark's fields alone: a
+    request whose PSN is not the next expected one (a gap, or a resend) and a
+    NAK or RNR NAK (AETH syndrome bits 6:5 = 11b / 01b)."""
+    expected, events = {}, {}
+    for r in frames:
+        if not r["infiniband.bth.opcode"]:
+            continue
+        f, op = int(r["frame.number"]), int(r["infiniband.bth.opcode"])
+        qp = (r["ip.dst"], int(r["infiniband.bth.destqp"], 16))
+        psn = int(r["infiniband.bth.psn"])
+        if op in REQUEST_OPCODES:
+            if qp in expected and psn != expected[qp]:
+                events.setdefault(qp, []).append(f)
+            span = -(-int(r["infiniband.reth.dmalen"] or 0) // PMTU) if op == 12 else 1
+            if qp not in expected or ((psn - expected[qp]) & 0xFFFFFF) < 0x800000:
+                expected[qp] = (psn + max(span, 1)) & 0xFFFFFF
+        syn = r["infiniband.aeth.syndrome"]
+        if syn and ((int(syn, 16) if syn.startswith("0x") else int(syn)) >> 5) & 3 in (1, 3):
+            events.setdefault(qp, []).append(f)
+    return events
+
+
+def check_attribution(name, commands, frames, errors):
+    """A command is attributed transport events exactly when the independent
+    event list has one on its queue pairs between its capsule and its completion."""
+    if not frames or "infiniband.bth.psn" not in frames[0]:
+        return "attribution not checked (no RoCE fields)"
+    events = transport_events(frames)
+    qp_of = {int(r["frame.number"]): (r["ip.dst"], int(r["infiniband.bth.destqp"], 16))
+             for r in frames if r["infiniband.bth.destqp"]}
+    agree = attributed = 0
+    for c in commands:
+        lo, hi = int(c["command_frame"]), int(c["response_frame"])
+        qps = {qp_of.get(lo), qp_of.get(hi)}
+        oracle = any(lo <= f < hi for qp in qps for f in events.get(qp, []))
+        ours = int(c["transport_events"]) > 0
+        attributed += ours
+        if oracle != ours:
+            errors.append(f"{name}: command frame {lo} (completion {hi}): transport events ours "
+                          f"{c['transport_events']}, independent list {'some' if oracle else 'none'}")
+        else:
+            agree += 1
+    return f"attribution: {agree} of {len(commands)} commands agree ({attributed} attributed)"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rdmadiag", required=True)
@@ -167,7 +221,10 @@ def main():
     for tsv in decodes:
         name = os.path.basename(tsv)[: -len(".nvme.tsv")]
         pcap = os.path.join(a.pcap_dir, name + ".pcap")
-        out = subprocess.run([a.rdmadiag, "nvme", pcap, "--capsules", "-"], capture_output=True, text=True)
+        with tempfile.NamedTemporaryFile("r", suffix=".tsv") as cmds:
+            out = subprocess.run([a.rdmadiag, "nvme", pcap, "--capsules", "-", "--commands", cmds.name],
+                                 capture_output=True, text=True)
+            commands = read_tsv(cmds.name)
         if out.returncode != 0:
             errors.append(f"{name}: rdmadiag nvme exited {out.returncode}: {out.stderr.strip()}")
             continue
@@ -175,10 +232,11 @@ def main():
         frames = read_tsv(os.path.join(a.pcap_dir, name + ".tshark.tsv"))
         send_opcode = {int(r["frame.number"]): int(r["infiniband.bth.opcode"]) for r in frames if r["infiniband.bth.opcode"]}
         compared, extra = check_capsules(name, ours, read_tsv(tsv), send_opcode, errors)
-        counts, want, kernel = check_counts(name, a.pcap_dir, ours, errors)
+        counts, want, kernel = check_counts(name, a.pcap_dir, commands, errors)
+        attributed = check_attribution(name, commands, frames, errors)
         print(f"nvme_crosscheck: {name}: {compared} capsules agree with tshark field by field, {extra} more "
               f"(SEND First commands and their completions) decoded by rdmadiag only; I/O commands {dict(sorted(counts.items()))}, "
-              f"fio {dict(sorted(want.items()))}, kernel read/write {kernel}")
+              f"fio {dict(sorted(want.items()))}, kernel read/write {kernel}; {attributed}")
     for e in errors[:50]:
         print("nvme_crosscheck: MISMATCH", e)
     return 1 if errors else 0
