@@ -236,6 +236,7 @@ void NvmeAnalyzer::add_command(const DecodedPacket& p, const NvmeRdmaPayload& c,
     ++totals_.unbound_commands;
     return;
   }
+  if (rec.cmd.is(FabricsType::connect)) restart_queue(qp->queue, rec.cmd.cid);
   Queue* q = queue(qp->queue, true, frame, ts_ns);
   if (rec.cmd.is(FabricsType::connect)) note_connect(rec.cmd, c, q->stats);
   const auto same = q->outstanding.find(r.cid);
@@ -256,6 +257,21 @@ void NvmeAnalyzer::add_command(const DecodedPacket& p, const NvmeRdmaPayload& c,
   }
   q->outstanding[r.cid] = PendingCommand{r, q->stats.transport_events};
   q->stats.max_outstanding = std::max<std::uint32_t>(q->stats.max_outstanding, static_cast<std::uint32_t>(q->outstanding.size()));
+}
+
+// A Connect starts a queue afresh (after a reconnect the host reuses QIDs and
+// CIDs on new queue pairs): what the old one left outstanding stays unanswered.
+// An RDMA resend of the same Connect is not a new one.
+void NvmeAnalyzer::restart_queue(const NvmeQueueKey& key, std::uint16_t cid) {
+  const std::uint32_t slot = queues_.find(key);
+  const Queue* old = queues_.at(slot);
+  if (!old) return;
+  const auto it = old->outstanding.find(cid);
+  if (it != old->outstanding.end() && it->second.result.fabrics &&
+      it->second.result.fctype == static_cast<std::uint8_t>(FabricsType::connect))
+    return;
+  queues_.retire_if([&key](const Queue& q) { return q.stats.key == key; },
+                    [this](std::uint32_t, Queue& q) { retire_queue(q); });
 }
 
 void NvmeAnalyzer::add_response(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame,

@@ -8,8 +8,9 @@
 // command sent on it (Connect is the first command of every queue); the
 // host's queue pair learns it from the first completion that pairs with one of
 // that queue's commands. An NVMe queue is (host address, controller address,
-// QID). Command and completion pair by (queue, CID): the CQE carries SQID and
-// CID. Latency is submit -> completion at the capture point.
+// QID); a Connect for a queue that exists (a reconnect) starts it afresh.
+// Command and completion pair by (queue, CID): the CQE carries SQID and CID.
+// Latency is submit -> completion at the capture point.
 //
 // Bounds: at most kMaxQueuePairs queue pairs and kMaxQueues queues live (the
 // least recently active are retired past that), at most kMaxOutstanding
@@ -180,6 +181,7 @@ class NvmeAnalyzer {
   void complete(Queue& q, NvmeCommandResult& r);
   void keep_slowest(const NvmeCommandResult& r);
   void retire_queue(Queue& q);
+  void restart_queue(const NvmeQueueKey& key, std::uint16_t cid);
 
   struct QpKeyHash {
     std::size_t operator()(const std::pair<IpAddress, std::uint32_t>& k) const;

@@ -12,7 +12,9 @@ SQSIZE, property offset; for every completion: CID, SQID, SQ head, status, and
 the command it completes. Capsules we decode that tshark does not must be the
 first packet of a multi-packet SEND (tshark 4.0 decodes only SEND Only
 capsules: in-capsule writes and the I/O queues' Connect are SEND First/Last),
-or the completion of such a command (tshark leaves those undecoded too).
+or the completion of such a command (tshark leaves those undecoded too), or an
+RDMA resend of a capsule (same QP and PSN as an earlier frame). Every
+completion pairs with a command, except RDMA resends of completions.
 
 Counts: I/O commands on the I/O queues per direction equal the kernel's read
 and write I/O counts (NAME.blockstat.txt: /sys/block/nvme*/stat after the fio run; the path
@@ -79,7 +81,22 @@ def compare(frame, ours, tshark, fields, errors):
             errors.append(f"frame {frame}: {mine} ours {ov} tshark {tv} ({theirs})")
 
 
-def check_capsules(name, ours, tshark, send_opcode, errors):
+def resent_frames(frames):
+    """Frames whose (destination, QPN, PSN) an earlier frame of the same opcode
+    already had: RDMA resends (rxe's retransmission timer fires even on
+    loss-free lab runs, docs/lab.md)."""
+    seen, resent = set(), set()
+    for r in frames:
+        if not r["infiniband.bth.psn"]:
+            continue
+        key = (r["ip.dst"], r["infiniband.bth.destqp"], r["infiniband.bth.psn"], r["infiniband.bth.opcode"])
+        if key in seen:
+            resent.add(int(r["frame.number"]))
+        seen.add(key)
+    return resent
+
+
+def check_capsules(name, ours, tshark, send_opcode, resent, errors):
     """Every capsule tshark decodes, field by field; our extra ones are SEND First packets."""
     by_frame = {int(r["frame"]): r for r in ours}
     seen = set()
@@ -114,7 +131,13 @@ def check_capsules(name, ours, tshark, send_opcode, errors):
             continue
         if by_frame[f]["kind"] == "response" and ours_value(by_frame[f], "paired_frame") in extra_commands:
             continue  # tshark leaves the completion of a command it did not decode undecoded too
+        if f in resent:
+            continue  # tshark does not decode an RDMA resend of a capsule
         errors.append(f"{name}: frame {f}: rdmadiag decodes a capsule tshark does not (not a SEND First command or its completion)")
+    for f, o in by_frame.items():
+        # Every completion pairs with its command, unless it is an RDMA resend of one that did.
+        if o["kind"] == "response" and not o["paired_frame"] and f not in resent:
+            errors.append(f"{name}: frame {f}: completion of CID {o['cid']} pairs with no command")
     return compared, len(extra)
 
 
@@ -231,11 +254,11 @@ def main():
         ours = read_tsv(out.stdout, is_path=False)
         frames = read_tsv(os.path.join(a.pcap_dir, name + ".tshark.tsv"))
         send_opcode = {int(r["frame.number"]): int(r["infiniband.bth.opcode"]) for r in frames if r["infiniband.bth.opcode"]}
-        compared, extra = check_capsules(name, ours, read_tsv(tsv), send_opcode, errors)
+        compared, extra = check_capsules(name, ours, read_tsv(tsv), send_opcode, resent_frames(frames), errors)
         counts, want, kernel = check_counts(name, a.pcap_dir, commands, errors)
         attributed = check_attribution(name, commands, frames, errors)
         print(f"nvme_crosscheck: {name}: {compared} capsules agree with tshark field by field, {extra} more "
-              f"(SEND First commands and their completions) decoded by rdmadiag only; I/O commands {dict(sorted(counts.items()))}, "
+              f"(SEND First commands, their completions, RDMA resends) decoded by rdmadiag only; I/O commands {dict(sorted(counts.items()))}, "
               f"fio {dict(sorted(want.items()))}, kernel read/write {kernel}; {attributed}")
     for e in errors[:50]:
         print("nvme_crosscheck: MISMATCH", e)
