@@ -10,8 +10,6 @@ namespace rdmadiag::decode {
 
 namespace {
 
-constexpr std::size_t kEventRing = 16;
-
 std::size_t mix(std::size_t h, std::uint64_t v) {
   return (h ^ v) * 0x100000001B3ULL;
 }
@@ -82,7 +80,6 @@ struct PendingCommand {
 struct NvmeAnalyzer::Queue {
   NvmeQueueStats stats;
   std::unordered_map<std::uint16_t, PendingCommand> outstanding;
-  std::array<std::pair<std::uint64_t, std::int64_t>, kEventRing> recent_events{};  // (frame, ns)
 };
 
 std::size_t NvmeAnalyzer::QpKeyHash::operator()(const std::pair<IpAddress, std::uint32_t>& k) const {
@@ -302,9 +299,6 @@ void NvmeAnalyzer::add_response(const DecodedPacket& p, const NvmeRdmaPayload& c
   r.sct = rec.cqe.sct();
   r.sc = rec.cqe.sc();
   r.transport_events = static_cast<std::uint32_t>(q->stats.transport_events - it->second.events_at_submit);
-  for (const auto& [ev_frame, ev_ns] : q->recent_events)
-    if (ev_frame && ev_ns >= r.submit_ns && (!r.first_event_frame || ev_frame < r.first_event_frame))
-      r.first_event_frame = ev_frame;
   q->outstanding.erase(it);
   if (!qp->bound) {
     qp->bound = true;
@@ -323,8 +317,10 @@ void NvmeAnalyzer::add_transport_event(const DecodedPacket& p, std::uint64_t fra
   if (!qp || !qp->bound) return;
   Queue* q = queue(qp->queue, false, frame, ts_ns);
   if (!q) return;
-  q->recent_events[q->stats.transport_events % kEventRing] = {frame, ts_ns};
   ++q->stats.transport_events;
+  // The first event inside each outstanding command's window (bounded by kMaxOutstanding).
+  for (auto& [cid, pending] : q->outstanding)
+    if (!pending.result.first_event_frame) pending.result.first_event_frame = frame;
 }
 
 void NvmeAnalyzer::complete(Queue& q, NvmeCommandResult& r) {

@@ -182,14 +182,16 @@ def check_counts(name, pcap_dir, commands, errors):
 
 
 REQUEST_OPCODES = set(range(0, 13)) | {0x16, 0x17}  # RC SEND, RDMA WRITE, RDMA READ request, SEND with Invalidate (IBA table 38)
+READ_RESPONSE_OPCODES = {13, 14, 15, 16}  # first, middle, last, only
 PMTU = 1024                            # rxe over a 1500-byte Ethernet MTU
 
 
 def transport_events(frames):
     """(destination, QPN) -> frames with an event, from tshark's fields alone: a
-    request whose PSN is not the next expected one (a gap, or a resend) and a
-    NAK or RNR NAK (AETH syndrome bits 6:5 = 11b / 01b)."""
-    expected, events = {}, {}
+    request whose PSN is not the next expected one (a gap, or a resend), a READ
+    response middle/last packet whose PSN does not follow the previous one, and
+    a NAK or RNR NAK (AETH syndrome bits 6:5 = 11b / 01b)."""
+    expected, events, last_read_psn = {}, {}, {}
     for r in frames:
         if not r["infiniband.bth.opcode"]:
             continue
@@ -202,6 +204,11 @@ def transport_events(frames):
             span = -(-int(r["infiniband.reth.dmalen"] or 0) // PMTU) if op == 12 else 1
             if qp not in expected or ((psn - expected[qp]) & 0xFFFFFF) < 0x800000:
                 expected[qp] = (psn + max(span, 1)) & 0xFFFFFF
+        if op in READ_RESPONSE_OPCODES:
+            # Inside one READ's response the PSNs run consecutively.
+            if op in (14, 15) and qp in last_read_psn and psn != (last_read_psn[qp] + 1) & 0xFFFFFF:
+                events.setdefault(qp, []).append(f)
+            last_read_psn[qp] = psn
         syn = r["infiniband.aeth.syndrome"]
         if syn and ((int(syn, 16) if syn.startswith("0x") else int(syn)) >> 5) & 3 in (1, 3):
             events.setdefault(qp, []).append(f)
@@ -210,7 +217,8 @@ def transport_events(frames):
 
 def check_attribution(name, commands, frames, errors):
     """A command is attributed transport events exactly when the independent
-    event list has one on its queue pairs between its capsule and its completion."""
+    event list has one on its queue pairs between its capsule and its completion,
+    and the first of them is the same frame."""
     if not frames or "infiniband.bth.psn" not in frames[0]:
         return "attribution not checked (no RoCE fields)"
     events = transport_events(frames)
@@ -220,8 +228,12 @@ def check_attribution(name, commands, frames, errors):
     for c in commands:
         lo, hi = int(c["command_frame"]), int(c["response_frame"])
         qps = {qp_of.get(lo), qp_of.get(hi)}
-        oracle = any(lo <= f < hi for qp in qps for f in events.get(qp, []))
+        inside = [f for qp in qps for f in events.get(qp, []) if lo <= f < hi]
+        oracle = bool(inside)
         ours = int(c["transport_events"]) > 0
+        if oracle and ours and min(inside) != int(c["first_event_frame"]):
+            errors.append(f"{name}: command frame {lo}: first transport event at frame {c['first_event_frame']} (ours), "
+                          f"{min(inside)} (independent list)")
         attributed += ours
         if oracle != ours:
             errors.append(f"{name}: command frame {lo} (completion {hi}): transport events ours "
