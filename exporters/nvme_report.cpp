@@ -179,8 +179,12 @@ void write_nvme_text(std::ostream& out, const NvmeAnalyzer& a) {
   if (t.resent_commands || t.resent_responses)
     out << "  resent by RDMA (counted once): " << t.resent_commands << " command capsules, " << t.resent_responses
         << " response capsules\n";
+  if (t.queue_pairs == 0)
+    out << "  no NVMe queue pair found: no rdma_cm REQ/REP for the NVMe-oF port was captured (--port, or --assume-all "
+           "to take capsule-shaped RC SENDs for NVMe)\n";
   if (t.unbound_commands)
-    out << "  " << t.unbound_commands << " commands on queue pairs whose NVMe queue is unknown (no Connect seen)\n";
+    out << "  " << t.unbound_commands
+        << " commands on queue pairs whose NVMe queue is unknown (no Connect seen): decoded, queue kind unknown, not paired\n";
   write_queues_text(out, a);
   out << "by command (latency: capture point, submit -> completion; p50/p99 are bucket upper bounds)\n";
   for (const auto& row : opcodes_json(a)) {
