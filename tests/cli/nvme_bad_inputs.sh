@@ -10,18 +10,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 
-expect() {  # expect NAME STATUS PATTERN -- ARGS...
-  local name=$1 want=$2 pattern=$3
-  shift 4
-  "$bin" nvme "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [ "$got" -ne "$want" ] || ! grep -qE "$pattern" "$tmp/err" "$tmp/out"; then
-    echo "FAIL $name: exit $got (want $want), stderr: $(head -c 300 "$tmp/err")"
-    fail=$((fail + 1))
-  else
-    echo "ok   $name: exit $got"
-  fi
-}
+pass=0
+subcommand=nvme
+expect_stdout=1   # the report (stdout) must be there
+# shellcheck source=expect.sh
+. "$(dirname "$0")/expect.sh"
 
 printf 'not a capture\n' >"$tmp/text.pcap"
 size=$(stat -c %s "$pcap")
