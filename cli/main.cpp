@@ -13,6 +13,7 @@ void add_analyze_command(CLI::App& app, Commands& out);
 void add_capture_command(CLI::App& app, Commands& out);
 void add_convert_command(CLI::App& app, Commands& out);
 void add_report_command(CLI::App& app, Commands& out);
+void add_nvme_command(CLI::App& app, Commands& out);
 }
 
 int main(int argc, char** argv) {
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   add_capture_command(app, commands);
   add_convert_command(app, commands);
   add_report_command(app, commands);
+  add_nvme_command(app, commands);
 #ifdef RDMADIAG_HAVE_PERFTEST
   rdmadiag::perftest::add_perftest_commands(app, commands);
 #endif

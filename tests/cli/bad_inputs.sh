@@ -10,19 +10,9 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0
 pass=0
 
-expect() {  # expect NAME STATUS PATTERN -- ARGS...
-  local name=$1 want=$2 pattern=$3
-  shift 4
-  "$bin" analyze "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [ "$got" -ne "$want" ] || ! grep -qE "$pattern" "$tmp/err"; then
-    echo "FAIL $name: exit $got (want $want), stderr: $(head -c 300 "$tmp/err")"
-    fail=$((fail + 1))
-  else
-    echo "ok   $name: exit $got: $(head -n 1 "$tmp/err")"
-    pass=$((pass + 1))
-  fi
-}
+subcommand=analyze
+# shellcheck source=expect.sh
+. "$(dirname "$0")/expect.sh"
 
 mkdir "$tmp/dir"
 : >"$tmp/empty.pcap"

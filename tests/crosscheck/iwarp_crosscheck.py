@@ -98,7 +98,9 @@ def bswap32(x):
 
 
 def run_tshark(tshark, path):
-    cmd = [tshark, "-n", "-r", path, "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,", "-E", "header=n"]
+    # nvme-tcp: tshark takes TCP port 4420 for NVMe/TCP, which hides the MPA
+    # of NVMe-oF over iWARP (lab_siw_nvme.pcap).
+    cmd = [tshark, "--disable-protocol", "nvme-tcp", "-n", "-r", path, "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,", "-E", "header=n"]
     for f in TSHARK_FIELDS:
         cmd += ["-e", f]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout

@@ -1,0 +1,381 @@
+// Per-command NVMe over Fabrics analysis on RDMA: see nvme_analysis.h.
+#include "decode/nvme_analysis.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "decode/endpoints.h"
+
+namespace rdmadiag::decode {
+
+namespace {
+
+std::size_t mix(std::size_t h, std::uint64_t v) {
+  return (h ^ v) * 0x100000001B3ULL;
+}
+
+std::size_t hash_address(std::size_t h, const IpAddress& a) {
+  for (auto b : a) h = mix(h, b);
+  return h;
+}
+
+// A transport event on this frame's queue pair that can delay a command.
+bool is_transport_event(const DecodedPacket& p, const PacketVerdict* v) {
+  if (v && (v->gap || v->retransmission || v->duplicate || v->out_of_order || v->cnp)) return true;
+  if (p.has_bth && p.ib.has(kAeth)) {
+    const AethKind k = p.ib.aeth.kind();
+    return k == AethKind::nak || k == AethKind::rnr_nak;
+  }
+  return false;
+}
+
+}  // namespace
+
+void LatencyHistogram::add(double us) {
+  const double v = std::max(us, 0.0);
+  std::size_t i = v <= 1.0 ? 0 : static_cast<std::size_t>(std::ceil(std::log2(v) * 4));
+  i = std::min(i, kBuckets - 1);
+  ++counts[i];
+  min_us = n == 0 ? v : std::min(min_us, v);
+  max_us = n == 0 ? v : std::max(max_us, v);
+  sum_us += v;
+  ++n;
+}
+
+double LatencyHistogram::bucket_upper_us(std::size_t i) { return std::exp2(static_cast<double>(i) / 4); }
+
+double LatencyHistogram::percentile_upper_us(double p) const {
+  if (n == 0) return 0;
+  const auto rank = static_cast<std::uint64_t>(std::ceil(p * static_cast<double>(n)));
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < kBuckets; ++i) {
+    seen += counts[i];
+    if (seen >= std::max<std::uint64_t>(rank, 1)) return std::min(bucket_upper_us(i), max_us);
+  }
+  return max_us;
+}
+
+std::string_view NvmeCommandResult::name() const {
+  NvmeCommand c;
+  c.opcode = fabrics ? kNvmeFabricsOpcode : opcode;
+  c.fctype = fctype;
+  return nvme_opcode_name(c, kind);
+}
+
+std::string_view NvmeCommandResult::status_name() const { return nvme_status_name(sct, sc, fabrics); }
+
+// One NVMe queue pair direction: (destination address, destination QPN).
+struct NvmeAnalyzer::QueuePair {
+  bool controller_side = false;  // receives commands (else: receives completions)
+  bool bound = false;            // its queue is known
+  NvmeQueueKey queue;
+  std::int64_t last_ns = 0;
+};
+
+struct PendingCommand {
+  NvmeCommandResult result;
+  std::uint64_t events_at_submit = 0;
+};
+
+struct NvmeAnalyzer::Queue {
+  NvmeQueueStats stats;
+  std::unordered_map<std::uint16_t, PendingCommand> outstanding;
+};
+
+std::size_t NvmeAnalyzer::QpKeyHash::operator()(const std::pair<IpAddress, std::uint32_t>& k) const {
+  return mix(hash_address(0xCBF29CE484222325ULL, k.first), k.second);
+}
+
+std::size_t NvmeAnalyzer::QueueKeyHash::operator()(const NvmeQueueKey& k) const {
+  return mix(hash_address(hash_address(0xCBF29CE484222325ULL, k.host), k.controller), k.qid);
+}
+
+NvmeAnalyzer::NvmeAnalyzer() : qps_(kMaxQueuePairs), queues_(kMaxQueues) {}
+NvmeAnalyzer::~NvmeAnalyzer() = default;
+
+std::size_t NvmeAnalyzer::opcode_index(const NvmeCommandResult& r) {
+  const std::size_t kind = r.fabrics ? 3 : static_cast<std::size_t>(r.kind);
+  return kind * 256 + (r.fabrics ? r.fctype : r.opcode);
+}
+
+void NvmeAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, const PacketVerdict* verdict) {
+  if (!p.has_bth) return;
+  if (p.cm) add_cm(p);
+  const NvmeRdmaPayload c = classify_nvme_rdma(p);
+  if (c.role == NvmeRdmaRole::command)
+    add_command(p, c, frame, ts_ns);
+  else if (c.role == NvmeRdmaRole::response)
+    add_response(p, c, frame, ts_ns, verdict && (verdict->duplicate || verdict->retransmission));
+  if (is_transport_event(p, verdict)) add_transport_event(p, frame, ts_ns);
+}
+
+// rdma_cm over IB CM: the REQ names the host's QPN, the REP the controller's.
+void NvmeAnalyzer::add_cm(const DecodedPacket& p) {
+  const Endpoints e = endpoints_of(p);
+  const CmMessage& cm = *p.cm;
+  if (cm.type == CmMessageType::req && is_nvme_service(cm.service_id, port_)) {
+    if (pending_req_.size() < kMaxQueuePairs) pending_req_[cm.local_comm_id] = {e.src, cm.local_qpn};
+    return;
+  }
+  if (cm.type != CmMessageType::rep) return;
+  const auto it = pending_req_.find(cm.remote_comm_id);
+  if (it == pending_req_.end()) return;
+  const auto mark = [&](const IpAddress& addr, std::uint32_t qpn, bool controller) {
+    const std::pair<IpAddress, std::uint32_t> k{addr, qpn};
+    if (qps_.find(k) != decltype(qps_)::kNone) return;
+    auto qp = std::make_unique<QueuePair>();
+    qp->controller_side = controller;
+    qps_.insert(k, std::move(qp), [](const QueuePair& q) { return static_cast<double>(q.last_ns); },
+                [](std::uint32_t, QueuePair&) {});
+    ++totals_.queue_pairs;
+  };
+  mark(it->second.first, it->second.second, false);
+  mark(e.src, cm.local_qpn, true);
+  pending_req_.erase(it);
+}
+
+NvmeAnalyzer::QueuePair* NvmeAnalyzer::queue_pair(const DecodedPacket& p, bool create, std::int64_t ts_ns) {
+  const Endpoints e = endpoints_of(p);
+  const std::pair<IpAddress, std::uint32_t> k{e.dst, p.ib.bth.dest_qp};
+  std::uint32_t slot = qps_.find(k);
+  if (slot == decltype(qps_)::kNone) {
+    if (!create || !assume_all_) return nullptr;
+    slot = qps_.insert(k, std::make_unique<QueuePair>(),
+                       [](const QueuePair& q) { return static_cast<double>(q.last_ns); },
+                       [](std::uint32_t, QueuePair&) {});
+    ++totals_.queue_pairs;
+  }
+  QueuePair* qp = qps_.at(slot);
+  qp->last_ns = ts_ns;
+  return qp;
+}
+
+NvmeAnalyzer::Queue* NvmeAnalyzer::queue(const NvmeQueueKey& k, bool create, std::uint64_t frame, std::int64_t ts_ns) {
+  std::uint32_t slot = queues_.find(k);
+  if (slot == decltype(queues_)::kNone) {
+    if (!create) return nullptr;
+    auto q = std::make_unique<Queue>();
+    q->stats.key = k;
+    q->stats.first_frame = frame;
+    q->stats.first_ns = ts_ns;
+    slot = queues_.insert(k, std::move(q), [](const Queue& s) { return static_cast<double>(s.stats.last_ns); },
+                          [this](std::uint32_t, Queue& s) {
+                            totals_.queue_cap_reached = true;
+                            retire_queue(s);
+                          });
+  }
+  Queue* q = queues_.at(slot);
+  q->stats.last_ns = ts_ns;
+  return q;
+}
+
+namespace {
+
+NvmeCommandResult command_result(const NvmeCommand& cmd, const NvmeQueueKey& key, std::uint64_t frame,
+                                 std::int64_t ts_ns) {
+  NvmeCommandResult r;
+  r.queue = key;
+  r.command_frame = frame;
+  r.submit_ns = ts_ns;
+  r.cid = cmd.cid;
+  r.opcode = cmd.opcode;
+  r.fabrics = cmd.fabrics();
+  r.fctype = cmd.fctype;
+  r.kind = key.qid == kNvmeUnknownQid ? NvmeQueueKind::unknown : key.qid == 0 ? NvmeQueueKind::admin : NvmeQueueKind::io;
+  r.nsid = cmd.nsid;
+  if (!r.fabrics && r.kind == NvmeQueueKind::io && nvme_io_has_lba(cmd.opcode)) {
+    r.slba = cmd.slba();
+    r.blocks = cmd.blocks();
+  }
+  if (cmd.sgl.keyed() || cmd.sgl.in_capsule()) r.data_len = cmd.sgl.length;
+  return r;
+}
+
+// Connect binds the queue pair it arrives on to its queue; its data (when in
+// the capsule, as on Linux I/O queues) names the subsystem and the host.
+void note_connect(const NvmeCommand& cmd, const NvmeRdmaPayload& c, NvmeQueueStats& stats) {
+  stats.sqsize = cmd.sqsize;
+  stats.kato_ms = cmd.kato;
+  if (!cmd.sgl.in_capsule() || c.capsule.size() < kNvmeSqeLength) return;
+  NvmeConnectData data;
+  if (parse_nvme_connect_data(c.capsule.subspan(kNvmeSqeLength), data) != ParseStatus::ok) return;
+  stats.subnqn = std::string(data.subsystem());
+  stats.hostnqn = std::string(data.host());
+}
+
+}  // namespace
+
+void NvmeAnalyzer::add_command(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame,
+                               std::int64_t ts_ns) {
+  QueuePair* qp = queue_pair(p, true, ts_ns);
+  if (!qp) return;
+  NvmeCapsuleRecord rec;
+  rec.frame = frame;
+  rec.command = true;
+  ++totals_.capsules;
+  const ParseStatus st = parse_nvme_command(c.capsule, c.capsule_len, rec.cmd);
+  if (st != ParseStatus::ok) {
+    ++(st == ParseStatus::truncated ? totals_.truncated_capsules : totals_.malformed_capsules);
+    return;
+  }
+  const Endpoints e = endpoints_of(p);
+  if (rec.cmd.is(FabricsType::connect)) {
+    qp->controller_side = true;
+    qp->bound = true;
+    qp->queue = NvmeQueueKey{e.src, e.dst, rec.cmd.qid};
+  }
+  rec.queue = qp->bound ? qp->queue : NvmeQueueKey{e.src, e.dst, kNvmeUnknownQid};
+  NvmeCommandResult r = command_result(rec.cmd, rec.queue, frame, ts_ns);
+  if (capsule_sink_) capsule_sink_(rec);
+  if (!qp->bound) {
+    ++totals_.commands;
+    ++by_opcode_[opcode_index(r)].commands;
+    ++totals_.unbound_commands;
+    return;
+  }
+  if (rec.cmd.is(FabricsType::connect)) restart_queue(qp->queue, rec.cmd.cid);
+  Queue* q = queue(qp->queue, true, frame, ts_ns);
+  if (rec.cmd.is(FabricsType::connect)) note_connect(rec.cmd, c, q->stats);
+  const auto same = q->outstanding.find(r.cid);
+  if (same != q->outstanding.end() && same->second.result.opcode == r.opcode && same->second.result.slba == r.slba) {
+    // An RC resend of a capsule (the first copy, or an ACK, was lost): the
+    // command was submitted once, when its first copy was seen.
+    ++totals_.resent_commands;
+    return;
+  }
+  ++totals_.commands;
+  ++by_opcode_[opcode_index(r)].commands;
+  ++q->stats.commands;
+  if (same != q->outstanding.end()) {
+    ++totals_.duplicate_cids;
+  } else if (q->outstanding.size() >= kMaxOutstanding) {
+    ++q->stats.outstanding_dropped;
+    return;
+  }
+  q->outstanding[r.cid] = PendingCommand{r, q->stats.transport_events};
+  q->stats.max_outstanding = std::max<std::uint32_t>(q->stats.max_outstanding, static_cast<std::uint32_t>(q->outstanding.size()));
+}
+
+// A Connect starts a queue afresh (after a reconnect the host reuses QIDs and
+// CIDs on new queue pairs): what the old one left outstanding stays unanswered.
+// An RDMA resend of the same Connect is not a new one.
+void NvmeAnalyzer::restart_queue(const NvmeQueueKey& key, std::uint16_t cid) {
+  const std::uint32_t slot = queues_.find(key);
+  const Queue* old = queues_.at(slot);
+  if (!old) return;
+  const auto it = old->outstanding.find(cid);
+  if (it != old->outstanding.end() && it->second.result.fabrics &&
+      it->second.result.fctype == static_cast<std::uint8_t>(FabricsType::connect))
+    return;
+  queues_.retire_if([&key](const Queue& q) { return q.stats.key == key; },
+                    [this](std::uint32_t, Queue& q) { retire_queue(q); });
+}
+
+void NvmeAnalyzer::add_response(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame,
+                                std::int64_t ts_ns, bool resent) {
+  QueuePair* qp = queue_pair(p, true, ts_ns);
+  if (!qp) return;
+  NvmeCapsuleRecord rec;
+  rec.frame = frame;
+  ++totals_.capsules;
+  if (parse_nvme_completion(c.capsule, rec.cqe) != ParseStatus::ok) {
+    ++totals_.truncated_capsules;
+    return;
+  }
+  ++totals_.responses;
+  const Endpoints e = endpoints_of(p);
+  rec.queue = NvmeQueueKey{e.dst, e.src, rec.cqe.sqid};
+  Queue* q = queue(rec.queue, false, frame, ts_ns);
+  const auto it = q ? q->outstanding.find(rec.cqe.cid) : decltype(q->outstanding)::iterator{};
+  if (!q || it == q->outstanding.end()) {
+    ++(resent ? totals_.resent_responses : totals_.unmatched_responses);
+    if (capsule_sink_) capsule_sink_(rec);
+    return;
+  }
+  NvmeCommandResult r = it->second.result;
+  r.response_frame = frame;
+  r.latency_us = static_cast<double>(ts_ns - r.submit_ns) / 1e3;
+  r.status = rec.cqe.status >> 1;
+  r.sct = rec.cqe.sct();
+  r.sc = rec.cqe.sc();
+  r.transport_events = static_cast<std::uint32_t>(q->stats.transport_events - it->second.events_at_submit);
+  q->outstanding.erase(it);
+  if (!qp->bound) {
+    qp->bound = true;
+    qp->queue = rec.queue;
+  }
+  rec.paired_frame = r.command_frame;
+  rec.latency_us = r.latency_us;
+  if (capsule_sink_) capsule_sink_(rec);
+  complete(*q, r);
+}
+
+void NvmeAnalyzer::add_transport_event(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns) {
+  const Endpoints e = endpoints_of(p);
+  const std::uint32_t slot = qps_.find({e.dst, p.ib.bth.dest_qp});
+  const QueuePair* qp = qps_.at(slot);
+  if (!qp || !qp->bound) return;
+  Queue* q = queue(qp->queue, false, frame, ts_ns);
+  if (!q) return;
+  ++q->stats.transport_events;
+  // The first event inside each outstanding command's window (bounded by kMaxOutstanding).
+  for (auto& [cid, pending] : q->outstanding)
+    if (!pending.result.first_event_frame) pending.result.first_event_frame = frame;
+}
+
+void NvmeAnalyzer::complete(Queue& q, NvmeCommandResult& r) {
+  const bool ok = r.sct == 0 && r.sc == 0;
+  ++q.stats.completed;
+  ++totals_.completed;
+  if (!ok) {
+    ++q.stats.errors;
+    ++totals_.errors;
+  }
+  if (r.kind == NvmeQueueKind::io && !r.fabrics && r.opcode == 0x02) q.stats.read_bytes += r.data_len;
+  if (r.kind == NvmeQueueKind::io && !r.fabrics && r.opcode == 0x01) q.stats.write_bytes += r.data_len;
+  NvmeOpcodeStats& s = by_opcode_[opcode_index(r)];
+  ++s.completed;
+  if (!ok) ++s.errors;
+  s.bytes += r.data_len;
+  s.latency.add(r.latency_us);
+  keep_slowest(r);
+  if (command_sink_) command_sink_(r);
+}
+
+namespace {
+// Slowest first; ties by frame, so the list does not depend on arrival order.
+bool slower(const NvmeCommandResult& a, const NvmeCommandResult& b) {
+  return a.latency_us != b.latency_us ? a.latency_us > b.latency_us : a.command_frame < b.command_frame;
+}
+}  // namespace
+
+void NvmeAnalyzer::keep_slowest(const NvmeCommandResult& r) {
+  // A heap whose top is the fastest of the kept ones.
+  slowest_.push_back(r);
+  std::push_heap(slowest_.begin(), slowest_.end(), slower);
+  if (slowest_.size() > kSlowest) {
+    std::pop_heap(slowest_.begin(), slowest_.end(), slower);
+    slowest_.pop_back();
+  }
+}
+
+void NvmeAnalyzer::retire_queue(Queue& q) {
+  q.stats.unanswered = q.outstanding.size();
+  totals_.unanswered += q.outstanding.size();
+  for (const auto& [cid, pending] : q.outstanding) unanswered_.push_back(pending.result);
+  std::sort(unanswered_.begin(), unanswered_.end(),
+            [](const NvmeCommandResult& a, const NvmeCommandResult& b) { return a.command_frame < b.command_frame; });
+  if (unanswered_.size() > kMaxListed) unanswered_.resize(kMaxListed);
+  q.outstanding.clear();
+  finished_queues_.push_back(std::move(q.stats));
+}
+
+void NvmeAnalyzer::finish() {
+  queues_.for_each([this](std::uint32_t, Queue& q) { retire_queue(q); });
+  queues_.clear();
+  std::sort(finished_queues_.begin(), finished_queues_.end(),
+            [](const NvmeQueueStats& a, const NvmeQueueStats& b) { return a.first_frame < b.first_frame; });
+  std::sort(slowest_.begin(), slowest_.end(), slower);
+}
+
+}  // namespace rdmadiag::decode

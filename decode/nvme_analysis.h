@@ -1,0 +1,208 @@
+// Per-command NVMe over Fabrics analysis on RDMA (NVMe-oF 1.1 sections 2-3, 7.3;
+// NVMe Base 1.4 section 4): a stateful pass over the capsules of
+// nvme_rdma.h, keyed by flow with bounded memory.
+//
+// Queue pairs are NVMe's when an rdma_cm REQ/REP for the NVMe-oF service (port
+// 4420) was seen for them, or (assume_all) whenever a capsule-shaped RC SEND
+// reaches them. A queue pair learns its NVMe queue ID from the Connect
+// command sent on it (Connect is the first command of every queue); the
+// host's queue pair learns it from the first completion that pairs with one of
+// that queue's commands. An NVMe queue is (host address, controller address,
+// QID); a Connect for a queue that exists (a reconnect) starts it afresh.
+// Command and completion pair by (queue, CID): the CQE carries SQID and CID.
+// Latency is submit -> completion at the capture point.
+//
+// Bounds: at most kMaxQueuePairs queue pairs and kMaxQueues queues live (the
+// least recently active are retired past that), at most kMaxOutstanding
+// commands outstanding per queue (NVMe-oF queues hold at most 65535; Linux
+// uses up to 1024); aggregates are fixed-size arrays and histograms; the
+// slowest kSlowest commands and the first kMaxListed unanswered ones are kept.
+//
+// Mid-stream captures (no Connect seen): commands on a queue pair without a
+// QID are decoded and counted (queue kind unknown: opcodes are not named, an
+// admin 02h and an I/O Read look alike) but not paired; their completions count
+// as unmatched.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "decode/analyzer.h"
+#include "decode/flow_slots.h"
+#include "decode/nvme_capsule.h"
+#include "decode/nvme_rdma.h"
+#include "decode/packet.h"
+
+namespace rdmadiag::decode {
+
+inline constexpr std::uint16_t kNvmeUnknownQid = 0xFFFF;
+
+using IpAddress = std::array<std::uint8_t, 16>;  // IPv4 in the first 4 bytes
+
+struct NvmeQueueKey {
+  IpAddress host{}, controller{};
+  std::uint16_t qid = kNvmeUnknownQid;
+  bool operator==(const NvmeQueueKey&) const = default;
+};
+
+// Latency histogram: 4 buckets per octave from 1 us; percentiles are the upper
+// bound of the bucket that holds them (at most 19% above the true value).
+struct LatencyHistogram {
+  static constexpr std::size_t kBuckets = 128;
+  std::array<std::uint64_t, kBuckets> counts{};
+  std::uint64_t n = 0;
+  double sum_us = 0, min_us = 0, max_us = 0;
+  void add(double us);
+  double percentile_upper_us(double p) const;  // p in [0, 1]; 0 when empty
+  static double bucket_upper_us(std::size_t i);
+};
+
+// Per opcode (and queue kind) over the whole capture.
+struct NvmeOpcodeStats {
+  std::uint64_t commands = 0;
+  std::uint64_t completed = 0;
+  std::uint64_t errors = 0;          // completed with a status other than success
+  std::uint64_t bytes = 0;           // data length of the completed commands (SGL length)
+  LatencyHistogram latency;
+};
+
+// A command that completed (or never did): what the report lists.
+struct NvmeCommandResult {
+  NvmeQueueKey queue;
+  std::uint64_t command_frame = 0;
+  std::uint64_t response_frame = 0;  // 0: no completion in the capture
+  std::int64_t submit_ns = 0;
+  double latency_us = -1;
+  std::uint16_t cid = 0;
+  std::uint8_t opcode = 0;
+  std::uint8_t fctype = 0;           // fabrics only
+  bool fabrics = false;
+  NvmeQueueKind kind = NvmeQueueKind::unknown;
+  std::uint32_t nsid = 0;
+  std::uint64_t slba = 0;
+  std::uint32_t blocks = 0;          // 0 when the opcode has no LBA range
+  std::uint32_t data_len = 0;        // SGL length
+  std::uint16_t status = 0;          // CQE status field (bits 15:1 of bytes 14-15)
+  std::uint8_t sct = 0, sc = 0;
+  // Transport events (PSN gap, retransmission, duplicate, out of order, NAK,
+  // RNR NAK, CNP) on the queue's queue pairs between submit and completion.
+  std::uint32_t transport_events = 0;
+  std::uint64_t first_event_frame = 0;
+  std::string_view name() const;
+  std::string_view status_name() const;
+};
+
+// What one capsule was (for --capsules and the cross-check with tshark).
+struct NvmeCapsuleRecord {
+  std::uint64_t frame = 0;
+  bool command = false;
+  NvmeQueueKey queue;                // qid kNvmeUnknownQid when not bound
+  NvmeCommand cmd;                   // command
+  NvmeCompletion cqe;                // response
+  std::uint64_t paired_frame = 0;    // response: its command's frame (0: unmatched)
+  double latency_us = -1;
+};
+
+struct NvmeQueueStats {
+  NvmeQueueKey key;
+  std::uint64_t first_frame = 0;
+  std::uint16_t sqsize = 0;          // from Connect (0's based)
+  std::uint32_t kato_ms = 0;
+  std::string subnqn, hostnqn;       // from an in-capsule Connect's data
+  std::uint64_t commands = 0, completed = 0, errors = 0, unanswered = 0;
+  std::uint64_t read_bytes = 0, write_bytes = 0;
+  std::uint32_t max_outstanding = 0;
+  std::uint64_t transport_events = 0;
+  std::uint64_t outstanding_dropped = 0;  // commands not tracked: kMaxOutstanding were outstanding
+  std::int64_t first_ns = 0, last_ns = 0;
+};
+
+struct NvmeTotals {
+  std::uint64_t capsules = 0, commands = 0, responses = 0;
+  std::uint64_t completed = 0, errors = 0, unanswered = 0;
+  std::uint64_t unmatched_responses = 0;    // a CQE with no outstanding command for its (queue, CID)
+  std::uint64_t unbound_commands = 0;       // on a queue pair whose QID is unknown (no Connect seen)
+  std::uint64_t truncated_capsules = 0, malformed_capsules = 0;
+  std::uint64_t resent_commands = 0;        // the same command (CID, opcode) again while outstanding: a transport resend
+  std::uint64_t resent_responses = 0;       // a completion again, in a frame the transport analysis calls a resend
+  std::uint64_t duplicate_cids = 0;         // a CID reused for another command while still outstanding
+  std::uint64_t queue_pairs = 0;            // NVMe queue pairs seen
+  bool queue_cap_reached = false;
+};
+
+class NvmeAnalyzer {
+ public:
+  static constexpr std::size_t kMaxQueuePairs = 8192;
+  static constexpr std::size_t kMaxQueues = 4096;
+  static constexpr std::size_t kMaxOutstanding = 4096;
+  static constexpr std::size_t kSlowest = 10;
+  static constexpr std::size_t kMaxListed = 20;
+
+  NvmeAnalyzer();
+  ~NvmeAnalyzer();
+  NvmeAnalyzer(const NvmeAnalyzer&) = delete;
+  NvmeAnalyzer& operator=(const NvmeAnalyzer&) = delete;
+
+  // Treat every capsule-shaped RC SEND as NVMe (captures without the rdma_cm exchange).
+  void set_assume_all(bool on) { assume_all_ = on; }
+  void set_port(std::uint16_t port) { port_ = port; }
+  // Called for every capsule (in frame order); for the cross-check and --capsules.
+  void set_capsule_sink(std::function<void(const NvmeCapsuleRecord&)> f) { capsule_sink_ = std::move(f); }
+  // Called for every command that completed, at its completion (for --commands).
+  void set_command_sink(std::function<void(const NvmeCommandResult&)> f) { command_sink_ = std::move(f); }
+
+  // One decoded frame; `verdict` is the transport analysis' view of it (or null).
+  void add(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, const PacketVerdict* verdict);
+  void finish();
+
+  const NvmeTotals& totals() const { return totals_; }
+  const std::vector<NvmeQueueStats>& queues() const { return finished_queues_; }  // after finish(), by first frame
+  // Index: kind (0 unknown, 1 admin, 2 io, 3 fabrics) * 256 + opcode (fabrics: fctype).
+  const std::array<NvmeOpcodeStats, 4 * 256>& by_opcode() const { return by_opcode_; }
+  const std::vector<NvmeCommandResult>& slowest() const { return slowest_; }  // slowest first, after finish()
+  const std::vector<NvmeCommandResult>& unanswered() const { return unanswered_; }
+  static std::size_t opcode_index(const NvmeCommandResult& r);
+
+  struct QueuePair;
+  struct Queue;
+
+ private:
+  void add_cm(const DecodedPacket& p);
+  void add_command(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns);
+  void add_response(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns,
+                    bool resent);
+  void add_transport_event(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns);
+  QueuePair* queue_pair(const DecodedPacket& p, bool create, std::int64_t ts_ns);
+  Queue* queue(const NvmeQueueKey& k, bool create, std::uint64_t frame, std::int64_t ts_ns);
+  void complete(Queue& q, NvmeCommandResult& r);
+  void keep_slowest(const NvmeCommandResult& r);
+  void retire_queue(Queue& q);
+  void restart_queue(const NvmeQueueKey& key, std::uint16_t cid);
+
+  struct QpKeyHash {
+    std::size_t operator()(const std::pair<IpAddress, std::uint32_t>& k) const;
+  };
+  struct QueueKeyHash {
+    std::size_t operator()(const NvmeQueueKey& k) const;
+  };
+
+  bool assume_all_ = false;
+  std::uint16_t port_ = kNvmeRdmaPort;
+  std::function<void(const NvmeCapsuleRecord&)> capsule_sink_;
+  std::function<void(const NvmeCommandResult&)> command_sink_;
+  FlowSlots<std::pair<IpAddress, std::uint32_t>, QpKeyHash, QueuePair> qps_;
+  FlowSlots<NvmeQueueKey, QueueKeyHash, Queue> queues_;
+  // rdma_cm REQs for NVMe waiting for their REP: local comm ID -> (host address, host QPN).
+  std::unordered_map<std::uint32_t, std::pair<IpAddress, std::uint32_t>> pending_req_;
+  NvmeTotals totals_;
+  std::array<NvmeOpcodeStats, 4 * 256> by_opcode_{};
+  std::vector<NvmeCommandResult> slowest_;   // a min-heap on latency while running
+  std::vector<NvmeCommandResult> unanswered_;
+  std::vector<NvmeQueueStats> finished_queues_;
+};
+
+}  // namespace rdmadiag::decode

@@ -1,0 +1,261 @@
+#include "exporters/nvme_report.h"
+
+#include <cstdio>
+#include <iomanip>
+#include <ostream>
+
+namespace rdmadiag::exporters {
+
+namespace {
+
+using decode::NvmeAnalyzer;
+using decode::NvmeCommandResult;
+using decode::NvmeQueueKey;
+
+// IPv4 addresses sit in the first 4 bytes of the 16 (the rest zero).
+std::string address(const decode::IpAddress& a) {
+  bool v4 = true;
+  for (std::size_t i = 4; i < a.size(); ++i) v4 = v4 && a[i] == 0;
+  char buf[48];
+  if (v4) {
+    std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", a[0], a[1], a[2], a[3]);
+    return buf;
+  }
+  std::string s;
+  for (std::size_t i = 0; i < a.size(); i += 2) {
+    std::snprintf(buf, sizeof buf, "%s%x", i ? ":" : "", a[i] << 8 | a[i + 1]);
+    s += buf;
+  }
+  return s;
+}
+
+std::string qid_text(std::uint16_t qid) {
+  return qid == decode::kNvmeUnknownQid ? std::string("unknown") : std::to_string(qid);
+}
+
+std::string hex_field(std::uint64_t v, int width) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%0*llx", width, static_cast<unsigned long long>(v));
+  return buf;
+}
+
+Json queue_key_json(const NvmeQueueKey& k) {
+  return {{"host", address(k.host)}, {"controller", address(k.controller)},
+          {"qid", k.qid == decode::kNvmeUnknownQid ? Json(nullptr) : Json(k.qid)}};
+}
+
+Json command_json(const NvmeCommandResult& r) {
+  Json j = queue_key_json(r.queue);
+  j["command_frame"] = r.command_frame;
+  j["response_frame"] = r.response_frame ? Json(r.response_frame) : Json(nullptr);
+  j["cid"] = r.cid;
+  j["command"] = std::string(r.name());
+  j["opcode"] = r.fabrics ? 0x7F : r.opcode;
+  if (r.fabrics) j["fctype"] = r.fctype;
+  j["nsid"] = r.nsid;
+  if (r.blocks) {
+    j["slba"] = r.slba;
+    j["blocks"] = r.blocks;
+  }
+  j["data_bytes"] = r.data_len;
+  j["latency_us"] = r.latency_us >= 0 ? Json(r.latency_us) : Json(nullptr);
+  if (r.response_frame) {
+    j["status"] = r.status;
+    j["status_name"] = std::string(r.status_name());
+  }
+  j["transport_events"] = r.transport_events;
+  j["first_event_frame"] = r.first_event_frame ? Json(r.first_event_frame) : Json(nullptr);
+  return j;
+}
+
+Json queue_json(const decode::NvmeQueueStats& q) {
+  Json j = queue_key_json(q.key);
+  j["first_frame"] = q.first_frame;
+  j["sqsize"] = q.sqsize;
+  j["kato_ms"] = q.kato_ms;
+  if (!q.subnqn.empty()) j["subnqn"] = q.subnqn;
+  if (!q.hostnqn.empty()) j["hostnqn"] = q.hostnqn;
+  j["commands"] = q.commands;
+  j["completed"] = q.completed;
+  j["errors"] = q.errors;
+  j["unanswered"] = q.unanswered;
+  j["read_bytes"] = q.read_bytes;
+  j["write_bytes"] = q.write_bytes;
+  j["max_outstanding"] = q.max_outstanding;
+  j["transport_events"] = q.transport_events;
+  j["untracked_commands"] = q.outstanding_dropped;
+  return j;
+}
+
+const char* kind_name(std::size_t kind) {
+  static const char* const names[] = {"unknown_queue", "admin", "io", "fabrics"};
+  return names[kind];
+}
+
+Json opcodes_json(const NvmeAnalyzer& a) {
+  Json arr = Json::array();
+  for (std::size_t i = 0; i < a.by_opcode().size(); ++i) {
+    const decode::NvmeOpcodeStats& s = a.by_opcode()[i];
+    if (!s.commands) continue;
+    NvmeCommandResult probe;
+    probe.fabrics = i / 256 == 3;
+    probe.kind = static_cast<decode::NvmeQueueKind>(probe.fabrics ? 0 : i / 256);
+    probe.opcode = probe.fctype = static_cast<std::uint8_t>(i % 256);
+    const auto& h = s.latency;
+    arr.push_back({{"queue_kind", kind_name(i / 256)}, {"command", std::string(probe.name())},
+                   {"opcode", probe.fabrics ? 0x7F : probe.opcode}, {"commands", s.commands},
+                   {"completed", s.completed}, {"errors", s.errors}, {"bytes", s.bytes},
+                   {"latency_us", {{"min", h.min_us}, {"mean", h.n ? h.sum_us / static_cast<double>(h.n) : 0.0},
+                                   {"p50_le", h.percentile_upper_us(0.5)}, {"p99_le", h.percentile_upper_us(0.99)},
+                                   {"max", h.max_us}}}});
+  }
+  return arr;
+}
+
+}  // namespace
+
+Json nvme_json(const NvmeAnalyzer& a) {
+  const decode::NvmeTotals& t = a.totals();
+  Json j = {{"nvme_schema_version", kNvmeSchemaVersion}, {"tool", "rdmadiag nvme"}};
+  j["totals"] = {{"queue_pairs", t.queue_pairs}, {"capsules", t.capsules}, {"commands", t.commands},
+                 {"responses", t.responses}, {"completed", t.completed}, {"errors", t.errors},
+                 {"unanswered", t.unanswered}, {"unmatched_responses", t.unmatched_responses},
+                 {"commands_on_unknown_queue", t.unbound_commands}, {"duplicate_cids", t.duplicate_cids},
+                 {"resent_commands", t.resent_commands}, {"resent_responses", t.resent_responses},
+                 {"truncated_capsules", t.truncated_capsules}, {"malformed_capsules", t.malformed_capsules},
+                 {"queue_limit_reached", t.queue_cap_reached}};
+  Json queues = Json::array();
+  for (const auto& q : a.queues()) queues.push_back(queue_json(q));
+  j["queues"] = queues;
+  j["by_command"] = opcodes_json(a);
+  Json slow = Json::array();
+  for (const auto& r : a.slowest()) slow.push_back(command_json(r));
+  j["slowest"] = slow;
+  Json unanswered = Json::array();
+  for (const auto& r : a.unanswered()) unanswered.push_back(command_json(r));
+  j["unanswered"] = unanswered;
+  return j;
+}
+
+namespace {
+
+void write_queues_text(std::ostream& out, const NvmeAnalyzer& a) {
+  for (const auto& q : a.queues()) {
+    out << "  queue " << qid_text(q.key.qid) << "  host " << address(q.key.host) << " -> controller "
+        << address(q.key.controller) << "  sqsize " << q.sqsize + 1 << "  commands " << q.commands << "  completed "
+        << q.completed << "  errors " << q.errors << "  unanswered " << q.unanswered << "  max outstanding "
+        << q.max_outstanding << "  transport events " << q.transport_events << '\n';
+    if (!q.subnqn.empty()) out << "    subsystem " << q.subnqn << "  host " << q.hostnqn << '\n';
+  }
+}
+
+void write_command_list(std::ostream& out, const char* title, const std::vector<NvmeCommandResult>& list) {
+  if (list.empty()) return;
+  out << title << '\n';
+  char buf[256];
+  for (const auto& r : list) {
+    std::snprintf(buf, sizeof buf, "  frame %-7llu queue %-7s cid %-6s %-22s", static_cast<unsigned long long>(r.command_frame),
+                  qid_text(r.queue.qid).c_str(), hex_field(r.cid, 4).c_str(), std::string(r.name()).c_str());
+    out << buf;
+    if (r.blocks) out << " lba " << r.slba << "+" << r.blocks;
+    if (r.response_frame)
+      out << "  " << std::fixed << std::setprecision(1) << r.latency_us << std::defaultfloat << " us  " << r.status_name() << "  transport events " << r.transport_events;
+    if (r.first_event_frame) out << " (first at frame " << r.first_event_frame << ")";
+    // The controller completes an Asynchronous Event Request only when an event occurs.
+    if (!r.response_frame && r.kind == decode::NvmeQueueKind::admin && !r.fabrics && r.opcode == 0x0C)
+      out << "  (waits for an event by design)";
+    out << '\n';
+  }
+}
+
+}  // namespace
+
+void write_nvme_text(std::ostream& out, const NvmeAnalyzer& a) {
+  const decode::NvmeTotals& t = a.totals();
+  out << "NVMe over Fabrics (RDMA)\n";
+  out << "  queue pairs " << t.queue_pairs << "  commands " << t.commands << "  responses " << t.responses
+      << "  completed " << t.completed << "  errors " << t.errors << "  unanswered " << t.unanswered
+      << "  unmatched responses " << t.unmatched_responses << '\n';
+  if (t.resent_commands || t.resent_responses)
+    out << "  resent by RDMA (counted once): " << t.resent_commands << " command capsules, " << t.resent_responses
+        << " response capsules\n";
+  if (t.queue_pairs == 0)
+    out << "  no NVMe queue pair found: no rdma_cm REQ/REP for the NVMe-oF port was captured (--port, or --assume-all "
+           "to take capsule-shaped RC SENDs for NVMe)\n";
+  if (t.unbound_commands)
+    out << "  " << t.unbound_commands
+        << " commands on queue pairs whose NVMe queue is unknown (no Connect seen): decoded, queue kind unknown, not paired\n";
+  write_queues_text(out, a);
+  out << "by command (latency: capture point, submit -> completion; p50/p99 are bucket upper bounds)\n";
+  for (const auto& row : opcodes_json(a)) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "  %-8s %-22s %6llu done %6llu err %4llu  min %.1f  p50<= %.1f  p99<= %.1f  max %.1f us\n",
+                  row["queue_kind"].get<std::string>().c_str(), row["command"].get<std::string>().c_str(),
+                  static_cast<unsigned long long>(row["commands"].get<std::uint64_t>()),
+                  static_cast<unsigned long long>(row["completed"].get<std::uint64_t>()),
+                  static_cast<unsigned long long>(row["errors"].get<std::uint64_t>()), row["latency_us"]["min"].get<double>(),
+                  row["latency_us"]["p50_le"].get<double>(), row["latency_us"]["p99_le"].get<double>(),
+                  row["latency_us"]["max"].get<double>());
+    out << buf;
+  }
+  write_command_list(out, "slowest commands", a.slowest());
+  write_command_list(out, "commands with no completion in the capture", a.unanswered());
+}
+
+std::string nvme_capsule_header() {
+  return "frame\tkind\thost\tcontroller\tqid\tcid\topcode\tfctype\tnsid\tslba\tblocks\tsgl_type\tsgl_subtype\t"
+         "sgl_address\tsgl_length\tsgl_key\tconnect_qid\tsqsize\tproperty_offset\tsqid\tsqhd\tstatus\tpaired_frame\tlatency_us";
+}
+
+std::string nvme_capsule_line(const decode::NvmeCapsuleRecord& r) {
+  std::string s = std::to_string(r.frame) + (r.command ? "\tcommand\t" : "\tresponse\t") + address(r.queue.host) + "\t" +
+                  address(r.queue.controller) + "\t" + qid_text(r.queue.qid) + "\t";
+  const auto field = [&s](const std::string& v) { s += v + "\t"; };
+  if (r.command) {
+    const decode::NvmeCommand& c = r.cmd;
+    field(std::to_string(c.cid));
+    field(hex_field(c.opcode, 2));
+    field(c.fabrics() ? hex_field(c.fctype, 2) : "");
+    field(c.fabrics() ? "" : std::to_string(c.nsid));
+    field(std::to_string(c.slba()));
+    field(std::to_string(c.blocks()));
+    field(std::to_string(c.sgl.type));
+    field(std::to_string(c.sgl.subtype));
+    field(hex_field(c.sgl.address, 16));
+    field(std::to_string(c.sgl.length));
+    field(hex_field(c.sgl.key, 8));
+    field(c.is(decode::FabricsType::connect) ? std::to_string(c.qid) : "");
+    field(c.is(decode::FabricsType::connect) ? std::to_string(c.sqsize) : "");
+    field(c.is(decode::FabricsType::property_get) || c.is(decode::FabricsType::property_set) ? hex_field(c.property_offset, 2) : "");
+    s += "\t\t\t\t";
+  } else {
+    s += std::to_string(r.cqe.cid) + "\t\t\t\t\t\t\t\t\t\t\t\t\t\t";
+    field(std::to_string(r.cqe.sqid));
+    field(std::to_string(r.cqe.sqhd));
+    field(hex_field(r.cqe.status >> 1, 4));
+    field(r.paired_frame ? std::to_string(r.paired_frame) : "");
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", r.latency_us);
+    s += r.latency_us >= 0 ? buf : "";
+  }
+  return s;
+}
+
+std::string nvme_command_header() {
+  return "command_frame\tresponse_frame\thost\tcontroller\tqid\tcid\tcommand\tslba\tblocks\tdata_bytes\tlatency_us\t"
+         "status\tstatus_name\ttransport_events\tfirst_event_frame";
+}
+
+std::string nvme_command_line(const decode::NvmeCommandResult& r) {
+  char lat[32];
+  std::snprintf(lat, sizeof lat, "%.3f", r.latency_us);
+  std::string s = std::to_string(r.command_frame) + "\t" + std::to_string(r.response_frame) + "\t" + address(r.queue.host) +
+                  "\t" + address(r.queue.controller) + "\t" + qid_text(r.queue.qid) + "\t" + std::to_string(r.cid) + "\t" +
+                  std::string(r.name()) + "\t";
+  s += r.blocks ? std::to_string(r.slba) + "\t" + std::to_string(r.blocks) + "\t" : "\t\t";
+  s += std::to_string(r.data_len) + "\t" + lat + "\t" + hex_field(r.status, 4) + "\t" + std::string(r.status_name()) + "\t" +
+       std::to_string(r.transport_events) + "\t" + (r.first_event_frame ? std::to_string(r.first_event_frame) : "");
+  return s;
+}
+
+}  // namespace rdmadiag::exporters

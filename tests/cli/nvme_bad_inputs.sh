@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# `rdmadiag nvme` on bad inputs: a clear line and the documented exit status
+# (1 not readable / cannot write, 3 damaged: analysed up to the damage), never
+# a crash; and on captures cut to a short snap length (capsules truncated, the
+# rdma_cm exchange lost) or with random bytes changed: exit 0 and a report.
+set -u
+bin=$1
+pcap=$(cd "$(dirname "$0")/../pcaps" && pwd)/lab_rxe_nvme.pcap
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+pass=0
+subcommand=nvme
+expect_stdout=1   # the report (stdout) must be there
+# shellcheck source=expect.sh
+. "$(dirname "$0")/expect.sh"
+
+printf 'not a capture\n' >"$tmp/text.pcap"
+size=$(stat -c %s "$pcap")
+head -c $((size / 2 + 7)) "$pcap" >"$tmp/cut.pcap"
+expect missing 1 "No such file" -- "$tmp/nope.pcap"
+expect text 1 "not a pcap or pcapng" -- "$tmp/text.pcap"
+expect cut_record 3 "damaged capture" -- "$tmp/cut.pcap"
+expect json_unwritable 1 "cannot write" -- "$pcap" --json "$tmp/no/such/dir.json"
+expect whole 0 "completed 130" -- "$pcap"
+if command -v editcap >/dev/null; then
+  for s in 60 70 90 120; do
+    editcap -s "$s" "$pcap" "$tmp/snap$s.pcap" >/dev/null 2>&1
+    expect "snaplen_$s" 0 "NVMe over Fabrics" -- "$tmp/snap$s.pcap" --assume-all --capsules /dev/null
+  done
+  for seed in 1 2 3 4 5; do
+    editcap --seed "$seed" -E 0.02 "$pcap" "$tmp/fuzz$seed.pcap" >/dev/null 2>&1
+    expect "random_bytes_$seed" 0 "NVMe over Fabrics" -- "$tmp/fuzz$seed.pcap" --assume-all --capsules /dev/null
+  done
+fi
+[ "$fail" = 0 ]

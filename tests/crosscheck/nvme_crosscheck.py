@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""NVMe-oF/RDMA decode and command pairing of `rdmadiag nvme` against tshark's
+nvme / nvme-rdma decode, fio's JSON and the kernel's block statistics, on every
+lab capture with an NVMe decode beside it (tests/pcaps/NAME.nvme.tsv, made by
+tests/lab/regen-pcaps).
+
+Field by field, for every capsule tshark decodes: opcode, CID, QID (tshark
+binds a queue pair to its QID through the rdma_cm exchange, we through the
+Connect command: two independent routes), namespace, SLBA, block count, the
+keyed SGL (type, subtype, address, length, key), Fabrics type, Connect QID and
+SQSIZE, property offset; for every completion: CID, SQID, SQ head, status, and
+the command it completes. Capsules we decode that tshark does not must be the
+first packet of a multi-packet SEND (tshark 4.0 decodes only SEND Only
+capsules: in-capsule writes and the I/O queues' Connect are SEND First/Last),
+or the completion of such a command (tshark leaves those undecoded too), or an
+RDMA resend of a capsule (same QP and PSN as an earlier frame). Every
+completion pairs with a command, except RDMA resends of completions.
+
+Counts: I/O commands on the I/O queues per direction equal the kernel's read
+and write I/O counts (NAME.blockstat.txt: /sys/block/nvme*/stat after the fio run; the path
+device's counts under native multipath); per direction and size they equal fio's total_ios, except 4 KiB reads,
+where the kernel's own reads (the partition scan after connect) come on top:
+those must then be exactly the kernel's count minus fio's.
+
+  nvme_crosscheck.py --rdmadiag BIN PCAP_DIR
+Exit 0 all agree, 1 a disagreement, 77 (skip) no capture with an NVMe decode.
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import subprocess
+import tempfile
+import sys
+
+SEND_FIRST = 0
+
+
+def read_tsv(text_or_path, is_path=True):
+    f = open(text_or_path) if is_path else None
+    lines = f.read().splitlines() if f else text_or_path.splitlines()
+    if f:
+        f.close()
+    return list(csv.DictReader(lines, delimiter="\t"))
+
+
+def hexnum(s):
+    return None if s in (None, "") else int(s, 16)
+
+
+COMMAND_FIELDS = [  # (ours, tshark, how to read tshark's value)
+    ("cid", "nvme.cmd.cid", hexnum), ("opcode", "nvme.cmd.opc", hexnum), ("nsid", "nvme.cmd.nsid", hexnum),
+    ("slba", "nvme.cmd.slba", hexnum), ("blocks", "nvme.cmd.nlb", int),
+    ("sgl_type", "nvme.cmd.sgl.type", hexnum), ("sgl_subtype", "nvme.cmd.sgl.subtype", hexnum),
+    ("sgl_address", "nvme.cmd.sgl1.addr", hexnum), ("sgl_length", "nvme.cmd.sgl1.len", int),
+    ("sgl_key", "nvme.cmd.sgl1.key", hexnum),
+]
+FABRICS_FIELDS = [
+    ("cid", "nvme.fabrics.cmd.cid", hexnum), ("fctype", "nvme.fabrics.cmd.fctype", hexnum),
+    ("connect_qid", "nvme.fabrics.cmd.connect.qid", int), ("sqsize", "nvme.fabrics.cmd.connect.sqsize", int),
+    ("property_offset", "nvme.fabrics.cmd.prop_get_set.offset", hexnum),
+    ("sgl_type", "nvme.cmd.sgl.type", hexnum), ("sgl_length", "nvme.cmd.sgl1.len", int),
+    ("sgl_key", "nvme.cmd.sgl1.key", hexnum),
+]
+RESPONSE_FIELDS = [("cid", "nvme.cqe.cid", hexnum), ("sqid", "nvme.cqe.sqid", hexnum), ("sqhd", "nvme.cqe.sqhd", hexnum)]
+
+
+def ours_value(row, field):
+    v = row.get(field, "")
+    return None if v == "" else int(v, 0)
+
+
+def compare(frame, ours, tshark, fields, errors):
+    for mine, theirs, conv in fields:
+        t = tshark.get(theirs, "")
+        if t == "":
+            continue
+        tv, ov = conv(t), ours_value(ours, mine)
+        if tv != ov:
+            errors.append(f"frame {frame}: {mine} ours {ov} tshark {tv} ({theirs})")
+
+
+def resent_frames(frames):
+    """Frames whose (destination, QPN, PSN) an earlier frame of the same opcode
+    already had: RDMA resends (rxe's retransmission timer fires even on
+    loss-free lab runs, docs/lab.md)."""
+    seen, resent = set(), set()
+    for r in frames:
+        if not r["infiniband.bth.psn"]:
+            continue
+        key = (r["ip.dst"], r["infiniband.bth.destqp"], r["infiniband.bth.psn"], r["infiniband.bth.opcode"])
+        if key in seen:
+            resent.add(int(r["frame.number"]))
+        seen.add(key)
+    return resent
+
+
+def check_capsules(name, ours, tshark, send_opcode, resent, errors):
+    """Every capsule tshark decodes, field by field; our extra ones are SEND First packets."""
+    by_frame = {int(r["frame"]): r for r in ours}
+    seen = set()
+    compared = 0
+    for t in tshark:
+        f = int(t["frame.number"])
+        seen.add(f)
+        o = by_frame.get(f)
+        if o is None:
+            errors.append(f"{name}: frame {f}: tshark decodes a capsule, rdmadiag none")
+            continue
+        is_cmd = t["nvme.cmd.opc"] != "" or t["nvme.fabrics.cmd.opc"] != ""
+        if o["kind"] != ("command" if is_cmd else "response"):
+            errors.append(f"{name}: frame {f}: kind ours {o['kind']}")
+            continue
+        if is_cmd and int(t["nvme-rdma.cmd.qid"], 16) != ours_value(o, "qid"):
+            errors.append(f"{name}: frame {f}: qid ours {o['qid']} tshark {t['nvme-rdma.cmd.qid']}")
+        if is_cmd:
+            compare(f, o, t, FABRICS_FIELDS if t["nvme.fabrics.cmd.opc"] else COMMAND_FIELDS, errors)
+        else:
+            compare(f, o, t, RESPONSE_FIELDS, errors)
+            if hexnum(t["nvme.cqe.status"]) >> 1 != ours_value(o, "status"):
+                errors.append(f"{name}: frame {f}: status ours {o['status']} tshark {t['nvme.cqe.status']}")
+            tcmd = t["nvme.cmd_pkt"] or t["nvme.fabrics.cmd_pkt"]
+            if tcmd and int(tcmd) != ours_value(o, "paired_frame"):
+                errors.append(f"{name}: frame {f}: completes frame {o['paired_frame']} (ours), {tcmd} (tshark)")
+        compared += 1
+    extra = sorted(f for f in by_frame if f not in seen)
+    extra_commands = {f for f in extra if by_frame[f]["kind"] == "command" and send_opcode.get(f) == SEND_FIRST}
+    for f in extra:
+        if f in extra_commands:
+            continue
+        if by_frame[f]["kind"] == "response" and ours_value(by_frame[f], "paired_frame") in extra_commands:
+            continue  # tshark leaves the completion of a command it did not decode undecoded too
+        if f in resent:
+            continue  # tshark does not decode an RDMA resend of a capsule
+        errors.append(f"{name}: frame {f}: rdmadiag decodes a capsule tshark does not (not a SEND First command or its completion)")
+    for f, o in by_frame.items():
+        # Every completion pairs with its command, unless it is an RDMA resend of one that did.
+        if o["kind"] == "response" and not o["paired_frame"] and f not in resent:
+            errors.append(f"{name}: frame {f}: completion of CID {o['cid']} pairs with no command")
+    return compared, len(extra)
+
+
+def io_counts(commands):
+    """(opcode, bytes) -> completed commands on I/O queues (a capsule RDMA resent counts once)."""
+    counts = {}
+    for r in commands:
+        if r["qid"] in ("0", "unknown") or r["command"] not in ("read", "write"):
+            continue
+        key = ("0x02" if r["command"] == "read" else "0x01", int(r["blocks"]) * 512)
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def check_counts(name, pcap_dir, commands, errors):
+    counts = io_counts(commands)
+    reads = sum(v for (op, _), v in counts.items() if op == "0x02")
+    writes = sum(v for (op, _), v in counts.items() if op == "0x01")
+    stat_path = os.path.join(pcap_dir, name + ".blockstat.txt")
+    kernel = None
+    if os.path.exists(stat_path):
+        # "name: stat fields" per device; the path devices (nvmeXcYnZ) hold the
+        # counts under native multipath (Linux 6.1 does not count on the head).
+        devices = {l.split(":")[0]: [int(v) for v in l.split(":")[1].split()] for l in open(stat_path) if ":" in l}
+        paths = [v for k, v in devices.items() if "c" in k[4:]] or list(devices.values())
+        kernel = (sum(v[0] for v in paths), sum(v[4] for v in paths))
+        if (reads, writes) != kernel:
+            errors.append(f"{name}: I/O commands read/write ours {reads}/{writes}, kernel block stat {kernel[0]}/{kernel[1]}")
+    fio = json.load(open(os.path.join(pcap_dir, name + ".fio.json")))
+    want = {}
+    for job in fio["jobs"]:
+        bs = {"4k": 4096, "128k": 131072}[job["job options"]["bs"]]
+        want[("0x02", bs)] = want.get(("0x02", bs), 0) + job["read"]["total_ios"]
+        want[("0x01", bs)] = want.get(("0x01", bs), 0) + job["write"]["total_ios"]
+    for key, n in sorted(want.items()):
+        got = counts.get(key, 0)
+        extra_ok = key == ("0x02", 4096) and kernel is not None and got - n == kernel[0] - sum(
+            v for (op, _), v in want.items() if op == "0x02")
+        if got != n and not extra_ok:
+            errors.append(f"{name}: {key[0]} of {key[1]} bytes: ours {got}, fio {n}")
+    return counts, want, kernel
+
+
+REQUEST_OPCODES = set(range(0, 13)) | {0x16, 0x17}  # RC SEND, RDMA WRITE, RDMA READ request, SEND with Invalidate (IBA table 38)
+READ_RESPONSE_OPCODES = {13, 14, 15, 16}  # first, middle, last, only
+PMTU = 1024                            # rxe over a 1500-byte Ethernet MTU
+
+
+def transport_events(frames):
+    """(destination, QPN) -> frames with an event, from tshark's fields alone: a
+    request whose PSN is not the next expected one (a gap, or a resend), a READ
+    response middle/last packet whose PSN does not follow the previous one, and
+    a NAK or RNR NAK (AETH syndrome bits 6:5 = 11b / 01b)."""
+    expected, events, last_read_psn = {}, {}, {}
+    for r in frames:
+        if not r["infiniband.bth.opcode"]:
+            continue
+        f, op = int(r["frame.number"]), int(r["infiniband.bth.opcode"])
+        qp = (r["ip.dst"], int(r["infiniband.bth.destqp"], 16))
+        psn = int(r["infiniband.bth.psn"])
+        if op in REQUEST_OPCODES:
+            if qp in expected and psn != expected[qp]:
+                events.setdefault(qp, []).append(f)
+            span = -(-int(r["infiniband.reth.dmalen"] or 0) // PMTU) if op == 12 else 1
+            if qp not in expected or ((psn - expected[qp]) & 0xFFFFFF) < 0x800000:
+                expected[qp] = (psn + max(span, 1)) & 0xFFFFFF
+        if op in READ_RESPONSE_OPCODES:
+            # Inside one READ's response the PSNs run consecutively.
+            if op in (14, 15) and qp in last_read_psn and psn != (last_read_psn[qp] + 1) & 0xFFFFFF:
+                events.setdefault(qp, []).append(f)
+            last_read_psn[qp] = psn
+        syn = r["infiniband.aeth.syndrome"]
+        if syn and ((int(syn, 16) if syn.startswith("0x") else int(syn)) >> 5) & 3 in (1, 3):
+            events.setdefault(qp, []).append(f)
+    return events
+
+
+def check_attribution(name, commands, frames, errors):
+    """A command is attributed transport events exactly when the independent
+    event list has one on its queue pairs between its capsule and its completion,
+    and the first of them is the same frame."""
+    if not frames or "infiniband.bth.psn" not in frames[0]:
+        return "attribution not checked (no RoCE fields)"
+    events = transport_events(frames)
+    qp_of = {int(r["frame.number"]): (r["ip.dst"], int(r["infiniband.bth.destqp"], 16))
+             for r in frames if r["infiniband.bth.destqp"]}
+    agree = attributed = 0
+    for c in commands:
+        lo, hi = int(c["command_frame"]), int(c["response_frame"])
+        qps = {qp_of.get(lo), qp_of.get(hi)}
+        inside = [f for qp in qps for f in events.get(qp, []) if lo <= f < hi]
+        oracle = bool(inside)
+        ours = int(c["transport_events"]) > 0
+        if oracle and ours and min(inside) != int(c["first_event_frame"]):
+            errors.append(f"{name}: command frame {lo}: first transport event at frame {c['first_event_frame']} (ours), "
+                          f"{min(inside)} (independent list)")
+        attributed += ours
+        if oracle != ours:
+            errors.append(f"{name}: command frame {lo} (completion {hi}): transport events ours "
+                          f"{c['transport_events']}, independent list {'some' if oracle else 'none'}")
+        else:
+            agree += 1
+    return f"attribution: {agree} of {len(commands)} commands agree ({attributed} attributed)"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rdmadiag", required=True)
+    ap.add_argument("pcap_dir")
+    a = ap.parse_args()
+    decodes = sorted(glob.glob(os.path.join(a.pcap_dir, "*.nvme.tsv")))
+    if not decodes:
+        print("nvme_crosscheck: no NAME.nvme.tsv in", a.pcap_dir)
+        return 77
+    errors = []
+    for tsv in decodes:
+        name = os.path.basename(tsv)[: -len(".nvme.tsv")]
+        pcap = os.path.join(a.pcap_dir, name + ".pcap")
+        with tempfile.NamedTemporaryFile("r", suffix=".tsv") as cmds:
+            out = subprocess.run([a.rdmadiag, "nvme", pcap, "--capsules", "-", "--commands", cmds.name],
+                                 capture_output=True, text=True)
+            commands = read_tsv(cmds.name)
+        if out.returncode != 0:
+            errors.append(f"{name}: rdmadiag nvme exited {out.returncode}: {out.stderr.strip()}")
+            continue
+        ours = read_tsv(out.stdout, is_path=False)
+        frames = read_tsv(os.path.join(a.pcap_dir, name + ".tshark.tsv"))
+        send_opcode = {int(r["frame.number"]): int(r["infiniband.bth.opcode"]) for r in frames if r["infiniband.bth.opcode"]}
+        compared, extra = check_capsules(name, ours, read_tsv(tsv), send_opcode, resent_frames(frames), errors)
+        counts, want, kernel = check_counts(name, a.pcap_dir, commands, errors)
+        attributed = check_attribution(name, commands, frames, errors)
+        print(f"nvme_crosscheck: {name}: {compared} capsules agree with tshark field by field, {extra} more "
+              f"(SEND First commands, their completions, RDMA resends) decoded by rdmadiag only; I/O commands {dict(sorted(counts.items()))}, "
+              f"fio {dict(sorted(want.items()))}, kernel read/write {kernel}; {attributed}")
+    for e in errors[:50]:
+        print("nvme_crosscheck: MISMATCH", e)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
