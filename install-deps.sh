@@ -10,7 +10,7 @@ packages=(
   wireshark-dev tshark perftest
   tcpreplay
   clang-14 libclang-rt-14-dev
-  python3-jsonschema python3-prometheus-client
+  python3-jsonschema python3-prometheus-client python3-scapy
   prometheus chromium
 )
 missing=()
