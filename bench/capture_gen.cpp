@@ -309,21 +309,20 @@ class Generator {
 // One RC connection: requester (client) -> responder (server) and back.
 class RcConnection {
  public:
-  RcConnection(Generator& g, Encap e, std::uint32_t index)
+  RcConnection(Generator& g, Encap e, std::uint32_t index, std::uint32_t clients, std::uint32_t servers)
       : g_(g), e_(e), req_qp_(0x100 + index * 2), resp_qp_(0x101 + index * 2),
         psn_(static_cast<std::uint32_t>(g.rng()() & kPsnMask)), sport_(static_cast<std::uint16_t>(49152 + index)) {
     const bool v4 = e == Encap::roce_v2_ipv4;
-    // 16 client hosts and 4 servers: several QPs share each address pair.
-    client_.ip = v4 ? std::array<std::uint8_t, 16>{10, 1, 0, static_cast<std::uint8_t>(1 + index % 16)}
-                    : std::array<std::uint8_t, 16>{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0, 0, 0xff, 0xfe, 0, 1,
-                                                   static_cast<std::uint8_t>(1 + index % 16)};
-    server_.ip = v4 ? std::array<std::uint8_t, 16>{10, 2, 0, static_cast<std::uint8_t>(1 + index % 4)}
-                    : std::array<std::uint8_t, 16>{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0, 0, 0xff, 0xfe, 0, 2,
-                                                   static_cast<std::uint8_t>(1 + index % 4)};
-    client_.lid = static_cast<std::uint16_t>(0x10 + index % 16);
-    server_.lid = static_cast<std::uint16_t>(0x100 + index % 4);
-    client_.mac = {0x02, 0, 0, 0, 1, static_cast<std::uint8_t>(index % 16)};
-    server_.mac = {0x02, 0, 0, 0, 2, static_cast<std::uint8_t>(index % 4)};
+    // `clients` client hosts and `servers` servers (16 and 4 by default): several QPs share each address pair.
+    const auto c = static_cast<std::uint8_t>(1 + index % clients), sv = static_cast<std::uint8_t>(1 + index % servers);
+    client_.ip = v4 ? std::array<std::uint8_t, 16>{10, 1, 0, c}
+                    : std::array<std::uint8_t, 16>{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0, 0, 0xff, 0xfe, 0, 1, c};
+    server_.ip = v4 ? std::array<std::uint8_t, 16>{10, 2, 0, sv}
+                    : std::array<std::uint8_t, 16>{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0, 0, 0xff, 0xfe, 0, 2, sv};
+    client_.lid = static_cast<std::uint16_t>(0x10 + c - 1);
+    server_.lid = static_cast<std::uint16_t>(0x100 + sv - 1);
+    client_.mac = {0x02, 0, 0, 0, 1, static_cast<std::uint8_t>(c - 1)};
+    server_.mac = {0x02, 0, 0, 0, 2, static_cast<std::uint8_t>(sv - 1)};
   }
 
   // One operation and its answers; loss and recovery included.
@@ -548,7 +547,7 @@ bool parse_encap(const std::string& name, std::vector<Encap>& kinds) {
 
 std::uint32_t generate(const GenOptions& o, const FrameSink& sink) {
   std::vector<Encap> kinds;
-  if (!parse_encap(o.encap, kinds)) return 0;
+  if (!parse_encap(o.encap, kinds) || o.clients == 0 || o.clients > 254 || o.servers == 0 || o.servers > 254) return 0;
   Generator g(sink, o.seed, o.loss, o.min_payload, o.max_payload);
   std::vector<std::unique_ptr<RcConnection>> rc;
   std::vector<std::unique_ptr<IwarpConnection>> iw;
@@ -560,7 +559,7 @@ std::uint32_t generate(const GenOptions& o, const FrameSink& sink) {
       iw.push_back(std::make_unique<IwarpConnection>(g, i));
     } else {
       conns.emplace_back(false, rc.size());
-      rc.push_back(std::make_unique<RcConnection>(g, e, i));
+      rc.push_back(std::make_unique<RcConnection>(g, e, i, o.clients, o.servers));
     }
   }
   while (g.packets() < o.packets) {

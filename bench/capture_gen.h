@@ -17,6 +17,8 @@ struct GenOptions {
   std::string encap = "roce_v2";  // roce_v2 (IPv4), roce_v2_ipv6, roce_v1, ib, iwarp, mix
   std::uint64_t packets = 1'000'000;
   std::uint32_t qps = 64;          // connections
+  std::uint32_t clients = 16;      // RC connections' client hosts (1..254), connection i on client i % clients
+  std::uint32_t servers = 4;       // and servers: 1 and 1 put every connection between the same two ends
   double loss = 0.0005;            // fraction of requests lost before the capture point
   std::uint32_t min_payload = 64;  // of a message's last packet; the others carry the PMTU
   std::uint32_t max_payload = 1024;

@@ -2,7 +2,7 @@
 // benchmarks; see capture_gen.cpp for the traffic.
 //
 // Usage: gen_capture -o FILE [-n PACKETS] [--qps N] [--encap E] [--loss F]
-//                    [--min-payload B] [--max-payload B] [--seed S]
+//                    [--min-payload B] [--max-payload B] [--seed S] [--clients C] [--servers S]
 // E: roce_v2 (IPv4, default), roce_v2_ipv6, roce_v1, ib, iwarp, mix.
 #include <cstdint>
 #include <cstdio>
@@ -17,7 +17,8 @@ namespace {
 int usage() {
   std::fprintf(stderr,
                "usage: gen_capture -o FILE [-n PACKETS] [--qps N] [--encap roce_v2|roce_v2_ipv6|roce_v1|ib|iwarp|mix]\n"
-               "                   [--loss FRACTION] [--min-payload B] [--max-payload B] [--seed S]\n");
+               "                   [--loss FRACTION] [--min-payload B] [--max-payload B] [--seed S]\n"
+               "                   [--clients C] [--servers S]  (RC client/server hosts, default 16 and 4)\n");
   return 2;
 }
 
@@ -34,6 +35,8 @@ int main(int argc, char** argv) {
     else if (a == "-n") o.packets = std::strtoull(v, nullptr, 10);
     else if (a == "--qps") o.qps = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
     else if (a == "--encap") o.encap = v;
+    else if (a == "--clients") o.clients = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
+    else if (a == "--servers") o.servers = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
     else if (a == "--loss") o.loss = std::strtod(v, nullptr);
     else if (a == "--min-payload") o.min_payload = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
     else if (a == "--max-payload") o.max_payload = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
@@ -42,7 +45,8 @@ int main(int argc, char** argv) {
   }
   std::vector<rdmadiag::bench::Encap> kinds;
   if (out.empty() || o.qps == 0 || o.min_payload == 0 || o.min_payload > o.max_payload || o.max_payload < 256 ||
-      o.max_payload > 4096 || !rdmadiag::bench::parse_encap(o.encap, kinds))
+      o.max_payload > 4096 || o.clients == 0 || o.clients > 254 || o.servers == 0 || o.servers > 254 ||
+      !rdmadiag::bench::parse_encap(o.encap, kinds))
     return usage();
 
   std::FILE* f = std::fopen(out.c_str(), "wb");

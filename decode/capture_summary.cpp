@@ -92,8 +92,9 @@ void CaptureSummary::merge(const CaptureSummary& o) {
   for (std::size_t d = 0; d < diags.size(); ++d) diags[d].merge(o.diags[d]);
   cm_messages += o.cm_messages;
   mads += o.mads;
-  for (std::uint64_t qp : o.qps_)
+  o.qps_.for_each([this](std::uint64_t qp) {
     if (qps_.size() < kMaxTrackedQps) qps_.insert(qp);
+  });
   qps_capped_ = qps_capped_ || o.qps_capped_;
 }
 

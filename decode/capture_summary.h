@@ -5,8 +5,9 @@
 #pragma once
 #include <array>
 #include <cstdint>
-#include <unordered_set>
 #include <vector>
+
+#include "decode/key_set.h"
 
 #include "decode/packet.h"
 
@@ -68,7 +69,7 @@ class CaptureSummary {
   bool queue_pairs_capped() const { return qps_capped_; }
 
  private:
-  std::unordered_set<std::uint64_t> qps_;
+  KeySet qps_;
   bool qps_capped_ = false;
 };
 

@@ -134,6 +134,8 @@ struct TransportAnalyzer::Flow {
   FlowSummary s;
   std::uint32_t slot = 0;
   std::int64_t peer_slot = -1;
+  std::uint32_t unpaired_bucket = kNotIndexed;  // its PSN bucket in the pairing index
+  static constexpr std::uint32_t kNotIndexed = UINT32_MAX;
   std::uint64_t host_pair = 0;
   std::uint64_t path = 0;
   bool pkey_set = false;
@@ -197,11 +199,12 @@ TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, Transp
       [this](std::uint32_t s, Flow& x) { retire(s, x); });
   Flow& made = *flows_.at(slot);
   made.slot = slot;
-  by_host_pair_[made.host_pair].push_back(slot);
   return made;
 }
 
 void TransportAnalyzer::pair(Flow& a, Flow& b, Pairing how) {
+  unindex_unpaired(a);
+  unindex_unpaired(b);
   a.peer_slot = b.slot;
   b.peer_slot = a.slot;
   a.s.peer = b.s.index;
@@ -313,7 +316,10 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     sp.corrupt = true;
     sp.anomaly = report_bad_crc(f, p, frame, out);
     const bool reliable = info.service != TransportService::ud && info.service != TransportService::uc;
-    if (info.valid && reliable && info.is_request() && f.started()) requester(f, p, sp, out);
+    if (info.valid && reliable && info.is_request() && f.started()) {
+      requester(f, p, sp, out);
+      index_unpaired(f);
+    }
     if (info.valid && reliable && info.is_response() && f.resp) responder(f, p, sp, out);
     if (info.valid && info.service == TransportService::uc) unreliable(f, p, sp, out);
     return;
@@ -327,6 +333,7 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
   } else if (info.is_request()) {
     ++f.s.requests;
     requester(f, p, sp, out);
+    index_unpaired(f);
   } else {
     ++f.s.responses;
     responder(f, p, sp, out);
@@ -402,37 +409,96 @@ TransportAnalyzer::Flow* TransportAnalyzer::peer_requester(Flow& resp, std::uint
   if (resp.peer_slot >= 0) {
     Flow* q = flows_.at(static_cast<std::uint32_t>(resp.peer_slot));
     if (q && q->s.index == static_cast<std::uint32_t>(resp.s.peer)) return q;
-    resp.peer_slot = -1;
+    resp.peer_slot = -1;  // its pair was retired: it may pair again, as a response or a requester
+    index_unpaired(resp);
   }
   return infer_peer(resp, psn);
 }
 
-// Candidates: reliable flows in the opposite direction between the same two ends
-// (the index by host pair: no scan over other flows).
+std::vector<std::uint32_t>* TransportAnalyzer::unpaired_bucket(std::uint64_t host_pair, std::uint32_t bucket) {
+  ++pair_probes_;
+  const auto it = unpaired_by_psn_.find(host_pair ^ (static_cast<std::uint64_t>(bucket) * 0x9E3779B97F4A7C15ULL));
+  return it == unpaired_by_psn_.end() ? nullptr : &it->second;
+}
+
+// Keeps `f` in the pairing index exactly while it is a candidate (started,
+// reliable, unpaired), under the bucket of its current high_next. Runs after
+// each request: one comparison unless the flow changed bucket or state.
+void TransportAnalyzer::index_unpaired(Flow& f) {
+  const bool candidate = f.started() && f.peer_slot < 0 && f.s.service != TransportService::ud &&
+                         f.s.service != TransportService::uc;
+  const std::uint32_t bucket = candidate ? (f.req->high_next & 0xFFFFFF) >> kPsnBucketBits : Flow::kNotIndexed;
+  if (bucket == f.unpaired_bucket) return;
+  unindex_unpaired(f);
+  if (bucket == Flow::kNotIndexed) return;
+  unpaired_by_psn_[f.host_pair ^ (static_cast<std::uint64_t>(bucket) * 0x9E3779B97F4A7C15ULL)].push_back(f.slot);
+  UnpairedEnds& e = unpaired_[f.host_pair];
+  ++e.count;
+  e.slot_xor ^= f.slot;
+  f.unpaired_bucket = bucket;
+}
+
+void TransportAnalyzer::unindex_unpaired(Flow& f) {
+  if (f.unpaired_bucket == Flow::kNotIndexed) return;
+  const std::uint64_t key = f.host_pair ^ (static_cast<std::uint64_t>(f.unpaired_bucket) * 0x9E3779B97F4A7C15ULL);
+  if (auto b = unpaired_by_psn_.find(key); b != unpaired_by_psn_.end()) {
+    std::erase(b->second, f.slot);
+    if (b->second.empty()) unpaired_by_psn_.erase(b);
+  }
+  if (auto e = unpaired_.find(f.host_pair); e != unpaired_.end()) {
+    e->second.slot_xor ^= f.slot;
+    if (--e->second.count == 0) unpaired_.erase(e);
+  }
+  f.unpaired_bucket = Flow::kNotIndexed;
+}
+
+// Candidates: the unpaired reliable requester flows in the opposite direction
+// between the same two ends. The one whose requests hold `psn` (an outstanding
+// request's PSNs, its next PSN (a NAK for requests lost before the capture
+// point) or the 65535 below it); when several do, the nearest below its next PSN
+// among those with an outstanding request holding it, else among the others;
+// none when two are equally near; else the only candidate. The buckets from `psn`'s
+// up to 65536 PSNs above it are looked at, nearest first, and the search stops
+// at the first bucket with a match: no flow between those ends is scanned.
 TransportAnalyzer::Flow* TransportAnalyzer::infer_peer(Flow& resp, std::uint32_t psn) {
   const FlowKey& k = resp.s.key;
   const std::uint64_t reverse = host_pair_hash(k.transport, k.dst, k.src, k.addr_len);
+  ++pair_probes_;
+  const auto ends = unpaired_.find(reverse);
+  if (ends == unpaired_.end()) return nullptr;
+  const std::uint32_t candidates = ends->second.count;
   Flow* by_psn = nullptr;
-  Flow* only = nullptr;
-  int candidates = 0;
-  const auto hp = by_host_pair_.find(reverse);
-  if (hp == by_host_pair_.end()) return nullptr;
-  for (const std::uint32_t slot : hp->second) {
-    Flow* q = flows_.at(slot);
-    if (!q || q == &resp || q->host_pair != reverse || !q->started() || q->peer_slot >= 0) continue;
-    if (q->s.service == TransportService::ud || q->s.service == TransportService::uc) continue;
-    ++candidates;
-    only = q;
-    for (const auto& r : q->req->pending)
-      if (psn_diff(psn, r.first) >= 0 && psn_diff(r.last, psn) >= 0) by_psn = q;
-    const std::int32_t d = psn_diff(psn, q->req->high_next);
-    if (!by_psn && d < 0 && d > -65536) by_psn = q;
+  std::int32_t nearest = 0;
+  bool tie = false;
+  constexpr std::uint32_t kBuckets = 1u << (24 - kPsnBucketBits);
+  const std::uint32_t first = (psn & 0xFFFFFF) >> kPsnBucketBits;
+  for (std::uint32_t i = 0; i <= (1u << (16 - kPsnBucketBits)) && !by_psn; ++i) {
+    const std::vector<std::uint32_t>* bucket = unpaired_bucket(reverse, (first + i) % kBuckets);
+    for (std::size_t n = 0; bucket && n < bucket->size(); ++n) {
+      Flow* q = flows_.at((*bucket)[n]);
+      ++pair_probes_;
+      if (!q || q == &resp || q->host_pair != reverse) continue;
+      bool holds = false;
+      for (const auto& r : q->req->pending) holds |= psn_diff(psn, r.first) >= 0 && psn_diff(r.last, psn) >= 0;
+      std::int32_t d = psn_diff(q->req->high_next, psn);
+      if (!holds && (d < 0 || d >= 65536)) continue;
+      if (!holds) d += 65536;  // an outstanding request holding the PSN comes first
+      if (by_psn && d == nearest) {
+        tie = true;
+      } else if (!by_psn || d < nearest) {
+        by_psn = q;
+        nearest = d;
+        tie = false;
+      }
+    }
   }
+  if (tie) return nullptr;  // two requesters equally near: no guess (a wrong pair makes false verdicts)
+  Flow* only = candidates == 1 ? flows_.at(ends->second.slot_xor) : nullptr;
   if (by_psn) {
     pair(*by_psn, resp, candidates == 1 ? Pairing::inferred_only_flow : Pairing::inferred_psn);
     return by_psn;
   }
-  if (candidates == 1) {
+  if (only && only != &resp) {
     pair(*only, resp, Pairing::inferred_only_flow);
     return only;
   }
@@ -498,14 +564,11 @@ void TransportAnalyzer::note_cm_id(std::vector<std::uint32_t>& ids, std::uint32_
 // ---------------------------------------------------------------- memory bound
 
 // Called by the flow table just before it frees the slot.
-void TransportAnalyzer::retire(std::uint32_t slot, Flow& f) {
+void TransportAnalyzer::retire(std::uint32_t, Flow& f) {
   if (f.req) f.req->spur.open = false;  // no verdict: the answers may come after it went idle
   if (summaries_.size() < kMaxRetiredFlows) summaries_.push_back(f.s);
   else ++evicted_;
-  if (auto hp = by_host_pair_.find(f.host_pair); hp != by_host_pair_.end()) {
-    std::erase(hp->second, slot);
-    if (hp->second.empty()) by_host_pair_.erase(hp);
-  }
+  unindex_unpaired(f);
   if (auto ps = paths_.find(f.path); ps != paths_.end() && --ps->second.flows == 0) paths_.erase(ps);
 }
 
@@ -520,7 +583,8 @@ void TransportAnalyzer::finish() {
     else ++evicted_;
   });
   flows_.clear();
-  by_host_pair_.clear();
+  unpaired_by_psn_.clear();
+  unpaired_.clear();
   paths_.clear();
   std::sort(summaries_.begin(), summaries_.end(), [](const FlowSummary& a, const FlowSummary& b) { return a.index < b.index; });
 }

@@ -47,6 +47,10 @@ class TransportAnalyzer {
   // Every flow seen (live and retired), in creation order, after finish().
   const std::vector<FlowSummary>& flows() const { return summaries_; }
   std::uint64_t evicted_flows() const { return evicted_; }
+  // How many index buckets and candidate flows pairing responses with their
+  // requesters has looked at: the test that this is O(1) per packet, whatever
+  // the number of QPs between two ends, counts these.
+  std::uint64_t pairing_probes() const { return pair_probes_; }
   std::uint32_t global_pmtu() const { return global_pmtu_; }
   // A path MTU the user knows (256..4096): used for every flow instead of the
   // inferred one (READ PSN reservations, FIRST/MIDDLE payload checks). 0: infer.
@@ -80,6 +84,9 @@ class TransportAnalyzer {
   Flow* peer_requester(Flow& resp, std::uint32_t psn);
   Flow* infer_peer(Flow& resp, std::uint32_t psn);
   void pair(Flow& a, Flow& b, Pairing how);
+  void index_unpaired(Flow& f);
+  void unindex_unpaired(Flow& f);
+  std::vector<std::uint32_t>* unpaired_bucket(std::uint64_t host_pair, std::uint32_t bucket);
   std::uint32_t pmtu_for(const Flow& f) const;
   void learn_pmtu(Flow& f, std::uint32_t payload);
   void note_path_pmtu(const Flow& f, std::uint32_t pmtu);
@@ -89,9 +96,21 @@ class TransportAnalyzer {
 
   AnomalyLog& log_;
   FlowSlots<FlowKey, FlowKeyHash, Flow> flows_;  // live flows (at most kMaxLiveFlows)
-  // Live reliable-service candidates per (transport, source, destination), so that
-  // pairing a response with its requester looks only at flows between those two ends.
-  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> by_host_pair_;
+  // The pairing index: the live, started, still unpaired reliable requester flows
+  // (the only candidates a response can be paired with), by (transport, source,
+  // destination) and the PSN bucket of their next request PSN (high_next >>
+  // kPsnBucketBits); and per (transport, source, destination) how many there are
+  // and the XOR of their slots (with one, that is its slot). A response looks at
+  // the buckets just above its PSN, never at the paired flows or other PSNs.
+  // Memory: one slot number per unpaired flow, one map entry per non-empty bucket.
+  static constexpr unsigned kPsnBucketBits = 12;
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> unpaired_by_psn_;
+  struct UnpairedEnds {
+    std::uint32_t count = 0;
+    std::uint32_t slot_xor = 0;
+  };
+  std::unordered_map<std::uint64_t, UnpairedEnds> unpaired_;
+  std::uint64_t pair_probes_ = 0;  // candidate flows and buckets looked at while pairing (pairing_probes())
   std::vector<FlowSummary> summaries_;        // retired (and, after finish, all)
   std::uint64_t evicted_ = 0;       // flows past kMaxRetiredFlows: only counted
   std::uint32_t next_index_ = 0;
