@@ -93,8 +93,10 @@ RequesterEvent classify_older(const RequesterState& q, const SeqPacket& p) {
   const bool never_seen = loss && !loss->corrupt && !loss->resend_hole && unheld;
   // The IPv4 ID counter is shared by every flow between two hosts: trusted over a short time only.
   const bool clock_fresh = p.ts - q.high_ts < kIpIdClockSeconds;
+  // Without a clock (IPv6, native IB), a gap filled with no NAK or resend under way is taken as late.
+  const bool clock = never_seen && p.ip_id >= 0 && loss->ip_id_at >= 0;
   if ((unheld && clock_fresh && sent_before(p.ip_id, q.high_ip_id)) ||
-      (never_seen && ((!q.nak_frame && !q.resending) || sent_before(p.ip_id, loss->ip_id_at)))) {
+      (never_seen && (clock ? sent_before(p.ip_id, loss->ip_id_at) : !q.nak_frame && !q.resending))) {
     e.step = ReqStep::late;
     return e;
   }

@@ -244,7 +244,10 @@ ResponseEvent classify(const ResponseCursor& r, const RequesterState* q, const S
     // answered (a corrupt copy of a re-sent response), is taken for what it says it is.
     const bool continues = p.kind == OpKind::read_response_middle || p.kind == OpKind::read_response_last;
     const bool read = continues || starts_response(p.kind);
-    const bool fits = (continues && r.in_read_response && p.psn == r.expected) || (q && q->answered.holds(p.psn));
+    // A new response right after the last one ended is in place too (READ responses follow each other in PSN order).
+    const bool fits = (continues && r.in_read_response && p.psn == r.expected) ||
+                      (starts_response(p.kind) && !r.in_read_response && p.psn == r.expected) ||
+                      (q && q->answered.holds(p.psn));
     return {q && read && fits ? RespStep::read_corrupt : RespStep::ignored};
   }
   switch (p.kind) {

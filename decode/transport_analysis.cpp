@@ -168,6 +168,16 @@ TransportAnalyzer::TransportAnalyzer(AnomalyLog& log) : log_(log), flows_(kMaxLi
 }
 TransportAnalyzer::~TransportAnalyzer() = default;
 
+namespace {
+
+// A flow's two ends without its QP numbers.
+FlowKey hosts_of(FlowKey k) {
+  k.dest_qp = k.src_qp = 0;
+  return k;
+}
+
+}  // namespace
+
 TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std::uint64_t frame, double ts) {
   FlowKey k;
   endpoint_addresses(p, k);
@@ -315,6 +325,10 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     // Its receiver drops it: counted, and sequenced only where what it says can be checked.
     sp.corrupt = true;
     sp.anomaly = report_bad_crc(f, p, frame, out);
+    if (f.s.packets == 1) {  // it made a flow of its own
+      unplaced_frame_ = frame;
+      unplaced_hosts_ = hosts_of(f.s.key);
+    }
     const bool reliable = info.service != TransportService::ud && info.service != TransportService::uc;
     if (info.valid && reliable && info.is_request() && f.started()) {
       requester(f, p, sp, out);
@@ -332,12 +346,35 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     unreliable(f, p, sp, out);
   } else if (info.is_request()) {
     ++f.s.requests;
+    if (follows_unplaced(f, frame) && f.started()) f.requester().corrupt_unplaced = true;
     requester(f, p, sp, out);
     index_unpaired(f);
   } else {
     ++f.s.responses;
+    if (follows_unplaced(f, frame) && f.resp) place_corrupt_response(f, p, sp);
     responder(f, p, sp, out);
   }
+}
+
+bool TransportAnalyzer::follows_unplaced(const Flow& f, std::uint64_t frame) const {
+  return unplaced_frame_ && frame == unplaced_frame_ + 1 && hosts_of(f.s.key) == unplaced_hosts_;
+}
+
+// READ response data one PSN past the next, right after an unplaced corrupt
+// packet: that packet was the response at the next PSN (its QP number damaged).
+// Its requester dropped it; it is held, not lost.
+void TransportAnalyzer::place_corrupt_response(Flow& f, const DecodedPacket& p, const SeqPacket& sp) {
+  const ResponseCursor& r = *f.resp;
+  const bool continues = sp.kind == OpKind::read_response_middle || sp.kind == OpKind::read_response_last;
+  if (!r.in_read_response || !continues || sp.psn != ((r.expected + 1) & kPsnMask)) return;
+  SeqPacket held = sp;
+  held.psn = r.expected;
+  held.frame = unplaced_frame_;
+  held.kind = OpKind::read_response_middle;
+  held.corrupt = true;
+  held.anomaly = SIZE_MAX;
+  PacketAnalysis scratch;  // its own frame was reported already
+  responder(f, p, held, scratch);
 }
 
 // PSNs a request occupies: one, or one per READ response packet (IBA 9.7.2.1).

@@ -82,6 +82,8 @@ class TransportAnalyzer {
   void cm_message(const DecodedPacket& p, std::uint64_t frame);
   void note_cm_id(std::vector<std::uint32_t>& ids, std::uint32_t id);
   Flow* peer_requester(Flow& resp, std::uint32_t psn);
+  bool follows_unplaced(const Flow& f, std::uint64_t frame) const;
+  void place_corrupt_response(Flow& f, const DecodedPacket& p, const SeqPacket& sp);
   Flow* infer_peer(Flow& resp, std::uint32_t psn);
   void pair(Flow& a, Flow& b, Pairing how);
   void index_unpaired(Flow& f);
@@ -141,6 +143,11 @@ class TransportAnalyzer {
   std::vector<std::uint32_t> cm_req_ids_, cm_unmatched_reps_;
   bool forward_links_on_ = false;
   std::unordered_map<std::uint64_t, ForwardLink> forward_;
+  // The last corrupt packet that fitted no started flow (a damaged QP number made
+  // it look like a new one): the flow between the same hosts whose packet comes
+  // right after it may miss the PSN it carried (not a loss).
+  std::uint64_t unplaced_frame_ = 0;
+  FlowKey unplaced_hosts_;
   SeqSink::LinkFn link_fn_;
   friend class AnalyzerMerge;
 };

@@ -271,8 +271,12 @@ class Judge:
         overtaken = me["ipid"] is not None and any(
             r["frame"] > f and r["psn"] == p and r["ipid"] is not None and sent_before(r["ipid"], me["ipid"])
             for r in self.flows.get(key, []))
+        # ... or a damaged copy between the same hosts carried it (its QP number may be the damage).
+        src, dst, _ = key
+        damaged_copy = any(n < f and r.get("damaged") and r.get("src") == src and r.get("dst") == dst
+                           and r.get("psn") == p for n, r in self.frames.items())
         seen = any(r["psn"] == p for r in prior) or any(in_range(p, s, n) for s, n in read_ranges(prior)) \
-            or any(in_range(p, s, n) for s, n, _ in self.gap_psns.get(key, [])) or overtaken
+            or any(in_range(p, s, n) for s, n, _ in self.gap_psns.get(key, [])) or overtaken or damaged_copy
         if not seen:
             return ("R1", f"PSN {p} never sent before (nor inside an earlier READ's range, nor reported lost)")
         if a.get("cause") == "ack_lost":

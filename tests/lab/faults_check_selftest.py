@@ -71,6 +71,9 @@ def resend_rules():
            fc.ROCE_RULES["retransmission"](j, {"frame": 2}), None)
     j = judge([pkt(1, 100, 1), pkt(2, 101, 2)])
     expect("R1 a first transmission called a resend", fc.ROCE_RULES["retransmission"](j, {"frame": 2}), "R1")
+    j = judge([pkt(1, 100, 1), pkt(2, 101, 2, qp=0x8011, damaged=True), pkt(3, 102, 3), pkt(4, 101, 4)])
+    expect("R1 silent on a resend of a copy whose QP number was damaged",
+           fc.ROCE_RULES["retransmission"](j, {"frame": 4}), None)
     j = judge([pkt(1, 100, 1), pkt(2, 102, 3), pkt(3, 101, 4), pkt(4, 101, 2)])
     expect("R1 silent on a resend that overtook its original", fc.ROCE_RULES["retransmission"](j, {"frame": 3}), None)
     j = judge([pkt(1, 100, 1), pkt(2, 100, 7, src=B, dst=A, opcode=17, syndrome=0), pkt(3, 100, 2)])
