@@ -64,6 +64,7 @@ enum class ResendCause : std::uint8_t {
   corrupt,        // resends a packet captured corrupt (bad ICRC/VCRC): a bit error, not a drop
   response_loss,  // a READ re-issued because its response packets were lost (IBA 9.7.6.1)
   timer,          // none of the above: its original and answers passed the capture point
+  answer_corrupt, // the ACK/response of the original was captured corrupt: the requester dropped it
 };
 
 struct Anomaly {

@@ -261,16 +261,33 @@ void report_copy(AnomalyKind kind, const RequesterState& q, const SeqPacket& p, 
   sink.report(a);
 }
 
+// The highest PSN sent before the resend `p`: answers up to it answer its copies.
+// A resend delayed on the path may have been sent before the highest PSN seen
+// (the sender's clock says so): then only what the clock puts before it counts.
+std::uint32_t highest_sent_before(const RequesterState& q, const SeqPacket& p) {
+  const std::uint32_t high = (q.high_next - 1) & kPsnMask;
+  if (!sent_before(p.ip_id, q.high_ip_id) || p.ts - q.high_ts > kIpIdClockSeconds) return high;
+  std::uint32_t best = p.psn;
+  for (const RecentCopies::Copy& c : q.recent.ring)
+    if (c.ts > 0 && p.ts - c.ts < kIpIdClockSeconds && sent_before(c.ip_id, p.ip_id) && psn_diff(c.psn, best) > 0 &&
+        psn_diff(high, c.psn) >= 0)
+      best = c.psn;
+  return best;
+}
+
 void open_spurious_check(RequesterState& q, const SeqPacket& p, SeqSink& sink) {
-  if (q.spur.open && q.spur.psn == p.psn) {
+  if (q.spur.open && q.spur.psn == p.psn && !q.spur.closing) {
     ++q.spur.copies;
     return;
   }
   if (q.spur.open) spurious_verdict(q, sink, true);
   // The original may have been answered already (the requester was slow to see it).
   const std::uint32_t answered = q.acked_valid && psn_diff(q.acked_through, p.psn) >= 0 ? 1 : 0;
-  q.spur = SpuriousCheck{true, p.psn, 2, answered, (q.high_next - 1) & kPsnMask, false, p.frame,
+  q.spur = SpuriousCheck{true, p.psn, 2, answered, highest_sent_before(q, p), false, p.frame,
                          p.kind == OpKind::read_request};
+  // The original's ACK captured corrupt (after the last intact answer): dropped by the requester.
+  const bool covers = psn_diff(q.corrupt_ack_psn, p.psn) >= 0 && psn_diff(q.spur.limit, q.corrupt_ack_psn) >= 0;
+  if (q.corrupt_ack_frame && covers && !answered) q.spur.corrupt_answer = q.corrupt_ack_frame;
 }
 
 void report_episode(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink) {
@@ -667,7 +684,12 @@ void spurious_verdict(RequesterState& q, SeqSink& sink, bool conclusive) {
   a.frame = q.spur.frame;
   a.psn = q.spur.psn;
   a.count = static_cast<std::uint32_t>(resent);
-  a.expected_psn = -2;  // marks "the ACK was lost" for the explanation
+  if (q.spur.corrupt_answer) {
+    a.cause = ResendCause::answer_corrupt;
+    a.relate(q.spur.corrupt_answer);
+  } else {
+    a.expected_psn = -2;  // marks "the ACK was lost" for the explanation
+  }
   sink.report(a);
 }
 

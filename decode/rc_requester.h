@@ -33,8 +33,9 @@ inline constexpr std::int32_t kRestartJump = 1 << 20;  // a PSN jump this large 
 inline constexpr std::size_t kMaxPending = 4096;
 inline constexpr std::size_t kMaxOpenLosses = 64;
 inline constexpr double kTimeoutSilenceSeconds = 0.001;
-inline constexpr std::int32_t kCorruptAhead = 4096;
-inline constexpr double kIpIdClockSeconds = 0.5;  // how long an IPv4 ID orders packets (a 16-bit counter per host pair)  // how far ahead a corrupt packet's PSN is believed
+inline constexpr std::int32_t kCorruptAhead = 4096;  // how far ahead a corrupt packet's PSN is believed
+inline constexpr double kIpIdClockSeconds = 0.5;  // how long an IPv4 ID orders packets (a 16-bit counter per host pair)
+inline constexpr double kLateAnswerSeconds = 0.05;  // how long an answer reordered behind a newer one is waited for
 
 // What the sequence machines need of one packet.
 struct SeqPacket {
@@ -99,6 +100,11 @@ struct SpuriousCheck {
   bool complete = false;    // the resend has reached `limit`: answers from now on answer the whole copy
   std::uint64_t frame = 0;
   bool is_read = false;
+  // An answer beyond `limit` came: the copies' answers are due, but one may still
+  // arrive late (reordered on the path) for kLateAnswerSeconds after it.
+  bool closing = false;
+  double close_ts = 0;
+  std::uint64_t corrupt_answer = 0;  // an answer to a copy captured corrupt: the requester dropped it
 };
 
 struct RecentCopies {
@@ -153,6 +159,8 @@ struct RequesterState {
   RecentCopies recent;
   MessageState msg;
   bool corrupt_unplaced = false;   // the last packet was corrupt with a PSN that fit nowhere
+  std::uint64_t corrupt_ack_frame = 0;  // the last ACK captured corrupt, and the PSN it says
+  std::uint32_t corrupt_ack_psn = 0;
   std::int32_t high_ip_id = -1;    // IPv4 ID of the packet that carried the highest PSN (the sender's clock)
   double high_ts = 0;              // when it was captured
   std::int32_t episode_ip_id = -1; // IPv4 ID of the packet that started the resend in progress

@@ -63,17 +63,39 @@ void complete_upto(RequesterState& q, std::uint32_t upto, const SeqPacket& p, Se
 // Responders answer every copy of a request (IBA 9.7.5.1.2), a duplicate with an
 // ACK of the latest PSN they took (coalesced): an answer from the resent PSN up to
 // the highest PSN sent then counts once the resend got that far (an ACK in the
-// middle of a resend answers a part of it); one beyond that closes the count.
-void count_answer(RequesterState& q, std::uint32_t psn, SeqSink& req) {
-  if (!q.spur.open || psn_diff(psn, q.spur.psn) < 0) return;
-  if (psn_diff(psn, q.spur.limit) > 0) spurious_verdict(q, req, psn_diff(psn, q.spur.psn) < kRestartJump);
-  else if (q.spur.complete) ++q.spur.answers;
+// middle of a resend answers a part of it). One beyond that says the answers are
+// due; an answer reordered behind it still counts for kLateAnswerSeconds.
+void count_answer(RequesterState& q, std::uint32_t psn, double ts, SeqSink& req) {
+  SpuriousCheck& c = q.spur;
+  if (!c.open) return;
+  if (c.closing && ts - c.close_ts > kLateAnswerSeconds) return spurious_verdict(q, req, true);
+  const std::int32_t d = psn_diff(psn, c.psn);
+  if (d < 0) return;
+  if (psn_diff(psn, c.limit) > 0) {
+    if (d >= kRestartJump) return spurious_verdict(q, req, false);
+    if (!c.closing) {
+      c.closing = true;
+      c.close_ts = ts;
+    }
+  } else if (c.complete || c.closing) {
+    ++c.answers;
+  }
+  if (c.closing && c.answers >= c.copies) spurious_verdict(q, req, true);  // every copy answered
+}
+
+// A corrupt ACK whose PSN (if not itself damaged) falls in what an open resend
+// check covers explains a timer resend: the answer came, damaged.
+void note_corrupt_answer(RequesterState& q, std::uint32_t psn, std::uint64_t frame) {
+  q.corrupt_ack_frame = frame;
+  q.corrupt_ack_psn = psn;
+  SpuriousCheck& c = q.spur;
+  if (c.open && !c.corrupt_answer && psn_diff(psn, c.psn) >= 0 && psn_diff(c.limit, psn) >= 0) c.corrupt_answer = frame;
 }
 
 void apply_ack(RequesterState* q, const SeqPacket& p, SeqSink& resp, SeqSink* req) {
   ++resp.stats().acks;
   if (!q) return;
-  count_answer(*q, p.psn, *req);
+  count_answer(*q, p.psn, p.ts, *req);
   complete_upto(*q, p.psn, p, resp, *req);
   resp.verdict().expected_psn = q->resend_next;
 }
@@ -167,12 +189,22 @@ std::uint32_t match_read(ResponseCursor& r, RequesterState& q, bool complete, co
   return 0;
 }
 
+}  // namespace
+
+bool read_starts_at(const RequesterState& q, std::uint32_t psn) {
+  for (const PendingRequest& r : q.pending)
+    if (r.op == OpClass::read && r.first == psn) return true;
+  return false;
+}
+
+namespace {
+
 // A corrupt READ response packet at the next PSN: its requester drops it and
 // re-issues the READ from it (IBA 9.7.6.1); the capture holds it, so it is no gap.
 void apply_corrupt_read(ResponseCursor& r, RequesterState& q, const SeqPacket& p, SeqSink& resp) {
-  if (!q.answered.holds(p.psn)) {
-    open_corrupt(q, true, p);
-  } else {
+  // Even a copy of a response seen before: a re-issued READ asks for it again.
+  open_corrupt(q, true, p);
+  if (q.answered.holds(p.psn)) {
     ++resp.stats().resent_responses;  // a corrupt copy of a re-sent response
     resp.verdict().retransmission = true;
   }
@@ -207,7 +239,7 @@ std::uint32_t apply_read(ResponseCursor& r, RequesterState* q, const ResponseEve
   r.expected = (p.psn + 1) & kPsnMask;
   r.recent.add(p.psn, p.ip_id, p.ts);
   if (!q) return 0;
-  if (!r.in_read_response) count_answer(*q, p.psn, *req);
+  if (!r.in_read_response) count_answer(*q, p.psn, p.ts, *req);
   mark_seen(*q, true, p.psn, 1, p, resp);
   extend_unknown_read(*q, p);
   r.read_last_known = false;
@@ -221,7 +253,7 @@ void apply_atomic(RequesterState* q, const ResponseEvent& e, const SeqPacket& p,
     resp.verdict().retransmission = true;
   }
   if (!q) return;
-  count_answer(*q, p.psn, *req);
+  count_answer(*q, p.psn, p.ts, *req);
   mark_seen(*q, true, p.psn, 1, p, resp);
   for (auto it = q->pending.begin(); it != q->pending.end(); ++it) {
     if (it->first != p.psn) continue;
@@ -247,8 +279,11 @@ ResponseEvent classify(const ResponseCursor& r, const RequesterState* q, const S
     // A new response right after the last one ended is in place too (READ responses follow each other in PSN order).
     const bool fits = (continues && r.in_read_response && p.psn == r.expected) ||
                       (starts_response(p.kind) && !r.in_read_response && p.psn == r.expected) ||
-                      (q && q->answered.holds(p.psn));
-    return {q && read && fits ? RespStep::read_corrupt : RespStep::ignored};
+                      (q && q->answered.holds(p.psn)) ||
+                      (starts_response(p.kind) && !r.in_read_response && q && read_starts_at(*q, p.psn));
+    if (q && read && fits) return {RespStep::read_corrupt};
+    const bool ack = p.kind == OpKind::acknowledge || p.kind == OpKind::atomic_acknowledge;
+    return {q && ack ? RespStep::answer_corrupt : RespStep::ignored};
   }
   switch (p.kind) {
     case OpKind::acknowledge: {
@@ -275,6 +310,7 @@ std::uint32_t apply(ResponseCursor& r, RequesterState* q, const ResponseEvent& e
     case RespStep::atomic_ack: case RespStep::atomic_replay: apply_atomic(q, e, p, resp, req); return 0;
     case RespStep::ignored: return 0;
     case RespStep::read_corrupt: apply_corrupt_read(r, *q, p, resp); return 0;
+    case RespStep::answer_corrupt: note_corrupt_answer(*q, p.psn, p.frame); return 0;
     default: return apply_read(r, q, e, p, resp, req);
   }
 }

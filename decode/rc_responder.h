@@ -34,6 +34,7 @@ enum class RespStep : std::uint8_t {
   atomic_ack,       // the answer to an atomic
   atomic_replay,    // an atomic answered again (its resend)
   read_corrupt,     // a READ response with a bad CRC at the next PSN: held (not lost), its requester drops it
+  answer_corrupt,   // an ACK or atomic ACK with a bad CRC: its requester drops it (a timer resend may follow)
 };
 
 struct ResponseEvent {
@@ -44,6 +45,9 @@ struct ResponseEvent {
 };
 
 // `q`: the requester's state (the reverse flow), or nullptr when not paired.
+// An outstanding READ starts at `psn`: its first response may be the stream's first.
+bool read_starts_at(const RequesterState& q, std::uint32_t psn);
+
 ResponseEvent classify(const ResponseCursor& r, const RequesterState* q, const SeqPacket& p);
 // Reports on the response flow through `resp`; latencies go to the requester's flow through `req`
 // (non-null when `q` is). Returns the segment size a completed multi-packet READ response

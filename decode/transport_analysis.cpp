@@ -328,6 +328,8 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     if (f.s.packets == 1) {  // it made a flow of its own
       unplaced_frame_ = frame;
       unplaced_hosts_ = hosts_of(f.s.key);
+      unplaced_ack_ = info.kind == OpKind::acknowledge || info.kind == OpKind::atomic_acknowledge;
+      unplaced_psn_ = sp.psn;
     }
     const bool reliable = info.service != TransportService::ud && info.service != TransportService::uc;
     if (info.valid && reliable && info.is_request() && f.started()) {
@@ -346,31 +348,54 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     unreliable(f, p, sp, out);
   } else if (info.is_request()) {
     ++f.s.requests;
-    if (follows_unplaced(f, frame) && f.started()) f.requester().corrupt_unplaced = true;
+    if (f.started() && follows_unplaced(f, frame)) f.requester().corrupt_unplaced = true;
+    if (f.started() && follows_unplaced_ack(f, frame)) note_unplaced_ack(f.requester());
     requester(f, p, sp, out);
     index_unpaired(f);
   } else {
     ++f.s.responses;
-    if (follows_unplaced(f, frame) && f.resp) place_corrupt_response(f, p, sp);
+    if (follows_unplaced(f, frame)) place_corrupt_response(f, p, sp);
     responder(f, p, sp, out);
   }
 }
 
+// The corrupt packet just before a request, its QP number damaged, said it was
+// an ACK from the other end: this requester dropped it (a timer resend may follow).
+void TransportAnalyzer::note_unplaced_ack(RequesterState& q) const {
+  q.corrupt_ack_frame = unplaced_frame_;
+  q.corrupt_ack_psn = unplaced_psn_;
+}
+
+bool TransportAnalyzer::follows_unplaced_ack(const Flow& f, std::uint64_t frame) const {
+  FlowKey back = hosts_of(f.s.key);
+  std::swap(back.src, back.dst);
+  return unplaced_ack_ && unplaced_frame_ && frame == unplaced_frame_ + 1 && back == unplaced_hosts_;
+}
+
 bool TransportAnalyzer::follows_unplaced(const Flow& f, std::uint64_t frame) const {
-  return unplaced_frame_ && frame == unplaced_frame_ + 1 && hosts_of(f.s.key) == unplaced_hosts_;
+  return !unplaced_ack_ && unplaced_frame_ && frame == unplaced_frame_ + 1 && hosts_of(f.s.key) == unplaced_hosts_;
 }
 
 // READ response data one PSN past the next, right after an unplaced corrupt
-// packet: that packet was the response at the next PSN (its QP number damaged).
-// Its requester dropped it; it is held, not lost.
+// packet: that packet was the response at the next PSN (its QP number damaged),
+// or the first response of the flow, to a READ starting there. Its requester
+// dropped it; it is held, not lost.
 void TransportAnalyzer::place_corrupt_response(Flow& f, const DecodedPacket& p, const SeqPacket& sp) {
-  const ResponseCursor& r = *f.resp;
   const bool continues = sp.kind == OpKind::read_response_middle || sp.kind == OpKind::read_response_last;
-  if (!r.in_read_response || !continues || sp.psn != ((r.expected + 1) & kPsnMask)) return;
+  const std::uint32_t before = (sp.psn - 1) & kPsnMask;
+  if (!continues) return;
+  OpKind kind = OpKind::read_response_middle;
+  if (!f.resp) {
+    const Flow* qf = peer_requester(f, before);
+    if (!qf || !qf->req || !read_starts_at(*qf->req, before)) return;
+    kind = OpKind::read_response_first;
+  } else if (!f.resp->in_read_response || f.resp->expected != before) {
+    return;
+  }
   SeqPacket held = sp;
-  held.psn = r.expected;
+  held.psn = before;
   held.frame = unplaced_frame_;
-  held.kind = OpKind::read_response_middle;
+  held.kind = kind;
   held.corrupt = true;
   held.anomaly = SIZE_MAX;
   PacketAnalysis scratch;  // its own frame was reported already
@@ -602,7 +627,7 @@ void TransportAnalyzer::note_cm_id(std::vector<std::uint32_t>& ids, std::uint32_
 
 // Called by the flow table just before it frees the slot.
 void TransportAnalyzer::retire(std::uint32_t, Flow& f) {
-  if (f.req) f.req->spur.open = false;  // no verdict: the answers may come after it went idle
+  settle_spurious(f);
   if (summaries_.size() < kMaxRetiredFlows) summaries_.push_back(f.s);
   else ++evicted_;
   unindex_unpaired(f);
@@ -614,8 +639,17 @@ void TransportAnalyzer::retire_idle(double now) {
                    [this](std::uint32_t slot, Flow& f) { retire(slot, f); });
 }
 
+// An open spurious-resend check at the end: a verdict only if its answers were
+// due (one beyond the resent PSNs came); otherwise they may come after the capture.
+void TransportAnalyzer::settle_spurious(Flow& f) {
+  if (!f.req || !f.req->spur.open) return;
+  SeqSink sink(log_, f.s, nullptr);
+  spurious_verdict(*f.req, sink, f.req->spur.closing);
+}
+
 void TransportAnalyzer::finish() {
   flows_.for_each([this](std::uint32_t, Flow& f) {
+    settle_spurious(f);
     if (summaries_.size() < kMaxRetiredFlows) summaries_.push_back(f.s);
     else ++evicted_;
   });

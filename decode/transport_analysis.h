@@ -27,6 +27,7 @@
 namespace rdmadiag::decode {
 
 struct SeqPacket;
+struct RequesterState;
 
 class TransportAnalyzer {
  public:
@@ -94,6 +95,9 @@ class TransportAnalyzer {
   void note_path_pmtu(const Flow& f, std::uint32_t pmtu);
   void retire_idle(double now);
   void retire(std::uint32_t slot, Flow& f);
+  void settle_spurious(Flow& f);
+  void note_unplaced_ack(RequesterState& q) const;
+  bool follows_unplaced_ack(const Flow& f, std::uint64_t frame) const;
   void link_forward(std::uint64_t request_frame, std::uint64_t response_frame, double latency_us);
 
   AnomalyLog& log_;
@@ -148,6 +152,8 @@ class TransportAnalyzer {
   // right after it may miss the PSN it carried (not a loss).
   std::uint64_t unplaced_frame_ = 0;
   FlowKey unplaced_hosts_;
+  bool unplaced_ack_ = false;  // it says it is an ACK or atomic ACK (what its requester would drop)
+  std::uint32_t unplaced_psn_ = 0;
   SeqSink::LinkFn link_fn_;
   friend class AnalyzerMerge;
 };

@@ -36,6 +36,7 @@ std::string psn_range(std::uint32_t first, std::uint32_t count) {
 const char* retransmission_cause(const Anomaly& a) {
   if (a.expected_psn == -2) return "ack_lost";
   if (a.cause == ResendCause::corrupt) return "corruption";
+  if (a.cause == ResendCause::answer_corrupt) return "ack_corrupt";
   if (a.cause == ResendCause::response_loss) return "read_response_lost";
   return a.related_count ? "nak_or_gap" : "timeout";
 }
@@ -209,6 +210,9 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
                           static_cast<unsigned long long>(a.frame), a.count);
       if (a.expected_psn == -2)
         s += "; the ACK of the original never reached the capture point (lost): transport timeout";
+      else if (a.cause == ResendCause::answer_corrupt)
+        s += "; the ACK/response of the original was captured corrupt (bad ICRC, frame " + rel +
+             ") and dropped by the requester: transport timeout";
       else if (a.cause == ResendCause::corrupt)
         s += "; the original was corrupted (bad ICRC)" + (rel.empty() ? std::string() : ", frames " + rel);
       else if (a.cause == ResendCause::response_loss)

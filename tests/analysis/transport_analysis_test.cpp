@@ -273,6 +273,44 @@ TEST(TransportAnalysis, SpuriousResendIsNotAnAnomalyButALostAckIs) {
   EXPECT_EQ(lost.flow(0).timeout_retransmissions, 1u);
 }
 
+// Regressions from the fault matrix (tests/pcaps/faults/, rxe with netem reorder
+// and corrupt on the responder): the answer to a timer resend reordered behind a
+// newer ACK still answers it; an ACK captured corrupt is why the timer fired.
+TEST(TransportAnalysis, AnswerReorderedBehindANewerAckStillCounts) {
+  Wire w;
+  w.request(kWriteOnly, 1, 8);
+  w.ack(1);
+  w.request(kWriteOnly, 1, 8, true, 0, 0.02);  // the timer fired as the ACK came
+  w.request(kWriteOnly, 2, 8);
+  w.ack(2);
+  w.ack(1);  // the answer to the resend, overtaken on the path by ACK 2
+  w.request(kWriteOnly, 3, 8, true, 0, 0.1);
+  w.ack(3);
+  w.finish();
+  EXPECT_EQ(w.log().count(AnomalyKind::retransmission), 0u);
+  EXPECT_EQ(w.flow(0).spurious_retransmissions, 1u);
+}
+
+TEST(TransportAnalysis, TimerResendAfterACorruptAckBlamesTheCorruption) {
+  Wire w;
+  w.request(kWriteOnly, 1, 8);
+  DecodedPacket bad = w.base(false, kAck, 1);
+  bad.ib.aeth.syndrome = 0x1F;
+  bad.icrc = CrcStatus::bad;  // its requester drops it
+  w.feed(bad);
+  w.request(kWriteOnly, 1, 8, true, 0, 0.02);
+  w.ack(1);
+  w.request(kWriteOnly, 2, 8);
+  w.ack(2);
+  w.finish();
+  ASSERT_EQ(w.log().count(AnomalyKind::retransmission), 1u);
+  for (const Anomaly& a : w.log().items())
+    if (a.kind == AnomalyKind::retransmission) {
+      EXPECT_EQ(a.cause, ResendCause::answer_corrupt);
+      EXPECT_EQ(a.related[0], 2u);  // the corrupt ACK's frame
+    }
+}
+
 TEST(TransportAnalysis, MessageStructureAndLengths) {
   Wire w;
   w.request(kSendFirst, 1, 1024, false);

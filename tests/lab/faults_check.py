@@ -275,16 +275,31 @@ class Judge:
         src, dst, _ = key
         damaged_copy = any(n < f and r.get("damaged") and r.get("src") == src and r.get("dst") == dst
                            and r.get("psn") == p for n, r in self.frames.items())
+        # ... or the responder NAKed (sequence error) at or just below it: it took a later PSN, so
+        # PSN p was sent before (in order), even if before the capture of this QP began.
+        nak_asked = any(n < f and self.reverse(n, src, dst, (17,)) and r.get("syndrome") == NAK_SEQ
+                        and 0 <= psn_diff(p, r["psn"]) < 64 for n, r in self.frames.items())
         seen = any(r["psn"] == p for r in prior) or any(in_range(p, s, n) for s, n in read_ranges(prior)) \
-            or any(in_range(p, s, n) for s, n, _ in self.gap_psns.get(key, [])) or overtaken or damaged_copy
+            or any(in_range(p, s, n) for s, n, _ in self.gap_psns.get(key, [])) or overtaken or damaged_copy \
+            or nak_asked
         if not seen:
             return ("R1", f"PSN {p} never sent before (nor inside an earlier READ's range, nor reported lost)")
+        if a.get("cause") == "ack_corrupt" and not self.damaged_answer(key, p, prior, f):
+            return ("R6", f"'the ACK/response was captured corrupt' but no damaged packet from the responder "
+                          f"came between PSN {p}'s last copy and frame {f}")
         if a.get("cause") == "ack_lost":
             resp = self.response_seen(key, p, prior, f)
             if resp:
                 return ("R5", f"'the ACK/response never reached the capture point' but frame {resp} answering "
                               f"PSN {p} is on the wire")
         return None
+
+    def damaged_answer(self, key, p, prior, f):
+        """A damaged packet from the responder's host between PSN p's last earlier copy and f."""
+        last = max([r["frame"] for r in prior if r["psn"] == p], default=None)
+        src, dst, _ = key
+        return last is not None and any(self.frames.get(n, {}).get("src") == dst and self.frames.get(n, {}).get("dst") == src
+                                        and self.frames[n].get("damaged") for n in range(last + 1, f))
 
     def response_seen(self, key, p, prior, f):
         """A response from the responder covering PSN p, after p's last earlier

@@ -79,6 +79,16 @@ def resend_rules():
     j = judge([pkt(1, 100, 1), pkt(2, 100, 7, src=B, dst=A, opcode=17, syndrome=0), pkt(3, 100, 2)])
     expect("R5 'ACK lost' while the ACK is captured",
            fc.ROCE_RULES["retransmission"](j, {"frame": 3, "cause": "ack_lost"}), "R5")
+    j = judge([pkt(1, 100, 1), pkt(2, 100, 7, src=B, dst=A, opcode=17, syndrome=0, damaged=True), pkt(3, 100, 2)])
+    expect("R6 silent on 'ACK captured corrupt' with the damaged ACK captured",
+           fc.ROCE_RULES["retransmission"](j, {"frame": 3, "cause": "ack_corrupt"}), None)
+    j = judge([pkt(1, 100, 1), pkt(2, 100, 7, src=B, dst=A, opcode=17, syndrome=0), pkt(3, 100, 2)])
+    expect("R6 'ACK captured corrupt' with only an intact ACK",
+           fc.ROCE_RULES["retransmission"](j, {"frame": 3, "cause": "ack_corrupt"}), "R6")
+    # The capture of the QP begins at 101; the responder NAKs 100 (it took 101): 100 was sent before.
+    j = judge([pkt(1, 101, 2), pkt(2, 100, 7, src=B, dst=A, opcode=17, syndrome=0x60), pkt(3, 100, 3)])
+    expect("R1 silent on a resend the responder's NAK asked for",
+           fc.ROCE_RULES["retransmission"](j, {"frame": 3}), None)
     j = judge([pkt(1, 100, 1), pkt(2, 101, 2), pkt(3, 100, 7, src=B, dst=A, opcode=17, syndrome=0x60),
                pkt(4, 101, 4)])
     expect("S1 a resend after a NAK below it called spurious",
