@@ -206,7 +206,10 @@ TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, Transp
   ++paths_[f->path].flows;
   const std::uint32_t slot = flows_.insert(
       k, std::move(f), [](const Flow& x) { return x.s.last_ts; },
-      [this](std::uint32_t s, Flow& x) { retire(s, x); });
+      [this](std::uint32_t s, Flow& x) {  // only at the live-flow cap
+        ++cap_retired_;
+        retire(s, x);
+      });
   Flow& made = *flows_.at(slot);
   made.slot = slot;
   return made;
