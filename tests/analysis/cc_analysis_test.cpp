@@ -12,6 +12,7 @@
 #include "decode/congestion_analysis.h"
 #include "decode/ib_opcodes.h"
 #include "decode/packet.h"
+#include "tests/analysis/two_hosts_packet.h"
 
 using namespace rdmadiag::decode;
 
@@ -107,19 +108,8 @@ TEST(CongestionSteps, TooFewGapsBeforeIsUnjudged) {
 namespace {
 
 DecodedPacket roce(bool a_to_b, std::uint8_t opcode, std::uint32_t dest_qp, std::uint8_t ecn) {
-  DecodedPacket p;
-  p.linktype = 1;
-  p.transport = Transport::roce_v2;
-  p.wirelen = p.caplen = 100;
-  Ipv4Header ip{};
-  ip.src = a_to_b ? std::array<std::uint8_t, 4>{10, 0, 0, 1} : std::array<std::uint8_t, 4>{10, 0, 0, 2};
-  ip.dst = a_to_b ? std::array<std::uint8_t, 4>{10, 0, 0, 2} : std::array<std::uint8_t, 4>{10, 0, 0, 1};
-  ip.ecn = ecn;
-  p.ipv4 = ip;
-  p.has_bth = true;
-  p.ib.bth.opcode = opcode;
+  DecodedPacket p = test::two_hosts_packet(a_to_b, opcode, 0, ecn);
   p.ib.bth.dest_qp = dest_qp;
-  p.icrc = CrcStatus::ok;
   return p;
 }
 

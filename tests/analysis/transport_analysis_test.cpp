@@ -5,6 +5,7 @@
 
 #include "decode/analyzer.h"
 #include "decode/transport_analysis.h"
+#include "tests/analysis/two_hosts_packet.h"
 
 using namespace rdmadiag::decode;
 
@@ -24,22 +25,11 @@ struct Wire {
   std::vector<PacketAnalysis> results;
 
   DecodedPacket base(bool a_to_b, std::uint8_t opcode, std::uint32_t psn) {
-    DecodedPacket p;
-    p.linktype = 1;
-    p.transport = Transport::roce_v2;
-    p.wirelen = p.caplen = 100;
-    Ipv4Header ip{};
-    ip.src = a_to_b ? std::array<std::uint8_t, 4>{10, 0, 0, 1} : std::array<std::uint8_t, 4>{10, 0, 0, 2};
-    ip.dst = a_to_b ? std::array<std::uint8_t, 4>{10, 0, 0, 2} : std::array<std::uint8_t, 4>{10, 0, 0, 1};
-    ip.id = ip_id++;
-    p.ipv4 = ip;
-    p.has_bth = true;
-    p.ib.bth.opcode = opcode;
+    DecodedPacket p = test::two_hosts_packet(a_to_b, opcode, ip_id++);
     p.ib.bth.psn = psn & kPsnMask;
     p.ib.bth.dest_qp = a_to_b ? 0x22 : 0x11;
     p.ib.bth.pkey = 0xFFFF;
     p.ib.present = opcode_info(opcode).ext_headers;
-    p.icrc = CrcStatus::ok;
     return p;
   }
   PacketAnalysis feed(const DecodedPacket& p, double dt = 0.00001) {
