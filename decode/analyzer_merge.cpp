@@ -95,6 +95,7 @@ void AnalyzerMerge::merge(std::span<Analyzer* const> shards, Analyzer& out,
     flow_index[s].assign(x.next_index_, UINT32_MAX);
     for (std::size_t i = 0; i < x.summaries_.size(); ++i) refs.push_back({x.summaries_[i].first_frame, s, i});
     t.evicted_ += x.evicted_;
+    t.cap_retired_ += x.cap_retired_;
     t.global_pmtu_ = std::max(t.global_pmtu_, x.global_pmtu_);
   }
   std::sort(refs.begin(), refs.end(), [&](const FlowRef& a, const FlowRef& b) {

@@ -158,7 +158,10 @@ std::uint32_t CongestionAnalyzer::slot_for(const FlowKey& k, std::uint64_t frame
       [this](std::uint32_t sl, CcFlowState& s) { retire(sl, s); });
   FlowKey pair = k;
   pair.dest_qp = 0;
-  by_pair_[pair].push_back(slot);
+  PairFlows& listed = by_pair_[pair];
+  flows_.at(slot)->pair_pos = static_cast<std::uint32_t>(listed.slots.size());
+  listed.slots.push_back(slot);
+  ++listed.live;
   return slot;
 }
 
@@ -169,7 +172,8 @@ std::uint32_t CongestionAnalyzer::flow_for_cnp(const DecodedPacket& p, const Flo
   const std::uint32_t qp = p.ib.bth.dest_qp;
   std::uint32_t oldest = decltype(flows_)::kNone, free_one = decltype(flows_)::kNone;
   std::size_t free_count = 0;
-  for (std::uint32_t slot : it->second) {
+  for (std::uint32_t slot : it->second.slots) {
+    if (slot == decltype(flows_)::kNone) continue;  // retired
     const CcFlowState& s = *flows_.at(slot);
     if (s.r.sender_qp_known && s.r.sender_qp == qp) return slot;
     if (s.r.sender_qp_known) continue;  // another sender QP's flow
@@ -247,9 +251,21 @@ void CongestionAnalyzer::retire(std::uint32_t slot, CcFlowState& s) {
   FlowKey pair = s.r.key;
   pair.dest_qp = 0;
   const auto it = by_pair_.find(pair);
-  if (it == by_pair_.end()) return;
-  std::erase(it->second, slot);
-  if (it->second.empty()) by_pair_.erase(it);
+  if (it == by_pair_.end() || it->second.slots[s.pair_pos] != slot) return;
+  PairFlows& listed = it->second;
+  listed.slots[s.pair_pos] = decltype(flows_)::kNone;
+  if (--listed.live == 0) {
+    by_pair_.erase(it);
+    return;
+  }
+  if (listed.live * 2 >= listed.slots.size()) return;
+  std::size_t n = 0;  // compact, keeping the order
+  for (const std::uint32_t kept : listed.slots) {
+    if (kept == decltype(flows_)::kNone) continue;
+    flows_.at(kept)->pair_pos = static_cast<std::uint32_t>(n);
+    listed.slots[n++] = kept;
+  }
+  listed.slots.resize(n);
 }
 
 void CongestionAnalyzer::sweep(std::int64_t now_ns) {

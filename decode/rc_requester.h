@@ -14,12 +14,13 @@
 // corrupt. The windows of PSNs seen (psn_window.h) answer that.
 //
 // Memory per flow: two PSN windows (2 x 256 bytes), a ring of the last 64
-// requests' IP IDs (1 KB), at most 4096 outstanding requests, 64 open losses
+// requests' IP IDs (1 KB, from the second request on), at most 4096 outstanding requests, 64 open losses
 // and the last 4 recovered ones.
 #pragma once
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "decode/flow_ring.h"
@@ -107,20 +108,39 @@ struct SpuriousCheck {
   std::uint64_t corrupt_answer = 0;  // an answer to a copy captured corrupt: the requester dropped it
 };
 
+// The last 64 copies a flow sent (PSN, IPv4 ID, time), to tell a network's
+// copy from a resend. The first entry is inline and the other 63 are allocated
+// at the second copy: a many-QP capture holds many flows of one or two packets,
+// and the full ring (1 KB) was the largest part of their state.
 struct RecentCopies {
   struct Copy {
     std::uint32_t psn;
     std::int32_t ip_id;
     double ts;
   };
-  std::array<Copy, 64> ring{};
+  static constexpr std::size_t kSize = 64;
+  Copy first{};
+  std::unique_ptr<std::array<Copy, kSize - 1>> rest;  // entries 1..63 of the ring
   std::size_t pos = 0;
-  void add(std::uint32_t psn, std::int32_t ip_id, double ts) { ring[pos++ % ring.size()] = Copy{psn, ip_id, ts}; }
+  void add(std::uint32_t psn, std::int32_t ip_id, double ts) {
+    const std::size_t i = pos++ % kSize;
+    if (i == 0) {
+      first = Copy{psn, ip_id, ts};
+      return;
+    }
+    if (!rest) rest = std::make_unique<std::array<Copy, kSize - 1>>();
+    (*rest)[i - 1] = Copy{psn, ip_id, ts};
+  }
   // A copy made by the network keeps the IPv4 ID of its original; without an
   // IPv4 header, only a copy within `within` seconds of its original counts.
   bool has_copy(std::uint32_t psn, std::int32_t ip_id, double ts, double within) const {
-    for (const Copy& c : ring)
-      if (c.psn == psn && c.ts > 0 && (ip_id >= 0 ? c.ip_id == ip_id : ts - c.ts < within)) return true;
+    const auto same = [&](const Copy& c) {
+      return c.psn == psn && c.ts > 0 && (ip_id >= 0 ? c.ip_id == ip_id : ts - c.ts < within);
+    };
+    if (same(first)) return true;
+    if (rest)
+      for (const Copy& c : *rest)
+        if (same(c)) return true;
     return false;
   }
 };

@@ -48,6 +48,9 @@ class TransportAnalyzer {
   // Every flow seen (live and retired), in creation order, after finish().
   const std::vector<FlowSummary>& flows() const { return summaries_; }
   std::uint64_t evicted_flows() const { return evicted_; }
+  // Flows retired while still active because kMaxLiveFlows were live: each is
+  // listed, but a later packet of it starts a new flow (its sequence restarts).
+  std::uint64_t cap_retired_flows() const { return cap_retired_; }
   // How many index buckets and candidate flows pairing responses with their
   // requesters has looked at: the test that this is O(1) per packet, whatever
   // the number of QPs between two ends, counts these.
@@ -119,6 +122,7 @@ class TransportAnalyzer {
   std::uint64_t pair_probes_ = 0;  // candidate flows and buckets looked at while pairing (pairing_probes())
   std::vector<FlowSummary> summaries_;        // retired (and, after finish, all)
   std::uint64_t evicted_ = 0;       // flows past kMaxRetiredFlows: only counted
+  std::uint64_t cap_retired_ = 0;   // flows retired at the live-flow cap (cap_retired_flows())
   std::uint32_t next_index_ = 0;
   std::uint32_t global_pmtu_ = 0;  // the largest PMTU learned on any flow (reported only)
   std::uint32_t pmtu_override_ = 0;

@@ -299,6 +299,9 @@ void write_flow_table(std::ostream& out, const TransportAnalyzer& t) {
                static_cast<unsigned long long>(f->ecn_ce), static_cast<unsigned long long>(f->cnp));
   }
   if (t.evicted_flows()) out << fmt("  (%llu more flows evicted: over the memory cap)\n", static_cast<unsigned long long>(t.evicted_flows()));
+  if (t.cap_retired_flows())
+    out << fmt("  (%llu flows retired while active: over %zu live flows; a later packet of one starts a new flow)\n",
+               static_cast<unsigned long long>(t.cap_retired_flows()), TransportAnalyzer::kMaxLiveFlows);
 }
 
 namespace {

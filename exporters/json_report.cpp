@@ -220,6 +220,8 @@ Json report_members_json(const AnalyzeReport& report, const Json& extra) {
       summary["anomalies"] = {{"total", log.total()}, {"by_kind", by_kind}, {"listed", log.listed()}};
       summary["flows"] = report.analyzer->transport().flows().size();
       if (report.analyzer->transport().evicted_flows()) summary["flows_evicted"] = report.analyzer->transport().evicted_flows();
+      if (report.analyzer->transport().cap_retired_flows())
+        summary["flows_retired_at_cap"] = report.analyzer->transport().cap_retired_flows();
     }
     j["summary"] = std::move(summary);
   }

@@ -5,9 +5,14 @@
 // of the (up to kCcWindow) gaps before it.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 
+#include "decode/anomaly.h"
 #include "decode/congestion_analysis.h"
+#include "decode/ib_opcodes.h"
+#include "decode/packet.h"
+#include "tests/analysis/two_hosts_packet.h"
 
 using namespace rdmadiag::decode;
 
@@ -96,3 +101,36 @@ TEST(CongestionSteps, TooFewGapsBeforeIsUnjudged) {
 }
 
 }  // namespace
+
+// The analyzer's CNP matching after many flows of one address pair retired:
+// the retired ones leave holes in the pair's list (compacted at half), and a CNP
+// still finds the one live flow with an unanswered CE mark.
+namespace {
+
+DecodedPacket roce(bool a_to_b, std::uint8_t opcode, std::uint32_t dest_qp, std::uint8_t ecn) {
+  DecodedPacket p = test::two_hosts_packet(a_to_b, opcode, 0, ecn);
+  p.ib.bth.dest_qp = dest_qp;
+  return p;
+}
+
+}  // namespace
+
+TEST(CongestionAnalyzer, CnpFindsTheMarkedFlowAfterItsPairsFlowsRetired) {
+  AnomalyLog log;
+  CongestionAnalyzer cc(log);
+  constexpr std::uint32_t kOld = 3000;
+  std::uint64_t frame = 0;
+  for (std::uint32_t qp = 1; qp <= kOld; ++qp) cc.add(roce(true, 0x04, qp, 2), ++frame, 1000, 0);
+  const std::int64_t later = 200'000'000'000;  // past kIdleRetireNs: the first flows go idle
+  for (std::uint32_t qp = kOld + 1; qp <= kOld + 3; ++qp) cc.add(roce(true, 0x04, qp, 2), ++frame, later, 0);
+  cc.sweep(later + 1);
+  cc.add(roce(true, 0x04, kOld + 2, 3), ++frame, later + 10 * kUs, 0);  // CE on the middle flow
+  const auto found = cc.add(roce(false, kOpcodeCnp, 0x77, 0), ++frame, later + 30 * kUs, 0);
+  EXPECT_EQ(found.cnp_response_ns, 20 * kUs);
+  EXPECT_EQ(found.cnp_mark_frame, frame - 1);
+  EXPECT_EQ(cc.totals().cnps_unmatched, 0u);
+  cc.add(roce(true, 0x04, kOld + 1, 2), ++frame, later + 40 * kUs, 0);  // its neighbours still live and listed
+  cc.add(roce(true, 0x04, kOld + 3, 2), ++frame, later + 50 * kUs, 0);
+  cc.finish();
+  EXPECT_EQ(cc.flows().size(), kOld + 3);
+}

@@ -5,6 +5,7 @@
 
 #include "decode/analyzer.h"
 #include "decode/transport_analysis.h"
+#include "tests/analysis/two_hosts_packet.h"
 
 using namespace rdmadiag::decode;
 
@@ -24,22 +25,11 @@ struct Wire {
   std::vector<PacketAnalysis> results;
 
   DecodedPacket base(bool a_to_b, std::uint8_t opcode, std::uint32_t psn) {
-    DecodedPacket p;
-    p.linktype = 1;
-    p.transport = Transport::roce_v2;
-    p.wirelen = p.caplen = 100;
-    Ipv4Header ip{};
-    ip.src = a_to_b ? std::array<std::uint8_t, 4>{10, 0, 0, 1} : std::array<std::uint8_t, 4>{10, 0, 0, 2};
-    ip.dst = a_to_b ? std::array<std::uint8_t, 4>{10, 0, 0, 2} : std::array<std::uint8_t, 4>{10, 0, 0, 1};
-    ip.id = ip_id++;
-    p.ipv4 = ip;
-    p.has_bth = true;
-    p.ib.bth.opcode = opcode;
+    DecodedPacket p = test::two_hosts_packet(a_to_b, opcode, ip_id++);
     p.ib.bth.psn = psn & kPsnMask;
     p.ib.bth.dest_qp = a_to_b ? 0x22 : 0x11;
     p.ib.bth.pkey = 0xFFFF;
     p.ib.present = opcode_info(opcode).ext_headers;
-    p.icrc = CrcStatus::ok;
     return p;
   }
   PacketAnalysis feed(const DecodedPacket& p, double dt = 0.00001) {
@@ -384,4 +374,38 @@ TEST(TransportAnalysis, LiveFlowsAreBounded) {
   w.finish();
   EXPECT_EQ(w.analyzer.transport().flows().size() + w.analyzer.transport().evicted_flows(), n);
   EXPECT_EQ(w.log().total(), 0u);
+}
+
+// At the live-flow cap the least recently active eighth of the live flows is
+// retired while still in use (flow_slots.h); the report must count them, and a
+// retired flow that sends again is a second flow, not a continuation.
+TEST(TransportAnalysis, FlowsRetiredAtTheLiveCapAreCounted) {
+  Wire w;
+  const std::size_t n = TransportAnalyzer::kMaxLiveFlows + 5000;  // one retirement round: 5000 < cap / 8
+  for (std::size_t i = 0; i < n; ++i) {
+    DecodedPacket p = w.base(true, kSendOnly, 1);
+    p.ib.bth.dest_qp = static_cast<std::uint32_t>(i + 1);
+    w.feed(p);
+  }
+  DecodedPacket again = w.base(true, kSendOnly, 2);  // QP 1: the oldest, retired at the cap
+  again.ib.bth.dest_qp = 1;
+  w.feed(again);
+  w.finish();
+  const TransportAnalyzer& t = w.analyzer.transport();
+  EXPECT_EQ(t.cap_retired_flows(), TransportAnalyzer::kMaxLiveFlows / 8);
+  EXPECT_EQ(t.evicted_flows(), 0u);
+  ASSERT_EQ(t.flows().size(), n + 1);
+  std::size_t qp1 = 0;
+  for (const FlowSummary& f : t.flows()) qp1 += f.key.dest_qp == 1;
+  EXPECT_EQ(qp1, 2u);
+  EXPECT_EQ(w.log().total(), 0u);
+
+  Wire below;  // under the cap nothing is retired early
+  for (std::uint32_t qp = 1; qp <= 1000; ++qp) {
+    DecodedPacket p = below.base(true, kSendOnly, 1);
+    p.ib.bth.dest_qp = qp;
+    below.feed(p);
+  }
+  below.finish();
+  EXPECT_EQ(below.analyzer.transport().cap_retired_flows(), 0u);
 }
