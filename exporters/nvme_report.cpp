@@ -44,6 +44,18 @@ Json queue_key_json(const NvmeQueueKey& k) {
           {"qid", k.qid == decode::kNvmeUnknownQid ? Json(nullptr) : Json(k.qid)}};
 }
 
+// The RDMA READ/WRITE data of a keyed SGL and how the command was completed.
+Json data_json(const NvmeCommandResult& r) {
+  Json j = {{"sgl_key", r.sgl_key}, {"sgl_address", r.sgl_address}, {"sgl_invalidate", r.sgl_invalidate},
+            {"operations", r.data_operations}, {"bytes", r.data_bytes}};
+  j["first_frame"] = r.data_first_frame ? Json(r.data_first_frame) : Json(nullptr);
+  j["last_frame"] = r.data_last_frame ? Json(r.data_last_frame) : Json(nullptr);
+  j["transfer_us"] = r.data_first_frame ? Json(r.data_transfer_us()) : Json(nullptr);
+  j["remote_invalidate"] = r.remote_invalidate;
+  if (r.remote_invalidate) j["invalidated_key"] = r.invalidated_key;
+  return j;
+}
+
 Json command_json(const NvmeCommandResult& r) {
   Json j = queue_key_json(r.queue);
   j["command_frame"] = r.command_frame;
@@ -65,7 +77,22 @@ Json command_json(const NvmeCommandResult& r) {
   }
   j["transport_events"] = r.transport_events;
   j["first_event_frame"] = r.first_event_frame ? Json(r.first_event_frame) : Json(nullptr);
+  if (r.sgl_key || r.sgl_address) j["data"] = data_json(r);
   return j;
+}
+
+// The queue's timeline: per bin, the most commands outstanding, completions and
+// bytes; rates over the queue's active span (first to last capsule).
+Json timeline_json(const decode::NvmeQueueStats& q) {
+  const decode::NvmeTimeline& t = q.timeline;
+  Json depth = Json::array(), done = Json::array(), bytes = Json::array();
+  for (std::size_t i = 0; i < t.bins(); ++i) {
+    depth.push_back(t.bin(i).max_outstanding);
+    done.push_back(t.bin(i).completions);
+    bytes.push_back(t.bin(i).bytes);
+  }
+  return {{"start_offset_ns", t.start_ns() - q.first_ns}, {"bin_us", static_cast<double>(t.bin_ns()) / 1e3},
+          {"max_outstanding", depth}, {"completions", done}, {"bytes", bytes}};
 }
 
 Json queue_json(const decode::NvmeQueueStats& q) {
@@ -84,12 +111,24 @@ Json queue_json(const decode::NvmeQueueStats& q) {
   j["max_outstanding"] = q.max_outstanding;
   j["transport_events"] = q.transport_events;
   j["untracked_commands"] = q.outstanding_dropped;
+  const double span_s = static_cast<double>(q.last_ns - q.first_ns) / 1e9;
+  j["active_s"] = span_s;
+  j["iops"] = span_s > 0 ? static_cast<double>(q.completed) / span_s : 0.0;
+  j["read_mb_per_s"] = span_s > 0 ? static_cast<double>(q.read_bytes) / span_s / 1e6 : 0.0;
+  j["write_mb_per_s"] = span_s > 0 ? static_cast<double>(q.write_bytes) / span_s / 1e6 : 0.0;
+  j["timeline"] = timeline_json(q);
   return j;
 }
 
 const char* kind_name(std::size_t kind) {
   static const char* const names[] = {"unknown_queue", "admin", "io", "fabrics"};
   return names[kind];
+}
+
+Json latency_json(const decode::LatencyHistogram& h) {
+  return {{"min", h.min_us}, {"mean", h.n ? h.sum_us / static_cast<double>(h.n) : 0.0},
+          {"p50_le", h.percentile_upper_us(0.5)}, {"p90_le", h.percentile_upper_us(0.9)},
+          {"p99_le", h.percentile_upper_us(0.99)}, {"max", h.max_us}};
 }
 
 Json opcodes_json(const NvmeAnalyzer& a) {
@@ -105,9 +144,23 @@ Json opcodes_json(const NvmeAnalyzer& a) {
     arr.push_back({{"queue_kind", kind_name(i / 256)}, {"command", std::string(probe.name())},
                    {"opcode", probe.fabrics ? 0x7F : probe.opcode}, {"commands", s.commands},
                    {"completed", s.completed}, {"errors", s.errors}, {"bytes", s.bytes},
-                   {"latency_us", {{"min", h.min_us}, {"mean", h.n ? h.sum_us / static_cast<double>(h.n) : 0.0},
-                                   {"p50_le", h.percentile_upper_us(0.5)}, {"p99_le", h.percentile_upper_us(0.99)},
-                                   {"max", h.max_us}}}});
+                   {"latency_us", latency_json(h)}});
+  }
+  return arr;
+}
+
+// I/O reads and writes by data size class.
+Json sizes_json(const NvmeAnalyzer& a) {
+  Json arr = Json::array();
+  for (std::size_t i = 0; i < a.by_size().size(); ++i) {
+    const decode::NvmeOpcodeStats& s = a.by_size()[i];
+    if (!s.completed) continue;
+    const std::size_t c = i % decode::kNvmeSizeClasses;
+    const std::uint64_t upper = decode::nvme_size_class_upper(c);
+    arr.push_back({{"command", i < decode::kNvmeSizeClasses ? "read" : "write"},
+                   {"size_gt", c ? decode::nvme_size_class_upper(c - 1) : 0},
+                   {"size_le", upper ? Json(upper) : Json(nullptr)}, {"completed", s.completed}, {"errors", s.errors},
+                   {"bytes", s.bytes}, {"latency_us", latency_json(s.latency)}});
   }
   return arr;
 }
@@ -123,11 +176,14 @@ Json nvme_json(const NvmeAnalyzer& a) {
                  {"commands_on_unknown_queue", t.unbound_commands}, {"duplicate_cids", t.duplicate_cids},
                  {"resent_commands", t.resent_commands}, {"resent_responses", t.resent_responses},
                  {"truncated_capsules", t.truncated_capsules}, {"malformed_capsules", t.malformed_capsules},
-                 {"queue_limit_reached", t.queue_cap_reached}};
+                 {"queue_limit_reached", t.queue_cap_reached}, {"data_packets", t.data_packets},
+                 {"unmatched_data_packets", t.unmatched_data_packets}, {"remote_invalidates", t.remote_invalidates},
+                 {"invalidate_mismatches", t.invalidate_mismatches}};
   Json queues = Json::array();
   for (const auto& q : a.queues()) queues.push_back(queue_json(q));
   j["queues"] = queues;
   j["by_command"] = opcodes_json(a);
+  j["by_size"] = sizes_json(a);
   Json slow = Json::array();
   for (const auto& r : a.slowest()) slow.push_back(command_json(r));
   j["slowest"] = slow;
@@ -145,7 +201,32 @@ void write_queues_text(std::ostream& out, const NvmeAnalyzer& a) {
         << address(q.key.controller) << "  sqsize " << q.sqsize + 1 << "  commands " << q.commands << "  completed "
         << q.completed << "  errors " << q.errors << "  unanswered " << q.unanswered << "  max outstanding "
         << q.max_outstanding << "  transport events " << q.transport_events << '\n';
+    const double span_s = static_cast<double>(q.last_ns - q.first_ns) / 1e9;
+    if (span_s > 0 && (q.read_bytes || q.write_bytes))
+      out << "    " << std::fixed << std::setprecision(1) << static_cast<double>(q.completed) / span_s << " IOPS" << std::setprecision(3) << "  read "
+          << static_cast<double>(q.read_bytes) / span_s / 1e6 << " MB/s  write " << static_cast<double>(q.write_bytes) / span_s / 1e6
+          << " MB/s over " << std::setprecision(3) << span_s << std::defaultfloat << " s\n";
     if (!q.subnqn.empty()) out << "    subsystem " << q.subnqn << "  host " << q.hostnqn << '\n';
+  }
+}
+
+// One line per row of opcodes_json / sizes_json.
+void write_latency_rows(std::ostream& out, const char* title, const Json& rows) {
+  if (rows.empty()) return;
+  out << title << '\n';
+  for (const auto& row : rows) {
+    std::string what = row.contains("queue_kind") ? row["queue_kind"].get<std::string>() : std::string();
+    if (row.contains("size_le"))
+      what = row["size_le"].is_null() ? "> " + std::to_string(row["size_gt"].get<std::uint64_t>()) + " B"
+                                      : "<= " + std::to_string(row["size_le"].get<std::uint64_t>()) + " B";
+    const Json& l = row["latency_us"];
+    char buf[320];
+    std::snprintf(buf, sizeof buf, "  %-10s %-22s %6llu done, err %4llu  min %.1f  p50<= %.1f  p90<= %.1f  p99<= %.1f  max %.1f us\n",
+                  what.c_str(), row["command"].get<std::string>().c_str(),
+                  static_cast<unsigned long long>(row["completed"].get<std::uint64_t>()),
+                  static_cast<unsigned long long>(row["errors"].get<std::uint64_t>()), l["min"].get<double>(),
+                  l["p50_le"].get<double>(), l["p90_le"].get<double>(), l["p99_le"].get<double>(), l["max"].get<double>());
+    out << buf;
   }
 }
 
@@ -161,6 +242,9 @@ void write_command_list(std::ostream& out, const char* title, const std::vector<
     if (r.response_frame)
       out << "  " << std::fixed << std::setprecision(1) << r.latency_us << std::defaultfloat << " us  " << r.status_name() << "  transport events " << r.transport_events;
     if (r.first_event_frame) out << " (first at frame " << r.first_event_frame << ")";
+    if (r.data_first_frame)
+      out << "  data " << r.data_bytes << " B in " << std::fixed << std::setprecision(1) << r.data_transfer_us()
+          << std::defaultfloat << " us (frames " << r.data_first_frame << "-" << r.data_last_frame << ")";
     // The controller completes an Asynchronous Event Request only when an event occurs.
     if (!r.response_frame && r.kind == decode::NvmeQueueKind::admin && !r.fabrics && r.opcode == 0x0C)
       out << "  (waits for an event by design)";
@@ -179,6 +263,10 @@ void write_nvme_text(std::ostream& out, const NvmeAnalyzer& a) {
   if (t.resent_commands || t.resent_responses)
     out << "  resent by RDMA (counted once): " << t.resent_commands << " command capsules, " << t.resent_responses
         << " response capsules\n";
+  if (t.data_packets || t.unmatched_data_packets || t.remote_invalidates)
+    out << "  RDMA data packets matched to a keyed SGL " << t.data_packets << ", unmatched " << t.unmatched_data_packets
+        << "  completions by SEND with Invalidate " << t.remote_invalidates << " (key not the command's: "
+        << t.invalidate_mismatches << ")\n";
   if (t.queue_pairs == 0)
     out << "  no NVMe queue pair found: no rdma_cm REQ/REP for the NVMe-oF port was captured (--port, or --assume-all "
            "to take capsule-shaped RC SENDs for NVMe)\n";
@@ -186,18 +274,9 @@ void write_nvme_text(std::ostream& out, const NvmeAnalyzer& a) {
     out << "  " << t.unbound_commands
         << " commands on queue pairs whose NVMe queue is unknown (no Connect seen): decoded, queue kind unknown, not paired\n";
   write_queues_text(out, a);
-  out << "by command (latency: capture point, submit -> completion; p50/p99 are bucket upper bounds)\n";
-  for (const auto& row : opcodes_json(a)) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "  %-8s %-22s %6llu done %6llu err %4llu  min %.1f  p50<= %.1f  p99<= %.1f  max %.1f us\n",
-                  row["queue_kind"].get<std::string>().c_str(), row["command"].get<std::string>().c_str(),
-                  static_cast<unsigned long long>(row["commands"].get<std::uint64_t>()),
-                  static_cast<unsigned long long>(row["completed"].get<std::uint64_t>()),
-                  static_cast<unsigned long long>(row["errors"].get<std::uint64_t>()), row["latency_us"]["min"].get<double>(),
-                  row["latency_us"]["p50_le"].get<double>(), row["latency_us"]["p99_le"].get<double>(),
-                  row["latency_us"]["max"].get<double>());
-    out << buf;
-  }
+  write_latency_rows(out, "by command (latency: capture point, submit -> completion; p50/p90/p99 are bucket upper bounds)",
+                     opcodes_json(a));
+  write_latency_rows(out, "by size (I/O reads and writes; size: data bytes up to)", sizes_json(a));
   write_command_list(out, "slowest commands", a.slowest());
   write_command_list(out, "commands with no completion in the capture", a.unanswered());
 }
@@ -243,7 +322,8 @@ std::string nvme_capsule_line(const decode::NvmeCapsuleRecord& r) {
 
 std::string nvme_command_header() {
   return "command_frame\tresponse_frame\thost\tcontroller\tqid\tcid\tcommand\tslba\tblocks\tdata_bytes\tlatency_us\t"
-         "status\tstatus_name\ttransport_events\tfirst_event_frame";
+         "status\tstatus_name\ttransport_events\tfirst_event_frame\tsgl_key\tdata_operations\tdata_bytes\t"
+         "data_first_frame\tdata_last_frame\tdata_transfer_us\tinvalidated_key";
 }
 
 std::string nvme_command_line(const decode::NvmeCommandResult& r) {
@@ -255,6 +335,13 @@ std::string nvme_command_line(const decode::NvmeCommandResult& r) {
   s += r.blocks ? std::to_string(r.slba) + "\t" + std::to_string(r.blocks) + "\t" : "\t\t";
   s += std::to_string(r.data_len) + "\t" + lat + "\t" + hex_field(r.status, 4) + "\t" + std::string(r.status_name()) + "\t" +
        std::to_string(r.transport_events) + "\t" + (r.first_event_frame ? std::to_string(r.first_event_frame) : "");
+  const auto frame_or_empty = [](std::uint64_t f) { return f ? std::to_string(f) : std::string(); };
+  char transfer[32] = "";
+  if (r.data_first_frame) std::snprintf(transfer, sizeof transfer, "%.3f", r.data_transfer_us());
+  s += "\t" + (r.sgl_key || r.sgl_address ? hex_field(r.sgl_key, 8) : std::string()) + "\t" +
+       std::to_string(r.data_operations) + "\t" + std::to_string(r.data_bytes) + "\t" + frame_or_empty(r.data_first_frame) +
+       "\t" + frame_or_empty(r.data_last_frame) + "\t" + transfer + "\t" +
+       (r.remote_invalidate ? hex_field(r.invalidated_key, 8) : std::string());
   return s;
 }
 

@@ -243,6 +243,90 @@ def check_attribution(name, commands, frames, errors):
     return f"attribution: {agree} of {len(commands)} commands agree ({attributed} attributed)"
 
 
+WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY, READ_REQUEST = 6, 7, 8, 10, 12
+
+
+def keyed_commands(nvme_rows):
+    """tshark's own pairing (the completion's nvme.cmd_pkt) of commands with a
+    keyed SGL: command frame -> (command row, completion row)."""
+    by_frame = {int(r["frame.number"]): r for r in nvme_rows}
+    out = {}
+    for r in nvme_rows:
+        cmd = r["nvme.cmd_pkt"] or r["nvme.fabrics.cmd_pkt"]
+        if not cmd or int(cmd) not in by_frame:
+            continue
+        c = by_frame[int(cmd)]
+        if hexnum(c["nvme.cmd.sgl.type"]) == 4:
+            out[int(cmd)] = (c, r)
+    return out
+
+
+def data_oracle(command, completion, frames):
+    """The RDMA data of one keyed-SGL command from tshark's IB fields alone:
+    operations are RETH packets to the host naming the SGL's key and an address
+    inside it, between the capsule and the completion; their other packets are
+    the WRITE middle/last (on the host's QP) or READ responses (on the
+    controller's QP) whose PSN lies in [PSN, PSN + ceil(length / PMTU))."""
+    lo, hi = int(command["frame.number"]), int(completion["frame.number"])
+    host, ctrl, ctrl_qp = command["ip.src"], command["ip.dst"], int(command["infiniband.bth.destqp"], 16)
+    key, addr, length = hexnum(command["nvme.cmd.sgl1.key"]), hexnum(command["nvme.cmd.sgl1.addr"]), int(command["nvme.cmd.sgl1.len"])
+    assert int(frames[lo]["frame.number"]) == lo + 1, "tshark.tsv: one row per frame, in order"
+    window = [r for r in frames[lo:hi - 1] if r["infiniband.bth.opcode"]]
+    ops, data = [], []
+    for r in window:
+        op = int(r["infiniband.bth.opcode"])
+        if op in (WRITE_FIRST, WRITE_ONLY, READ_REQUEST) and r["ip.dst"] == host and r["infiniband.reth.r_key"]:
+            va = hexnum(r["infiniband.reth.va"])
+            if hexnum(r["infiniband.reth.r_key"]) == key and addr <= va < addr + max(length, 1):
+                ops.append((op, int(r["infiniband.bth.psn"]), int(r["infiniband.reth.dmalen"]), va,
+                            int(r["infiniband.bth.destqp"], 16)))
+                data.append(r)
+    for r in window:
+        op, psn = int(r["infiniband.bth.opcode"]), int(r["infiniband.bth.psn"])
+        qp = int(r["infiniband.bth.destqp"], 16)
+        for kind, start, dmalen, _, host_qp in ops:
+            n = max(-(-dmalen // PMTU), 1)
+            inside = 0 <= (psn - start) & 0xFFFFFF < n
+            if kind == WRITE_FIRST and op in (WRITE_MIDDLE, WRITE_LAST) and r["ip.dst"] == host and qp == host_qp and inside:
+                data.append(r)
+            if kind == READ_REQUEST and op in READ_RESPONSE_OPCODES and r["ip.dst"] == ctrl and qp == ctrl_qp and inside:
+                data.append(r)
+    if not data:
+        return None
+    first = min(data, key=lambda r: int(r["frame.number"]))
+    last = max(data, key=lambda r: int(r["frame.number"]))
+    return {"data_operations": len(ops), "data_bytes": max(va + d for _, _, d, va, _ in ops) - addr,
+            "data_first_frame": int(first["frame.number"]), "data_last_frame": int(last["frame.number"]),
+            "data_transfer_us": (float(last["frame.time_relative"]) - float(first["frame.time_relative"])) * 1e6}
+
+
+def check_data(name, commands, nvme_rows, frames, errors):
+    """Every keyed-SGL command tshark pairs: its RDMA data (operations, bytes,
+    first and last frame, transfer time) and the key a SEND with Invalidate
+    completing it names (IETH) against ours."""
+    ours = {int(c["command_frame"]): c for c in commands}
+    agree = invalidates = 0
+    keyed = keyed_commands(nvme_rows)
+    for f, (cmd, cqe) in sorted(keyed.items()):
+        o = ours.get(f)
+        if o is None:
+            errors.append(f"{name}: keyed command frame {f}: not among our completed commands")
+            continue
+        want = data_oracle(cmd, cqe, frames) or {"data_operations": 0, "data_bytes": 0}
+        bad = [k for k, v in want.items() if k != "data_transfer_us" and int(o[k] or 0) != v]
+        if "data_transfer_us" in want and abs(float(o["data_transfer_us"]) - want["data_transfer_us"]) > 0.01:
+            bad.append("data_transfer_us")
+        ieth = cqe["infiniband.ieth"].split(",")[0]
+        if (int(ieth, 16) if ieth else None) != (int(o["invalidated_key"], 16) if o["invalidated_key"] else None):
+            bad.append("invalidated_key")
+        invalidates += bool(ieth)
+        if bad:
+            errors.append(f"{name}: command frame {f}: data {', '.join(f'{k} ours {o[k]} independent {want.get(k, ieth)}' for k in bad)}")
+        else:
+            agree += 1
+    return f"data: {agree} of {len(keyed)} keyed-SGL commands agree ({invalidates} completed by SEND with Invalidate)"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rdmadiag", required=True)
@@ -269,9 +353,10 @@ def main():
         compared, extra = check_capsules(name, ours, read_tsv(tsv), send_opcode, resent_frames(frames), errors)
         counts, want, kernel = check_counts(name, a.pcap_dir, commands, errors)
         attributed = check_attribution(name, commands, frames, errors)
+        data = check_data(name, commands, read_tsv(tsv), frames, errors)
         print(f"nvme_crosscheck: {name}: {compared} capsules agree with tshark field by field, {extra} more "
               f"(SEND First commands, their completions, RDMA resends) decoded by rdmadiag only; I/O commands {dict(sorted(counts.items()))}, "
-              f"fio {dict(sorted(want.items()))}, kernel read/write {kernel}; {attributed}")
+              f"fio {dict(sorted(want.items()))}, kernel read/write {kernel}; {attributed}; {data}")
     for e in errors[:50]:
         print("nvme_crosscheck: MISMATCH", e)
     return 1 if errors else 0
