@@ -327,6 +327,130 @@ def check_data(name, commands, nvme_rows, frames, errors):
     return f"data: {agree} of {len(keyed)} keyed-SGL commands agree ({invalidates} completed by SEND with Invalidate)"
 
 
+SEND_ONLY, SEND_ONLY_INVALIDATE = 4, 23
+TIMELINE_BINS, FIRST_BIN_NS = 128, 1_000_000
+
+
+def queue_events(nvme_rows, frames):
+    """Controller (address, QPN) -> [(frame, ns, +1 command / -1 completion)]
+    from tshark's fields alone: a command is a SEND First/Only to a queue pair
+    tshark's nvme-rdma decode names a command queue pair (nvme-rdma.cmd.qid), a
+    completion a 16-byte SEND Only (with Invalidate) to the host queue pair
+    tshark pairs with it (nvme.cmd_pkt); RDMA resends (same QP and PSN) once."""
+    rows = {int(r["frame.number"]): r for r in nvme_rows}
+    ctrl_qps, host_to_ctrl = set(), {}
+    for r in nvme_rows:
+        if r["nvme-rdma.cmd.qid"] and (r["nvme.cmd.opc"] or r["nvme.fabrics.cmd.opc"]):
+            ctrl_qps.add((r["ip.dst"], r["infiniband.bth.destqp"]))
+        cmd = r["nvme.cmd_pkt"] or r["nvme.fabrics.cmd_pkt"]
+        if cmd and int(cmd) in rows:
+            c = rows[int(cmd)]
+            host_to_ctrl[(r["ip.dst"], r["infiniband.bth.destqp"])] = (c["ip.dst"], c["infiniband.bth.destqp"])
+    events, seen = {}, set()
+    for r in frames:
+        if not r["infiniband.bth.opcode"]:
+            continue
+        op, qp = int(r["infiniband.bth.opcode"]), (r["ip.dst"], r["infiniband.bth.destqp"])
+        if (qp, r["infiniband.bth.psn"]) in seen:
+            continue
+        ns = round(float(r["frame.time_relative"]) * 1e9)
+        if qp in ctrl_qps and op in (SEND_FIRST, SEND_ONLY):
+            events.setdefault(qp, []).append((int(r["frame.number"]), ns, 1))
+        elif qp in host_to_ctrl and op in (SEND_ONLY, SEND_ONLY_INVALIDATE) and r["data.len"] == "16":
+            events.setdefault(host_to_ctrl[qp], []).append((int(r["frame.number"]), ns, -1))
+        else:
+            continue
+        seen.add((qp, r["infiniband.bth.psn"]))
+    return events
+
+
+def timeline_oracle(events):
+    """Most outstanding, completions per bin: bins of 1 ms doubled until 128 hold the span."""
+    start, end = events[0][1], events[-1][1]
+    width = FIRST_BIN_NS
+    while (end - start) // width >= TIMELINE_BINS:
+        width *= 2
+    n = (end - start) // width + 1
+    depth_bins, done_bins = [0] * n, [0] * n
+    depth, last_bin = 0, 0
+    for _, ns, step in events:
+        b = (ns - start) // width
+        for i in range(last_bin + 1, b + 1):
+            depth_bins[i] = depth  # carried into bins without an event
+        last_bin = b
+        depth = max(depth + step, 0)
+        depth_bins[b] = max(depth_bins[b], depth)
+        done_bins[b] += step < 0
+    return width, depth_bins, done_bins
+
+
+def check_queues(name, report, nvme_rows, frames, errors):
+    """Per queue: the most commands outstanding and the timeline (bin width,
+    most outstanding and completions per bin) against the queue events from
+    tshark's fields."""
+    events = queue_events(nvme_rows, frames)
+    oracle = {ev[0][0]: ev for ev in events.values() if ev[0][2] > 0}
+    agree = undecoded = 0
+    for q in report["queues"]:
+        ev = oracle.get(q["first_frame"])
+        if ev is None and q["commands"] == 1:
+            undecoded += 1  # only its Connect, a SEND First: tshark decodes no command on the queue pair
+            continue
+        if ev is None:
+            errors.append(f"{name}: queue {q['qid']} from frame {q['first_frame']}: no queue pair in tshark's decode starts there")
+            continue
+        width, depth, done = timeline_oracle(ev)
+        t = q["timeline"]
+        got = (round(t["bin_us"] * 1e3), t["max_outstanding"], t["completions"], q["max_outstanding"])
+        want = (width, depth, done, max(depth))
+        if got != want:
+            errors.append(f"{name}: queue {q['qid']} from frame {q['first_frame']}: timeline ours (bin ns, most outstanding, "
+                          f"completions, max) {got}, independent {want}")
+        else:
+            agree += 1
+    return (f"queues: {agree} of {len(report['queues'])} timelines agree"
+            f"{f' ({undecoded} with only a Connect tshark does not decode)' if undecoded else ''}")
+
+
+def size_class(n):
+    c, upper = 0, 512
+    while c + 1 < 13 and n > upper:
+        c, upper = c + 1, upper * 2
+    return c
+
+
+def check_sizes(name, report, nvme_rows, errors):
+    """Latency by I/O size class against tshark's frame times of the commands
+    tshark pairs: count, min, max exactly; p50/p90/p99 (nearest rank) within
+    the histogram's bucket (ours is the bucket's upper bound: at most 2^(1/4)
+    above). Classes with commands tshark does not decode (4 KiB in-capsule
+    writes: SEND First) are left out."""
+    rows = {int(r["frame.number"]): r for r in nvme_rows}
+    lat = {}
+    for r in nvme_rows:
+        c = rows.get(int(r["nvme.cmd_pkt"])) if r["nvme.cmd_pkt"] else None
+        if not c or c["nvme-rdma.cmd.qid"] in ("", "0x0000") or hexnum(c["nvme.cmd.opc"]) not in (1, 2):
+            continue
+        key = ("read" if hexnum(c["nvme.cmd.opc"]) == 2 else "write", size_class(int(c["nvme.cmd.nlb"]) * 512))  # tshark shows the count
+        lat.setdefault(key, []).append((float(r["frame.time_relative"]) - float(c["frame.time_relative"])) * 1e6)
+    checked = 0
+    for row in report["by_size"]:
+        key = (row["command"], size_class(row["size_le"] or 1 << 40))
+        want = sorted(lat.get(key, []))
+        if len(want) != row["completed"]:
+            continue
+        l = row["latency_us"]
+        bad = [] if abs(l["min"] - want[0]) < 0.01 and abs(l["max"] - want[-1]) < 0.01 else ["min/max"]
+        for p in (50, 90, 99):
+            exact = want[max(-(-p * len(want) // 100), 1) - 1]
+            if not exact - 0.01 <= l[f"p{p}_le"] <= exact * 2 ** 0.25 + 0.01:
+                bad.append(f"p{p} ours {l[f'p{p}_le']} exact {exact}")
+        if bad:
+            errors.append(f"{name}: {key}: latency {bad}")
+        checked += 1
+    return f"by size: {checked} of {len(report['by_size'])} classes checked (fully decoded by tshark), agree unless listed"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rdmadiag", required=True)
@@ -344,6 +468,8 @@ def main():
             out = subprocess.run([a.rdmadiag, "nvme", pcap, "--capsules", "-", "--commands", cmds.name],
                                  capture_output=True, text=True)
             commands = read_tsv(cmds.name)
+        report = subprocess.run([a.rdmadiag, "nvme", pcap, "--json", "-"], capture_output=True, text=True)
+        report = json.loads(report.stdout) if report.returncode == 0 else {"queues": [], "by_size": []}
         if out.returncode != 0:
             errors.append(f"{name}: rdmadiag nvme exited {out.returncode}: {out.stderr.strip()}")
             continue
@@ -354,9 +480,11 @@ def main():
         counts, want, kernel = check_counts(name, a.pcap_dir, commands, errors)
         attributed = check_attribution(name, commands, frames, errors)
         data = check_data(name, commands, read_tsv(tsv), frames, errors)
+        queues = check_queues(name, report, read_tsv(tsv), frames, errors)
+        sizes = check_sizes(name, report, read_tsv(tsv), errors)
         print(f"nvme_crosscheck: {name}: {compared} capsules agree with tshark field by field, {extra} more "
               f"(SEND First commands, their completions, RDMA resends) decoded by rdmadiag only; I/O commands {dict(sorted(counts.items()))}, "
-              f"fio {dict(sorted(want.items()))}, kernel read/write {kernel}; {attributed}; {data}")
+              f"fio {dict(sorted(want.items()))}, kernel read/write {kernel}; {attributed}; {data}; {queues}; {sizes}")
     for e in errors[:50]:
         print("nvme_crosscheck: MISMATCH", e)
     return 1 if errors else 0
