@@ -29,6 +29,12 @@ std::string address(const decode::IpAddress& a) {
   return s;
 }
 
+std::string join_tab(const std::vector<std::string>& fields) {
+  std::string s;
+  for (std::size_t i = 0; i < fields.size(); ++i) s += (i ? "\t" : "") + fields[i];
+  return s;
+}
+
 std::string qid_text(std::uint16_t qid) {
   return qid == decode::kNvmeUnknownQid ? std::string("unknown") : std::to_string(qid);
 }
@@ -98,6 +104,7 @@ Json timeline_json(const decode::NvmeQueueStats& q) {
 Json queue_json(const decode::NvmeQueueStats& q) {
   Json j = queue_key_json(q.key);
   j["first_frame"] = q.first_frame;
+  j["first_ns"] = q.first_ns;  // capture clock
   j["sqsize"] = q.sqsize;
   j["kato_ms"] = q.kato_ms;
   if (!q.subnqn.empty()) j["subnqn"] = q.subnqn;
@@ -131,6 +138,17 @@ Json latency_json(const decode::LatencyHistogram& h) {
           {"p99_le", h.percentile_upper_us(0.99)}, {"max", h.max_us}};
 }
 
+// The non-empty buckets: upper bounds and counts (the shape of analyze's latency_histograms).
+Json histogram_json(const decode::LatencyHistogram& h) {
+  Json le = Json::array(), counts = Json::array();
+  for (std::size_t i = 0; i < h.counts.size(); ++i) {
+    if (!h.counts[i]) continue;
+    le.push_back(decode::LatencyHistogram::bucket_upper_us(i));
+    counts.push_back(h.counts[i]);
+  }
+  return {{"le_us", le}, {"counts", counts}};
+}
+
 Json opcodes_json(const NvmeAnalyzer& a) {
   Json arr = Json::array();
   for (std::size_t i = 0; i < a.by_opcode().size(); ++i) {
@@ -144,7 +162,7 @@ Json opcodes_json(const NvmeAnalyzer& a) {
     arr.push_back({{"queue_kind", kind_name(i / 256)}, {"command", std::string(probe.name())},
                    {"opcode", probe.fabrics ? 0x7F : probe.opcode}, {"commands", s.commands},
                    {"completed", s.completed}, {"errors", s.errors}, {"bytes", s.bytes},
-                   {"latency_us", latency_json(h)}});
+                   {"latency_us", latency_json(h)}, {"histogram", histogram_json(h)}});
   }
   return arr;
 }
@@ -320,29 +338,31 @@ std::string nvme_capsule_line(const decode::NvmeCapsuleRecord& r) {
   return s;
 }
 
-std::string nvme_command_header() {
-  return "command_frame\tresponse_frame\thost\tcontroller\tqid\tcid\tcommand\tslba\tblocks\tdata_bytes\tlatency_us\t"
-         "status\tstatus_name\ttransport_events\tfirst_event_frame\tsgl_key\tdata_operations\tdata_bytes\t"
-         "data_first_frame\tdata_last_frame\tdata_transfer_us\tinvalidated_key";
+std::vector<std::string> nvme_command_columns() {
+  return {"command_frame", "response_frame", "host", "controller", "qid", "cid", "command", "slba", "blocks",
+          "data_bytes", "latency_us", "status", "status_name", "transport_events", "first_event_frame", "sgl_key",
+          "data_operations", "data_moved_bytes", "data_first_frame", "data_last_frame", "data_transfer_us", "invalidated_key"};
 }
 
-std::string nvme_command_line(const decode::NvmeCommandResult& r) {
-  char lat[32];
-  std::snprintf(lat, sizeof lat, "%.3f", r.latency_us);
-  std::string s = std::to_string(r.command_frame) + "\t" + std::to_string(r.response_frame) + "\t" + address(r.queue.host) +
-                  "\t" + address(r.queue.controller) + "\t" + qid_text(r.queue.qid) + "\t" + std::to_string(r.cid) + "\t" +
-                  std::string(r.name()) + "\t";
-  s += r.blocks ? std::to_string(r.slba) + "\t" + std::to_string(r.blocks) + "\t" : "\t\t";
-  s += std::to_string(r.data_len) + "\t" + lat + "\t" + hex_field(r.status, 4) + "\t" + std::string(r.status_name()) + "\t" +
-       std::to_string(r.transport_events) + "\t" + (r.first_event_frame ? std::to_string(r.first_event_frame) : "");
+std::string nvme_command_header() { return join_tab(nvme_command_columns()); }
+
+std::vector<std::string> nvme_command_fields(const decode::NvmeCommandResult& r) {
   const auto frame_or_empty = [](std::uint64_t f) { return f ? std::to_string(f) : std::string(); };
-  char transfer[32] = "";
-  if (r.data_first_frame) std::snprintf(transfer, sizeof transfer, "%.3f", r.data_transfer_us());
-  s += "\t" + (r.sgl_key || r.sgl_address ? hex_field(r.sgl_key, 8) : std::string()) + "\t" +
-       std::to_string(r.data_operations) + "\t" + std::to_string(r.data_bytes) + "\t" + frame_or_empty(r.data_first_frame) +
-       "\t" + frame_or_empty(r.data_last_frame) + "\t" + transfer + "\t" +
-       (r.remote_invalidate ? hex_field(r.invalidated_key, 8) : std::string());
-  return s;
+  const auto fixed3 = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", v);
+    return std::string(buf);
+  };
+  return {std::to_string(r.command_frame), std::to_string(r.response_frame), address(r.queue.host),
+          address(r.queue.controller), qid_text(r.queue.qid), std::to_string(r.cid), std::string(r.name()),
+          r.blocks ? std::to_string(r.slba) : "", r.blocks ? std::to_string(r.blocks) : "", std::to_string(r.data_len),
+          fixed3(r.latency_us), hex_field(r.status, 4), std::string(r.status_name()), std::to_string(r.transport_events),
+          frame_or_empty(r.first_event_frame), r.sgl_key || r.sgl_address ? hex_field(r.sgl_key, 8) : "",
+          std::to_string(r.data_operations), std::to_string(r.data_bytes), frame_or_empty(r.data_first_frame),
+          frame_or_empty(r.data_last_frame), r.data_first_frame ? fixed3(r.data_transfer_us()) : "",
+          r.remote_invalidate ? hex_field(r.invalidated_key, 8) : ""};
 }
+
+std::string nvme_command_line(const decode::NvmeCommandResult& r) { return join_tab(nvme_command_fields(r)); }
 
 }  // namespace rdmadiag::exporters

@@ -295,7 +295,7 @@ def data_oracle(command, completion, frames):
         return None
     first = min(data, key=lambda r: int(r["frame.number"]))
     last = max(data, key=lambda r: int(r["frame.number"]))
-    return {"data_operations": len(ops), "data_bytes": max(va + d for _, _, d, va, _ in ops) - addr,
+    return {"data_operations": len(ops), "data_moved_bytes": max(va + d for _, _, d, va, _ in ops) - addr,
             "data_first_frame": int(first["frame.number"]), "data_last_frame": int(last["frame.number"]),
             "data_transfer_us": (float(last["frame.time_relative"]) - float(first["frame.time_relative"])) * 1e6}
 
@@ -312,7 +312,7 @@ def check_data(name, commands, nvme_rows, frames, errors):
         if o is None:
             errors.append(f"{name}: keyed command frame {f}: not among our completed commands")
             continue
-        want = data_oracle(cmd, cqe, frames) or {"data_operations": 0, "data_bytes": 0}
+        want = data_oracle(cmd, cqe, frames) or {"data_operations": 0, "data_moved_bytes": 0}
         bad = [k for k, v in want.items() if k != "data_transfer_us" and int(o[k] or 0) != v]
         if "data_transfer_us" in want and abs(float(o["data_transfer_us"]) - want["data_transfer_us"]) > 0.01:
             bad.append("data_transfer_us")
@@ -451,6 +451,66 @@ def check_sizes(name, report, nvme_rows, errors):
     return f"by size: {checked} of {len(report['by_size'])} classes checked (fully decoded by tshark), agree unless listed"
 
 
+def parse_prometheus(text):
+    """name -> [(labels dict, value)] from the text exposition format."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        head, value = line.rsplit(" ", 1)
+        name, _, rest = head.partition("{")
+        labels = dict(kv.split("=", 1) for kv in rest.rstrip("}").split(",") if kv) if rest else {}
+        out.setdefault(name, []).append(({k: v.strip('"') for k, v in labels.items()}, float(value)))
+    return out
+
+
+def check_outputs(name, pcap_dir, report, metrics, html, nvme_rows, frames, errors):
+    """--csv, --metrics-file and --html against independent views: the CSV rows
+    are what the data check above compared with tshark (same rows as
+    --commands); the metrics' completed I/O reads/writes against the kernel's
+    block statistics and each latency histogram's count; queue max outstanding
+    against the queue events from tshark's fields; the HTML shows one histogram
+    per command kind with completions and the slowest commands with the
+    latency tshark's frame times give (those tshark pairs)."""
+    m = parse_prometheus(metrics)
+    done = {(l["queue_kind"], l["command"]): v for l, v in m.get("rdmadiag_nvme_completed_total", [])}
+    counts = {(l["queue_kind"], l["command"]): v for l, v in m.get("rdmadiag_nvme_command_latency_seconds_count", [])}
+    if done != counts:
+        errors.append(f"{name}: metrics: histogram counts {counts} != completed {done}")
+    stat_path = os.path.join(pcap_dir, name + ".blockstat.txt")
+    if os.path.exists(stat_path):
+        devices = {l.split(":")[0]: [int(v) for v in l.split(":")[1].split()] for l in open(stat_path) if ":" in l}
+        paths = [v for k, v in devices.items() if "c" in k[4:]] or list(devices.values())
+        kernel = (sum(v[0] for v in paths), sum(v[4] for v in paths))
+        if (done.get(("io", "read"), 0), done.get(("io", "write"), 0)) != kernel:
+            errors.append(f"{name}: metrics: completed io read/write {done.get(('io', 'read'))}/{done.get(('io', 'write'))}, kernel {kernel}")
+    depth = {ev[0][0]: max(timeline_oracle(ev)[1]) for ev in queue_events(nvme_rows, frames).values() if ev[0][2] > 0}
+    for l, v in m.get("rdmadiag_nvme_queue_max_outstanding", []):
+        f = int(l["first_frame"])
+        if f in depth and depth[f] != v:
+            errors.append(f"{name}: metrics: queue from frame {f}: max outstanding {v}, tshark's fields {depth[f]}")
+    rows = {int(r["frame.number"]): r for r in nvme_rows}
+    tshark_latency = {}
+    for r in nvme_rows:
+        cmd = r["nvme.cmd_pkt"] or r["nvme.fabrics.cmd_pkt"]
+        if cmd and int(cmd) in rows:
+            tshark_latency[int(cmd)] = (float(r["frame.time_relative"]) - float(rows[int(cmd)]["frame.time_relative"])) * 1e6
+    shown = 0
+    for c in report["slowest"]:
+        cell = f'<td data-v="{c["command_frame"]}">'
+        if cell not in html:
+            errors.append(f"{name}: html: slowest command frame {c['command_frame']} not shown")
+        if c["command_frame"] in tshark_latency and abs(tshark_latency[c["command_frame"]] - c["latency_us"]) > 0.01:
+            errors.append(f"{name}: slowest command frame {c['command_frame']}: latency {c['latency_us']}, tshark's frame times "
+                          f"{tshark_latency[c['command_frame']]}")
+        shown += c["command_frame"] in tshark_latency
+    plots = html.count('<svg xmlns="http://www.w3.org/2000/svg"')  # one per plot (its clip area is a nested svg)
+    want = sum(1 for r in report["by_command"] if r["completed"]) + (1 if report["queues"] else 0)
+    if plots != want:
+        errors.append(f"{name}: html: {plots} plots, want {want} (a histogram per command kind with completions, a depth plot)")
+    return f"outputs: metrics io completions = kernel, html {plots} plots, {shown} of {len(report['slowest'])} slowest checked against tshark"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rdmadiag", required=True)
@@ -464,27 +524,33 @@ def main():
     for tsv in decodes:
         name = os.path.basename(tsv)[: -len(".nvme.tsv")]
         pcap = os.path.join(a.pcap_dir, name + ".pcap")
-        with tempfile.NamedTemporaryFile("r", suffix=".tsv") as cmds:
-            out = subprocess.run([a.rdmadiag, "nvme", pcap, "--capsules", "-", "--commands", cmds.name],
-                                 capture_output=True, text=True)
-            commands = read_tsv(cmds.name)
+        with tempfile.TemporaryDirectory() as tmp:
+            cmds, csv_path, prom, html_path = (os.path.join(tmp, f) for f in ("c.tsv", "c.csv", "m.prom", "r.html"))
+            out = subprocess.run([a.rdmadiag, "nvme", pcap, "--capsules", "-", "--commands", cmds, "--csv", csv_path,
+                                  "--metrics-file", prom, "--html", html_path], capture_output=True, text=True)
+            if out.returncode != 0:
+                errors.append(f"{name}: rdmadiag nvme exited {out.returncode}: {out.stderr.strip()}")
+                continue
+            commands = read_tsv(cmds)
+            commands_csv = list(csv.DictReader(open(csv_path)))
+            metrics, html = open(prom).read(), open(html_path).read()
+        if commands_csv != commands:
+            errors.append(f"{name}: --csv rows differ from --commands rows")
         report = subprocess.run([a.rdmadiag, "nvme", pcap, "--json", "-"], capture_output=True, text=True)
         report = json.loads(report.stdout) if report.returncode == 0 else {"queues": [], "by_size": []}
-        if out.returncode != 0:
-            errors.append(f"{name}: rdmadiag nvme exited {out.returncode}: {out.stderr.strip()}")
-            continue
         ours = read_tsv(out.stdout, is_path=False)
         frames = read_tsv(os.path.join(a.pcap_dir, name + ".tshark.tsv"))
         send_opcode = {int(r["frame.number"]): int(r["infiniband.bth.opcode"]) for r in frames if r["infiniband.bth.opcode"]}
         compared, extra = check_capsules(name, ours, read_tsv(tsv), send_opcode, resent_frames(frames), errors)
         counts, want, kernel = check_counts(name, a.pcap_dir, commands, errors)
         attributed = check_attribution(name, commands, frames, errors)
-        data = check_data(name, commands, read_tsv(tsv), frames, errors)
+        data = check_data(name, commands_csv, read_tsv(tsv), frames, errors)
         queues = check_queues(name, report, read_tsv(tsv), frames, errors)
         sizes = check_sizes(name, report, read_tsv(tsv), errors)
+        outputs = check_outputs(name, a.pcap_dir, report, metrics, html, read_tsv(tsv), frames, errors)
         print(f"nvme_crosscheck: {name}: {compared} capsules agree with tshark field by field, {extra} more "
               f"(SEND First commands, their completions, RDMA resends) decoded by rdmadiag only; I/O commands {dict(sorted(counts.items()))}, "
-              f"fio {dict(sorted(want.items()))}, kernel read/write {kernel}; {attributed}; {data}; {queues}; {sizes}")
+              f"fio {dict(sorted(want.items()))}, kernel read/write {kernel}; {attributed}; {data}; {queues}; {sizes}; {outputs}")
     for e in errors[:50]:
         print("nvme_crosscheck: MISMATCH", e)
     return 1 if errors else 0
