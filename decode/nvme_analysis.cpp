@@ -350,6 +350,18 @@ void NvmeAnalyzer::add_response(const DecodedPacket& p, const NvmeRdmaPayload& c
   complete(*q, r, ts_ns);
 }
 
+// The admin queue's Connect data (host ID, NQNs) comes by RDMA READ: its first
+// response packet holds it whole at a path MTU of 1024 or more (a smaller path
+// MTU splits it, and it is left unread).
+void NvmeAnalyzer::note_connect_data(const DecodedPacket& p, NvmeQueueStats& stats) {
+  const OpKind kind = p.opcode()->kind;
+  if (kind != OpKind::read_response_first && kind != OpKind::read_response_only) return;
+  NvmeConnectData data;
+  if (parse_nvme_connect_data(p.payload, data) != ParseStatus::ok) return;
+  stats.subnqn = std::string(data.subsystem());
+  stats.hostnqn = std::string(data.host());
+}
+
 void NvmeAnalyzer::note_invalidate(NvmeCommandResult& r, std::uint32_t key) {
   r.remote_invalidate = true;
   r.invalidated_key = key;
@@ -387,6 +399,7 @@ void NvmeAnalyzer::add_data(const DecodedPacket& p, std::uint64_t frame, std::in
   }
   r.data_last_frame = frame;
   r.data_last_ns = ts_ns;
+  if (r.fabrics && r.fctype == static_cast<std::uint8_t>(FabricsType::connect)) note_connect_data(p, q->stats);
   if (!d->starts_operation) return;
   ++r.data_operations;
   r.data_bytes = std::max<std::uint64_t>(r.data_bytes, d->address - r.sgl_address + d->length);

@@ -127,7 +127,7 @@ struct NvmeQueueStats {
   std::uint64_t first_frame = 0;
   std::uint16_t sqsize = 0;          // from Connect (0's based)
   std::uint32_t kato_ms = 0;
-  std::string subnqn, hostnqn;       // from an in-capsule Connect's data
+  std::string subnqn, hostnqn;       // from Connect's data (in the capsule, or read by the controller)
   std::uint64_t commands = 0, completed = 0, errors = 0, unanswered = 0;
   std::uint64_t read_bytes = 0, write_bytes = 0;
   std::uint32_t max_outstanding = 0;
@@ -208,6 +208,7 @@ class NvmeAnalyzer {
   void add_transport_event(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns);
   void add_data(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns);
   void note_invalidate(NvmeCommandResult& r, std::uint32_t key);
+  static void note_connect_data(const DecodedPacket& p, NvmeQueueStats& stats);
   void bind_connect(QueuePair& qp, const NvmeQueueKey& key);
   QueuePair* queue_pair(const DecodedPacket& p, bool create, std::int64_t ts_ns);
   Queue* queue(const NvmeQueueKey& k, bool create, std::uint64_t frame, std::int64_t ts_ns);

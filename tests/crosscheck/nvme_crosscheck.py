@@ -511,6 +511,30 @@ def check_outputs(name, pcap_dir, report, metrics, html, nvme_rows, frames, erro
     return f"outputs: metrics io completions = kernel, html {plots} plots, {shown} of {len(report['slowest'])} slowest checked against tshark"
 
 
+def lab_setting(pcap_dir, script, name):
+    """NAME=value from a lab script (what the lab gave nvmet / nvme connect)."""
+    for line in open(os.path.join(pcap_dir, "..", "lab", script)):
+        if line.startswith(name + "="):
+            return line.split("=", 1)[1].strip().strip('"')
+    return None
+
+
+def check_nqns(name, pcap_dir, report, errors):
+    """Every queue's Connect data (in the capsule on I/O queues; read by RDMA
+    READ on the admin queue) names the NQNs the lab scripts configured."""
+    want = (lab_setting(pcap_dir, "nvme-target", "nqn"), lab_setting(pcap_dir, "nvme-host", "hostnqn"))
+    named = 0
+    for q in report["queues"]:
+        got = (q.get("subnqn"), q.get("hostnqn"))
+        if got == (None, None):
+            errors.append(f"{name}: queue {q['qid']} from frame {q['first_frame']}: no NQNs")
+        elif got != want:
+            errors.append(f"{name}: queue {q['qid']} from frame {q['first_frame']}: NQNs {got}, lab scripts {want}")
+        else:
+            named += 1
+    return f"NQNs: {named} of {len(report['queues'])} queues (admin ones by RDMA READ) name the lab's"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rdmadiag", required=True)
@@ -547,10 +571,11 @@ def main():
         data = check_data(name, commands_csv, read_tsv(tsv), frames, errors)
         queues = check_queues(name, report, read_tsv(tsv), frames, errors)
         sizes = check_sizes(name, report, read_tsv(tsv), errors)
+        nqns = check_nqns(name, a.pcap_dir, report, errors)
         outputs = check_outputs(name, a.pcap_dir, report, metrics, html, read_tsv(tsv), frames, errors)
         print(f"nvme_crosscheck: {name}: {compared} capsules agree with tshark field by field, {extra} more "
               f"(SEND First commands, their completions, RDMA resends) decoded by rdmadiag only; I/O commands {dict(sorted(counts.items()))}, "
-              f"fio {dict(sorted(want.items()))}, kernel read/write {kernel}; {attributed}; {data}; {queues}; {sizes}; {outputs}")
+              f"fio {dict(sorted(want.items()))}, kernel read/write {kernel}; {attributed}; {data}; {queues}; {sizes}; {outputs}; {nqns}")
     for e in errors[:50]:
         print("nvme_crosscheck: MISMATCH", e)
     return 1 if errors else 0
