@@ -117,7 +117,11 @@ std::size_t NvmeAnalyzer::opcode_index(const NvmeCommandResult& r) {
 }
 
 void NvmeAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, const PacketVerdict* verdict) {
-  if (!p.has_bth) return;
+  if (!p.has_bth) {
+    // NVMe-oF over iWARP runs on TCP to the same port; its capsules are not decoded (docs/nvme.md).
+    if (p.tcp && p.tcp_payload_len && (p.tcp->dst_port == port_ || p.tcp->src_port == port_)) ++totals_.iwarp_segments;
+    return;
+  }
   if (p.cm) add_cm(p);
   const NvmeRdmaPayload c = classify_nvme_rdma(p);
   if (c.role == NvmeRdmaRole::command)

@@ -153,6 +153,7 @@ struct NvmeTotals {
   std::uint64_t resent_responses = 0;       // a completion again, in a frame the transport analysis calls a resend
   std::uint64_t duplicate_cids = 0;         // a CID reused for another command while still outstanding
   std::uint64_t queue_pairs = 0;            // NVMe queue pairs seen
+  std::uint64_t iwarp_segments = 0;         // TCP segments with data to or from the NVMe-oF port (iWARP: not decoded)
   std::uint64_t data_packets = 0;           // RDMA READ/WRITE packets matched to a command
   std::uint64_t unmatched_data_packets = 0; // on an NVMe queue, naming no outstanding command's keyed SGL
   std::uint64_t remote_invalidates = 0;     // completions by SEND with Invalidate

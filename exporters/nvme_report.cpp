@@ -196,7 +196,7 @@ Json nvme_json(const NvmeAnalyzer& a) {
                  {"truncated_capsules", t.truncated_capsules}, {"malformed_capsules", t.malformed_capsules},
                  {"queue_limit_reached", t.queue_cap_reached}, {"data_packets", t.data_packets},
                  {"unmatched_data_packets", t.unmatched_data_packets}, {"remote_invalidates", t.remote_invalidates},
-                 {"invalidate_mismatches", t.invalidate_mismatches}};
+                 {"invalidate_mismatches", t.invalidate_mismatches}, {"iwarp_segments", t.iwarp_segments}};
   Json queues = Json::array();
   for (const auto& q : a.queues()) queues.push_back(queue_json(q));
   j["queues"] = queues;
@@ -285,7 +285,10 @@ void write_nvme_text(std::ostream& out, const NvmeAnalyzer& a) {
     out << "  RDMA data packets matched to a keyed SGL " << t.data_packets << ", unmatched " << t.unmatched_data_packets
         << "  completions by SEND with Invalidate " << t.remote_invalidates << " (key not the command's: "
         << t.invalidate_mismatches << ")\n";
-  if (t.queue_pairs == 0)
+  if (t.iwarp_segments)
+    out << "  " << t.iwarp_segments
+        << " TCP segments with data on the NVMe-oF port: NVMe over iWARP, whose capsules are not decoded (RoCE/IB only)\n";
+  if (t.queue_pairs == 0 && !t.iwarp_segments)
     out << "  no NVMe queue pair found: no rdma_cm REQ/REP for the NVMe-oF port was captured (--port, or --assume-all "
            "to take capsule-shaped RC SENDs for NVMe)\n";
   if (t.unbound_commands)

@@ -535,6 +535,25 @@ def check_nqns(name, pcap_dir, report, errors):
     return f"NQNs: {named} of {len(report['queues'])} queues (admin ones by RDMA READ) name the lab's"
 
 
+def check_iwarp(rdmadiag, pcap_dir, errors):
+    """NVMe over iWARP captures (a fio run, no RoCE NVMe decode beside them):
+    `rdmadiag nvme` must say its capsules are not decoded, counting the TCP
+    segments with data on port 4420 exactly as tshark's tcp fields do."""
+    lines = []
+    for fio in sorted(glob.glob(os.path.join(pcap_dir, "*.fio.json"))):
+        name = os.path.basename(fio)[: -len(".fio.json")]
+        if os.path.exists(os.path.join(pcap_dir, name + ".nvme.tsv")):
+            continue
+        frames = read_tsv(os.path.join(pcap_dir, name + ".tshark.tsv"))
+        want = sum(1 for r in frames if r.get("tcp.len") not in (None, "", "0") and "4420" in (r["tcp.srcport"], r["tcp.dstport"]))
+        out = subprocess.run([rdmadiag, "nvme", os.path.join(pcap_dir, name + ".pcap"), "--json", "-"], capture_output=True, text=True)
+        got = json.loads(out.stdout)["totals"]["iwarp_segments"] if out.returncode == 0 else None
+        if got != want:
+            errors.append(f"{name}: iWARP segments on port 4420 ours {got}, tshark {want}")
+        lines.append(f"{name}: {got} iWARP segments reported as not decoded (tshark: {want})")
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rdmadiag", required=True)
@@ -576,6 +595,8 @@ def main():
         print(f"nvme_crosscheck: {name}: {compared} capsules agree with tshark field by field, {extra} more "
               f"(SEND First commands, their completions, RDMA resends) decoded by rdmadiag only; I/O commands {dict(sorted(counts.items()))}, "
               f"fio {dict(sorted(want.items()))}, kernel read/write {kernel}; {attributed}; {data}; {queues}; {sizes}; {outputs}; {nqns}")
+    for line in check_iwarp(a.rdmadiag, a.pcap_dir, errors):
+        print("nvme_crosscheck:", line)
     for e in errors[:50]:
         print("nvme_crosscheck: MISMATCH", e)
     return 1 if errors else 0
