@@ -20,14 +20,22 @@ std::size_t hash_address(std::size_t h, const IpAddress& a) {
   return h;
 }
 
-// A transport event on this frame's queue pair that can delay a command.
-bool is_transport_event(const DecodedPacket& p, const PacketVerdict* v) {
-  if (v && (v->gap || v->retransmission || v->duplicate || v->out_of_order || v->cnp)) return true;
+// The transport events on this frame's queue pair that can delay a command: a
+// bit per NvmeCause (0: none).
+std::uint8_t transport_event_kinds(const DecodedPacket& p, const PacketVerdict* v) {
+  const auto bit = [](NvmeCause c) { return static_cast<std::uint8_t>(1u << static_cast<unsigned>(c)); };
+  std::uint8_t kinds = 0;
+  if (v && v->gap) kinds |= bit(NvmeCause::psn_gap);
+  if (v && v->retransmission) kinds |= bit(NvmeCause::retransmission);
+  if (v && v->duplicate) kinds |= bit(NvmeCause::duplicate);
+  if (v && v->out_of_order) kinds |= bit(NvmeCause::out_of_order);
+  if (v && v->cnp) kinds |= bit(NvmeCause::cnp);
   if (p.has_bth && p.ib.has(kAeth)) {
     const AethKind k = p.ib.aeth.kind();
-    return k == AethKind::nak || k == AethKind::rnr_nak;
+    if (k == AethKind::nak) kinds |= bit(NvmeCause::nak);
+    if (k == AethKind::rnr_nak) kinds |= bit(NvmeCause::rnr_nak);
   }
-  return false;
+  return kinds;
 }
 
 }  // namespace
@@ -63,6 +71,12 @@ std::string_view NvmeCommandResult::name() const {
   return nvme_opcode_name(c, kind);
 }
 
+std::string_view nvme_cause_name(NvmeCause c) {
+  static constexpr std::array<std::string_view, kNvmeCauseKinds> kNames = {
+      "psn_gap", "retransmission", "duplicate", "out_of_order", "cnp", "nak", "rnr_nak"};
+  return c < NvmeCause::count_ ? kNames[static_cast<std::size_t>(c)] : "unknown";
+}
+
 std::string_view NvmeCommandResult::status_name() const { return nvme_status_name(sct, sc, fabrics); }
 
 std::size_t nvme_size_class(std::uint32_t bytes) {
@@ -92,6 +106,7 @@ struct NvmeAnalyzer::QueuePair {
 struct PendingCommand {
   NvmeCommandResult result;
   std::uint64_t events_at_submit = 0;
+  std::array<std::uint64_t, kNvmeCauseKinds> causes_at_submit{};
 };
 
 struct NvmeAnalyzer::Queue {
@@ -130,7 +145,7 @@ void NvmeAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, std::int64_t
     add_response(p, c, frame, ts_ns, verdict && (verdict->duplicate || verdict->retransmission));
   else if (c.role == NvmeRdmaRole::data)
     add_data(p, frame, ts_ns);
-  if (is_transport_event(p, verdict)) add_transport_event(p, frame, ts_ns);
+  if (const std::uint8_t kinds = transport_event_kinds(p, verdict)) add_transport_event(p, frame, ts_ns, kinds);
 }
 
 // rdma_cm over IB CM: the REQ names the host's QPN, the REP the controller's.
@@ -279,7 +294,7 @@ void NvmeAnalyzer::add_command(const DecodedPacket& p, const NvmeRdmaPayload& c,
     ++q->stats.outstanding_dropped;
     return;
   }
-  q->outstanding[r.cid] = PendingCommand{r, q->stats.transport_events};
+  q->outstanding[r.cid] = PendingCommand{r, q->stats.transport_events, q->stats.causes};
   const auto depth = static_cast<std::uint32_t>(q->outstanding.size());
   q->stats.max_outstanding = std::max(q->stats.max_outstanding, depth);
   q->stats.timeline.outstanding(ts_ns, depth);
@@ -342,6 +357,8 @@ void NvmeAnalyzer::add_response(const DecodedPacket& p, const NvmeRdmaPayload& c
   r.sct = rec.cqe.sct();
   r.sc = rec.cqe.sc();
   r.transport_events = static_cast<std::uint32_t>(q->stats.transport_events - it->second.events_at_submit);
+  for (std::size_t k = 0; k < kNvmeCauseKinds; ++k)
+    r.causes[k] = static_cast<std::uint32_t>(q->stats.causes[k] - it->second.causes_at_submit[k]);
   q->outstanding.erase(it);
   q->stats.timeline.outstanding(ts_ns, static_cast<std::uint32_t>(q->outstanding.size()));
   if (!qp->bound) {
@@ -409,7 +426,8 @@ void NvmeAnalyzer::add_data(const DecodedPacket& p, std::uint64_t frame, std::in
   r.data_bytes = std::max<std::uint64_t>(r.data_bytes, d->address - r.sgl_address + d->length);
 }
 
-void NvmeAnalyzer::add_transport_event(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns) {
+void NvmeAnalyzer::add_transport_event(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns,
+                                       std::uint8_t kinds) {
   const Endpoints e = endpoints_of(p);
   const std::uint32_t slot = qps_.find({e.dst, p.ib.bth.dest_qp});
   const QueuePair* qp = qps_.at(slot);
@@ -417,6 +435,8 @@ void NvmeAnalyzer::add_transport_event(const DecodedPacket& p, std::uint64_t fra
   Queue* q = queue(qp->queue, false, frame, ts_ns);
   if (!q) return;
   ++q->stats.transport_events;
+  for (std::size_t k = 0; k < kNvmeCauseKinds; ++k)
+    if (kinds & (1u << k)) ++q->stats.causes[k];
   // The first event inside each outstanding command's window (bounded by kMaxOutstanding).
   for (auto& [cid, pending] : q->outstanding)
     if (!pending.result.first_event_frame) pending.result.first_event_frame = frame;

@@ -63,6 +63,11 @@ struct LatencyHistogram {
   static double bucket_upper_us(std::size_t i);
 };
 
+// Kinds of transport event a command's window can hold (a packet may be several).
+enum class NvmeCause : std::uint8_t { psn_gap, retransmission, duplicate, out_of_order, cnp, nak, rnr_nak, count_ };
+inline constexpr std::size_t kNvmeCauseKinds = static_cast<std::size_t>(NvmeCause::count_);
+std::string_view nvme_cause_name(NvmeCause c);
+
 // Per opcode (and queue kind) over the whole capture.
 struct NvmeOpcodeStats {
   std::uint64_t commands = 0;
@@ -105,6 +110,7 @@ struct NvmeCommandResult {
   // RNR NAK, CNP) on the queue's queue pairs between submit and completion.
   std::uint32_t transport_events = 0;
   std::uint64_t first_event_frame = 0;
+  std::array<std::uint32_t, kNvmeCauseKinds> causes{};  // packets per kind (by NvmeCause)
   std::string_view name() const;
   std::string_view status_name() const;
   // First to last data packet, in microseconds; -1 when no data packet was matched.
@@ -132,6 +138,7 @@ struct NvmeQueueStats {
   std::uint64_t read_bytes = 0, write_bytes = 0;
   std::uint32_t max_outstanding = 0;
   std::uint64_t transport_events = 0;
+  std::array<std::uint64_t, kNvmeCauseKinds> causes{};  // packets per kind of event
   std::uint64_t outstanding_dropped = 0;  // commands not tracked: kMaxOutstanding were outstanding
   std::int64_t first_ns = 0, last_ns = 0;
   NvmeTimeline timeline;             // outstanding commands, completions and bytes over time
@@ -206,7 +213,7 @@ class NvmeAnalyzer {
   void add_command(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns);
   void add_response(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns,
                     bool resent);
-  void add_transport_event(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns);
+  void add_transport_event(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, std::uint8_t kinds);
   void add_data(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns);
   void note_invalidate(NvmeCommandResult& r, std::uint32_t key);
   static void note_connect_data(const DecodedPacket& p, NvmeQueueStats& stats);

@@ -72,6 +72,8 @@ std::string command_row(const Json& c) {
                           ? std::to_string(c.value("transport_events", 0)) + " transport events, first at frame " +
                                 number_text(c["first_event_frame"])
                           : std::string("none on its queue pairs");
+  if (c.contains("causes"))
+    for (const auto& [kind, n] : c["causes"].items()) cause += "; " + n.dump() + " " + kind;
   std::string data = "-";
   if (c.contains("data") && !c["data"]["transfer_us"].is_null()) {
     char buf[96];

@@ -50,6 +50,32 @@ Json queue_key_json(const NvmeQueueKey& k) {
           {"qid", k.qid == decode::kNvmeUnknownQid ? Json(nullptr) : Json(k.qid)}};
 }
 
+// Transport events per kind (the kinds with any).
+template <typename Counts>
+Json causes_json(const Counts& counts) {
+  Json j = Json::object();
+  for (std::size_t k = 0; k < counts.size(); ++k)
+    if (counts[k]) j[std::string(decode::nvme_cause_name(static_cast<decode::NvmeCause>(k)))] = counts[k];
+  return j;
+}
+
+// kind=count;... for the tables.
+std::string causes_field(const std::array<std::uint32_t, decode::kNvmeCauseKinds>& counts) {
+  std::string s;
+  for (std::size_t k = 0; k < counts.size(); ++k)
+    if (counts[k])
+      s += (s.empty() ? "" : ";") + std::string(decode::nvme_cause_name(static_cast<decode::NvmeCause>(k))) + "=" + std::to_string(counts[k]);
+  return s;
+}
+
+std::string causes_text(const std::array<std::uint32_t, decode::kNvmeCauseKinds>& counts) {
+  std::string s;
+  for (std::size_t k = 0; k < counts.size(); ++k)
+    if (counts[k])
+      s += (s.empty() ? "" : ", ") + std::to_string(counts[k]) + " " + std::string(decode::nvme_cause_name(static_cast<decode::NvmeCause>(k)));
+  return s;
+}
+
 // The RDMA READ/WRITE data of a keyed SGL and how the command was completed.
 Json data_json(const NvmeCommandResult& r) {
   Json j = {{"sgl_key", r.sgl_key}, {"sgl_address", r.sgl_address}, {"sgl_invalidate", r.sgl_invalidate},
@@ -83,6 +109,7 @@ Json command_json(const NvmeCommandResult& r) {
   }
   j["transport_events"] = r.transport_events;
   j["first_event_frame"] = r.first_event_frame ? Json(r.first_event_frame) : Json(nullptr);
+  j["causes"] = causes_json(r.causes);
   if (r.sgl_key || r.sgl_address) j["data"] = data_json(r);
   return j;
 }
@@ -117,6 +144,7 @@ Json queue_json(const decode::NvmeQueueStats& q) {
   j["write_bytes"] = q.write_bytes;
   j["max_outstanding"] = q.max_outstanding;
   j["transport_events"] = q.transport_events;
+  j["causes"] = causes_json(q.causes);
   j["untracked_commands"] = q.outstanding_dropped;
   const double span_s = static_cast<double>(q.last_ns - q.first_ns) / 1e9;
   j["active_s"] = span_s;
@@ -259,7 +287,7 @@ void write_command_list(std::ostream& out, const char* title, const std::vector<
     if (r.blocks) out << " lba " << r.slba << "+" << r.blocks;
     if (r.response_frame)
       out << "  " << std::fixed << std::setprecision(1) << r.latency_us << std::defaultfloat << " us  " << r.status_name() << "  transport events " << r.transport_events;
-    if (r.first_event_frame) out << " (first at frame " << r.first_event_frame << ")";
+    if (r.first_event_frame) out << " (first at frame " << r.first_event_frame << (r.transport_events ? ": " + causes_text(r.causes) : std::string()) << ")";
     if (r.data_first_frame)
       out << "  data " << r.data_bytes << " B in " << std::fixed << std::setprecision(1) << r.data_transfer_us()
           << std::defaultfloat << " us (frames " << r.data_first_frame << "-" << r.data_last_frame << ")";
@@ -344,7 +372,7 @@ std::string nvme_capsule_line(const decode::NvmeCapsuleRecord& r) {
 std::vector<std::string> nvme_command_columns() {
   return {"command_frame", "response_frame", "host", "controller", "qid", "cid", "command", "slba", "blocks",
           "data_bytes", "latency_us", "status", "status_name", "transport_events", "first_event_frame", "sgl_key",
-          "data_operations", "data_moved_bytes", "data_first_frame", "data_last_frame", "data_transfer_us", "invalidated_key"};
+          "data_operations", "data_moved_bytes", "data_first_frame", "data_last_frame", "data_transfer_us", "invalidated_key", "causes"};
 }
 
 std::string nvme_command_header() { return join_tab(nvme_command_columns()); }
@@ -363,7 +391,7 @@ std::vector<std::string> nvme_command_fields(const decode::NvmeCommandResult& r)
           frame_or_empty(r.first_event_frame), r.sgl_key || r.sgl_address ? hex_field(r.sgl_key, 8) : "",
           std::to_string(r.data_operations), std::to_string(r.data_bytes), frame_or_empty(r.data_first_frame),
           frame_or_empty(r.data_last_frame), r.data_first_frame ? fixed3(r.data_transfer_us()) : "",
-          r.remote_invalidate ? hex_field(r.invalidated_key, 8) : ""};
+          r.remote_invalidate ? hex_field(r.invalidated_key, 8) : "", causes_field(r.causes)};
 }
 
 std::string nvme_command_line(const decode::NvmeCommandResult& r) { return join_tab(nvme_command_fields(r)); }

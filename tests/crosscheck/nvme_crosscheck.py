@@ -215,6 +215,20 @@ def transport_events(frames):
     return events
 
 
+def nak_frames(frames):
+    """kind -> (destination, QPN) -> frames whose AETH syndrome is a NAK (bits 6:5 = 11b) or RNR NAK (01b)."""
+    out = {"nak": {}, "rnr_nak": {}}
+    for r in frames:
+        syn = r.get("infiniband.aeth.syndrome", "")
+        if not syn or not r["infiniband.bth.destqp"]:
+            continue
+        bits = ((int(syn, 16) if syn.startswith("0x") else int(syn)) >> 5) & 3
+        kind = {3: "nak", 1: "rnr_nak"}.get(bits)
+        if kind:
+            out[kind].setdefault((r["ip.dst"], int(r["infiniband.bth.destqp"], 16)), []).append(int(r["frame.number"]))
+    return out
+
+
 def check_attribution(name, commands, frames, errors):
     """A command is attributed transport events exactly when the independent
     event list has one on its queue pairs between its capsule and its completion,
@@ -224,6 +238,7 @@ def check_attribution(name, commands, frames, errors):
     events = transport_events(frames)
     qp_of = {int(r["frame.number"]): (r["ip.dst"], int(r["infiniband.bth.destqp"], 16))
              for r in frames if r["infiniband.bth.destqp"]}
+    naks = nak_frames(frames)
     agree = attributed = 0
     for c in commands:
         lo, hi = int(c["command_frame"]), int(c["response_frame"])
@@ -231,6 +246,11 @@ def check_attribution(name, commands, frames, errors):
         inside = [f for qp in qps for f in events.get(qp, []) if lo <= f < hi]
         oracle = bool(inside)
         ours = int(c["transport_events"]) > 0
+        causes = dict(kv.split("=") for kv in c["causes"].split(";") if kv)
+        for kind in ("nak", "rnr_nak"):
+            want = sum(1 for qp in qps for f in naks[kind].get(qp, []) if lo <= f < hi)
+            if int(causes.get(kind, 0)) != want:
+                errors.append(f"{name}: command frame {lo}: {kind} ours {causes.get(kind, 0)}, AETH syndromes {want}")
         if oracle and ours and min(inside) != int(c["first_event_frame"]):
             errors.append(f"{name}: command frame {lo}: first transport event at frame {c['first_event_frame']} (ours), "
                           f"{min(inside)} (independent list)")
