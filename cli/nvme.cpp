@@ -10,6 +10,9 @@
 #include "cli/command.h"
 #include "decode/analyzer.h"
 #include "decode/nvme_analysis.h"
+#include "exporters/csv.h"
+#include "exporters/html_parts.h"
+#include "exporters/metrics.h"
 #include "exporters/nvme_report.h"
 
 namespace rdmadiag::cli {
@@ -21,6 +24,9 @@ struct NvmeOptions {
   std::string json_path;      // "" none, "-" standard output
   std::string capsules_path;  // "" none, "-" standard output
   std::string commands_path;  // "" none, "-" standard output
+  std::string csv_path;       // per completed command, CSV
+  std::string html_path;
+  std::string metrics_path;
   bool assume_all = false;
   std::uint16_t port = decode::kNvmeRdmaPort;
 };
@@ -60,11 +66,14 @@ int feed(const std::string& path, decode::Analyzer& transport, decode::NvmeAnaly
 }
 
 int run_nvme(const NvmeOptions& o) {
-  std::ofstream json_file, capsules_file, commands_file;
+  std::ofstream json_file, capsules_file, commands_file, csv_file, html_file;
   std::ostream* json = open_output(o.json_path, json_file);
   std::ostream* capsules = open_output(o.capsules_path, capsules_file);
   std::ostream* commands = open_output(o.commands_path, commands_file);
-  for (const auto& [path, stream] : {std::pair{o.json_path, json}, {o.capsules_path, capsules}, {o.commands_path, commands}})
+  std::ostream* csv = open_output(o.csv_path, csv_file);
+  std::ostream* html = open_output(o.html_path, html_file);
+  for (const auto& [path, stream] : {std::pair{o.json_path, json}, {o.capsules_path, capsules}, {o.commands_path, commands},
+                                     {o.csv_path, csv}, {o.html_path, html}})
     if (!path.empty() && !stream) {
       std::cerr << "rdmadiag nvme: cannot write " << path << '\n';
       return 1;
@@ -77,10 +86,13 @@ int run_nvme(const NvmeOptions& o) {
     *capsules << exporters::nvme_capsule_header() << '\n';
     nvme.set_capsule_sink([capsules](const decode::NvmeCapsuleRecord& r) { *capsules << exporters::nvme_capsule_line(r) << '\n'; });
   }
-  if (commands) {
-    *commands << exporters::nvme_command_header() << '\n';
-    nvme.set_command_sink([commands](const decode::NvmeCommandResult& r) { *commands << exporters::nvme_command_line(r) << '\n'; });
-  }
+  if (commands) *commands << exporters::nvme_command_header() << '\n';
+  if (csv) exporters::write_csv_row(*csv, exporters::nvme_command_columns());
+  if (commands || csv)
+    nvme.set_command_sink([commands, csv](const decode::NvmeCommandResult& r) {
+      if (commands) *commands << exporters::nvme_command_line(r) << '\n';
+      if (csv) exporters::write_csv_row(*csv, exporters::nvme_command_fields(r));
+    });
   std::uint64_t frame = 0;
   int rc = 0;
   for (const auto& path : o.inputs) {
@@ -90,8 +102,16 @@ int run_nvme(const NvmeOptions& o) {
   }
   transport.finish();
   nvme.finish();
-  if (json) *json << exporters::nvme_json(nvme).dump(2) << '\n';
-  if (json != &std::cout && capsules != &std::cout && commands != &std::cout) exporters::write_nvme_text(std::cout, nvme);
+  const exporters::Json report = exporters::nvme_json(nvme);
+  if (json) *json << report.dump(2) << '\n';
+  if (html) *html << exporters::render_nvme_html(report);
+  std::string error;
+  if (!o.metrics_path.empty() && !exporters::write_metrics_file(o.metrics_path, exporters::render_nvme_metrics(report), error)) {
+    std::cerr << "rdmadiag nvme: " << error << '\n';
+    return 1;
+  }
+  if (json != &std::cout && capsules != &std::cout && commands != &std::cout && csv != &std::cout && html != &std::cout)
+    exporters::write_nvme_text(std::cout, nvme);
   return rc;
 }
 
@@ -104,6 +124,11 @@ void add_nvme_command(CLI::App& app, Commands& out) {
   sub->add_option("--json", o->json_path, "Write the JSON report here ('-' standard output)");
   sub->add_option("--capsules", o->capsules_path, "Write one tab-separated line per capsule here ('-' standard output)");
   sub->add_option("--commands", o->commands_path, "Write one tab-separated line per completed command here ('-' standard output)");
+  sub->add_option("--csv", o->csv_path, "Write one CSV row per completed command here ('-' standard output)");
+  sub->add_option("--html", o->html_path,
+                  "Write a self-contained HTML report here: latency histogram per command, queue depth over time, slowest "
+                  "commands with their transport events");
+  sub->add_option("--metrics-file", o->metrics_path, "Write Prometheus metrics to FILE (textfile collector format, replaced atomically)");
   sub->add_flag("--assume-all", o->assume_all,
                 "Take every capsule-shaped RC SEND for NVMe (captures that lack the rdma_cm exchange)");
   sub->add_option("--port", o->port, "rdma_cm port of the NVMe-oF service (default 4420)");

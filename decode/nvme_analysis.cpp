@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "decode/endpoints.h"
 
@@ -19,14 +20,22 @@ std::size_t hash_address(std::size_t h, const IpAddress& a) {
   return h;
 }
 
-// A transport event on this frame's queue pair that can delay a command.
-bool is_transport_event(const DecodedPacket& p, const PacketVerdict* v) {
-  if (v && (v->gap || v->retransmission || v->duplicate || v->out_of_order || v->cnp)) return true;
+// The transport events on this frame's queue pair that can delay a command: a
+// bit per NvmeCause (0: none).
+std::uint8_t transport_event_kinds(const DecodedPacket& p, const PacketVerdict* v) {
+  const auto bit = [](NvmeCause c) { return static_cast<std::uint8_t>(1u << static_cast<unsigned>(c)); };
+  std::uint8_t kinds = 0;
+  if (v && v->gap) kinds |= bit(NvmeCause::psn_gap);
+  if (v && v->retransmission) kinds |= bit(NvmeCause::retransmission);
+  if (v && v->duplicate) kinds |= bit(NvmeCause::duplicate);
+  if (v && v->out_of_order) kinds |= bit(NvmeCause::out_of_order);
+  if (v && v->cnp) kinds |= bit(NvmeCause::cnp);
   if (p.has_bth && p.ib.has(kAeth)) {
     const AethKind k = p.ib.aeth.kind();
-    return k == AethKind::nak || k == AethKind::rnr_nak;
+    if (k == AethKind::nak) kinds |= bit(NvmeCause::nak);
+    if (k == AethKind::rnr_nak) kinds |= bit(NvmeCause::rnr_nak);
   }
-  return false;
+  return kinds;
 }
 
 }  // namespace
@@ -62,7 +71,27 @@ std::string_view NvmeCommandResult::name() const {
   return nvme_opcode_name(c, kind);
 }
 
+std::string_view nvme_cause_name(NvmeCause c) {
+  static constexpr std::array<std::string_view, kNvmeCauseKinds> kNames = {
+      "psn_gap", "retransmission", "duplicate", "out_of_order", "cnp", "nak", "rnr_nak"};
+  return c < NvmeCause::count_ ? kNames[static_cast<std::size_t>(c)] : "unknown";
+}
+
 std::string_view NvmeCommandResult::status_name() const { return nvme_status_name(sct, sc, fabrics); }
+
+std::size_t nvme_size_class(std::uint32_t bytes) {
+  std::size_t c = 0;
+  for (std::uint64_t upper = 512; c + 1 < kNvmeSizeClasses && bytes > upper; upper *= 2) ++c;
+  return c;
+}
+
+std::uint64_t nvme_size_class_upper(std::size_t size_class) {
+  return size_class + 1 < kNvmeSizeClasses ? std::uint64_t{512} << size_class : 0;
+}
+
+double NvmeCommandResult::data_transfer_us() const {
+  return data_first_frame ? static_cast<double>(data_last_ns - data_first_ns) / 1e3 : -1;
+}
 
 // One NVMe queue pair direction: (destination address, destination QPN).
 struct NvmeAnalyzer::QueuePair {
@@ -70,16 +99,20 @@ struct NvmeAnalyzer::QueuePair {
   bool bound = false;            // its queue is known
   NvmeQueueKey queue;
   std::int64_t last_ns = 0;
+  // The other direction of the same RC connection (from the rdma_cm exchange).
+  std::optional<std::pair<IpAddress, std::uint32_t>> peer;
 };
 
 struct PendingCommand {
   NvmeCommandResult result;
   std::uint64_t events_at_submit = 0;
+  std::array<std::uint64_t, kNvmeCauseKinds> causes_at_submit{};
 };
 
 struct NvmeAnalyzer::Queue {
   NvmeQueueStats stats;
   std::unordered_map<std::uint16_t, PendingCommand> outstanding;
+  NvmeDataMatcher data;
 };
 
 std::size_t NvmeAnalyzer::QpKeyHash::operator()(const std::pair<IpAddress, std::uint32_t>& k) const {
@@ -99,14 +132,20 @@ std::size_t NvmeAnalyzer::opcode_index(const NvmeCommandResult& r) {
 }
 
 void NvmeAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, const PacketVerdict* verdict) {
-  if (!p.has_bth) return;
+  if (!p.has_bth) {
+    // NVMe-oF over iWARP runs on TCP to the same port; its capsules are not decoded (docs/nvme.md).
+    if (p.tcp && p.tcp_payload_len && (p.tcp->dst_port == port_ || p.tcp->src_port == port_)) ++totals_.iwarp_segments;
+    return;
+  }
   if (p.cm) add_cm(p);
   const NvmeRdmaPayload c = classify_nvme_rdma(p);
   if (c.role == NvmeRdmaRole::command)
     add_command(p, c, frame, ts_ns);
   else if (c.role == NvmeRdmaRole::response)
     add_response(p, c, frame, ts_ns, verdict && (verdict->duplicate || verdict->retransmission));
-  if (is_transport_event(p, verdict)) add_transport_event(p, frame, ts_ns);
+  else if (c.role == NvmeRdmaRole::data)
+    add_data(p, frame, ts_ns);
+  if (const std::uint8_t kinds = transport_event_kinds(p, verdict)) add_transport_event(p, frame, ts_ns, kinds);
 }
 
 // rdma_cm over IB CM: the REQ names the host's QPN, the REP the controller's.
@@ -120,17 +159,19 @@ void NvmeAnalyzer::add_cm(const DecodedPacket& p) {
   if (cm.type != CmMessageType::rep) return;
   const auto it = pending_req_.find(cm.remote_comm_id);
   if (it == pending_req_.end()) return;
-  const auto mark = [&](const IpAddress& addr, std::uint32_t qpn, bool controller) {
-    const std::pair<IpAddress, std::uint32_t> k{addr, qpn};
+  using QpKey = std::pair<IpAddress, std::uint32_t>;
+  const QpKey host = it->second, controller{e.src, cm.local_qpn};
+  const auto mark = [&](const QpKey& k, const QpKey& peer, bool controller_side) {
     if (qps_.find(k) != decltype(qps_)::kNone) return;
     auto qp = std::make_unique<QueuePair>();
-    qp->controller_side = controller;
+    qp->controller_side = controller_side;
+    qp->peer = peer;
     qps_.insert(k, std::move(qp), [](const QueuePair& q) { return static_cast<double>(q.last_ns); },
                 [](std::uint32_t, QueuePair&) {});
     ++totals_.queue_pairs;
   };
-  mark(it->second.first, it->second.second, false);
-  mark(e.src, cm.local_qpn, true);
+  mark(host, controller, false);
+  mark(controller, host, true);
   pending_req_.erase(it);
 }
 
@@ -188,6 +229,11 @@ NvmeCommandResult command_result(const NvmeCommand& cmd, const NvmeQueueKey& key
     r.blocks = cmd.blocks();
   }
   if (cmd.sgl.keyed() || cmd.sgl.in_capsule()) r.data_len = cmd.sgl.length;
+  if (cmd.sgl.keyed()) {
+    r.sgl_address = cmd.sgl.address;
+    r.sgl_key = cmd.sgl.key;
+    r.sgl_invalidate = cmd.sgl.invalidate();
+  }
   return r;
 }
 
@@ -219,11 +265,7 @@ void NvmeAnalyzer::add_command(const DecodedPacket& p, const NvmeRdmaPayload& c,
     return;
   }
   const Endpoints e = endpoints_of(p);
-  if (rec.cmd.is(FabricsType::connect)) {
-    qp->controller_side = true;
-    qp->bound = true;
-    qp->queue = NvmeQueueKey{e.src, e.dst, rec.cmd.qid};
-  }
+  if (rec.cmd.is(FabricsType::connect)) bind_connect(*qp, NvmeQueueKey{e.src, e.dst, rec.cmd.qid});
   rec.queue = qp->bound ? qp->queue : NvmeQueueKey{e.src, e.dst, kNvmeUnknownQid};
   NvmeCommandResult r = command_result(rec.cmd, rec.queue, frame, ts_ns);
   if (capsule_sink_) capsule_sink_(rec);
@@ -252,8 +294,23 @@ void NvmeAnalyzer::add_command(const DecodedPacket& p, const NvmeRdmaPayload& c,
     ++q->stats.outstanding_dropped;
     return;
   }
-  q->outstanding[r.cid] = PendingCommand{r, q->stats.transport_events};
-  q->stats.max_outstanding = std::max<std::uint32_t>(q->stats.max_outstanding, static_cast<std::uint32_t>(q->outstanding.size()));
+  q->outstanding[r.cid] = PendingCommand{r, q->stats.transport_events, q->stats.causes};
+  const auto depth = static_cast<std::uint32_t>(q->outstanding.size());
+  q->stats.max_outstanding = std::max(q->stats.max_outstanding, depth);
+  q->stats.timeline.outstanding(ts_ns, depth);
+}
+
+// Connect binds the queue pair it arrives on, and the other direction of the
+// same connection (the host's, which the data and completions come to).
+void NvmeAnalyzer::bind_connect(QueuePair& qp, const NvmeQueueKey& key) {
+  qp.controller_side = true;
+  qp.bound = true;
+  qp.queue = key;
+  if (!qp.peer) return;
+  QueuePair* host = qps_.at(qps_.find(*qp.peer));
+  if (!host) return;
+  host->bound = true;
+  host->queue = key;
 }
 
 // A Connect starts a queue afresh (after a reconnect the host reuses QIDs and
@@ -294,12 +351,16 @@ void NvmeAnalyzer::add_response(const DecodedPacket& p, const NvmeRdmaPayload& c
   }
   NvmeCommandResult r = it->second.result;
   r.response_frame = frame;
+  if (c.invalidate) note_invalidate(r, c.invalidated_key);
   r.latency_us = static_cast<double>(ts_ns - r.submit_ns) / 1e3;
   r.status = rec.cqe.status >> 1;
   r.sct = rec.cqe.sct();
   r.sc = rec.cqe.sc();
   r.transport_events = static_cast<std::uint32_t>(q->stats.transport_events - it->second.events_at_submit);
+  for (std::size_t k = 0; k < kNvmeCauseKinds; ++k)
+    r.causes[k] = static_cast<std::uint32_t>(q->stats.causes[k] - it->second.causes_at_submit[k]);
   q->outstanding.erase(it);
+  q->stats.timeline.outstanding(ts_ns, static_cast<std::uint32_t>(q->outstanding.size()));
   if (!qp->bound) {
     qp->bound = true;
     qp->queue = rec.queue;
@@ -307,10 +368,66 @@ void NvmeAnalyzer::add_response(const DecodedPacket& p, const NvmeRdmaPayload& c
   rec.paired_frame = r.command_frame;
   rec.latency_us = r.latency_us;
   if (capsule_sink_) capsule_sink_(rec);
-  complete(*q, r);
+  complete(*q, r, ts_ns);
 }
 
-void NvmeAnalyzer::add_transport_event(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns) {
+// The admin queue's Connect data (host ID, NQNs) comes by RDMA READ: its first
+// response packet holds it whole at a path MTU of 1024 or more (a smaller path
+// MTU splits it, and it is left unread).
+void NvmeAnalyzer::note_connect_data(const DecodedPacket& p, NvmeQueueStats& stats) {
+  const OpKind kind = p.opcode()->kind;
+  if (kind != OpKind::read_response_first && kind != OpKind::read_response_only) return;
+  NvmeConnectData data;
+  if (parse_nvme_connect_data(p.payload, data) != ParseStatus::ok) return;
+  stats.subnqn = std::string(data.subsystem());
+  stats.hostnqn = std::string(data.host());
+}
+
+void NvmeAnalyzer::note_invalidate(NvmeCommandResult& r, std::uint32_t key) {
+  r.remote_invalidate = true;
+  r.invalidated_key = key;
+  ++totals_.remote_invalidates;
+  if (!r.sgl_invalidate || key != r.sgl_key) ++totals_.invalidate_mismatches;
+}
+
+// An RDMA READ/WRITE packet on an NVMe queue: credited to the outstanding
+// command whose keyed SGL it addresses (nvme_data.h).
+void NvmeAnalyzer::add_data(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns) {
+  const Endpoints e = endpoints_of(p);
+  const QueuePair* qp = qps_.at(qps_.find({e.dst, p.ib.bth.dest_qp}));
+  if (!qp || !qp->bound) return;
+  Queue* q = queue(qp->queue, false, frame, ts_ns);
+  if (!q) return;
+  const auto find = [q](std::uint32_t key, std::uint64_t address) -> std::optional<std::uint16_t> {
+    for (const auto& [cid, pending] : q->outstanding) {
+      const NvmeCommandResult& r = pending.result;
+      if (r.sgl_key == key && address >= r.sgl_address && address - r.sgl_address < std::max<std::uint32_t>(r.data_len, 1))
+        return cid;
+    }
+    return std::nullopt;
+  };
+  const std::optional<NvmeDataPacket> d = q->data.on_packet(p, find);
+  const auto it = d ? q->outstanding.find(d->target.cid) : q->outstanding.end();
+  if (it == q->outstanding.end() || it->second.result.sgl_key != d->target.key) {
+    ++totals_.unmatched_data_packets;
+    return;
+  }
+  ++totals_.data_packets;
+  NvmeCommandResult& r = it->second.result;
+  if (!r.data_first_frame) {
+    r.data_first_frame = frame;
+    r.data_first_ns = ts_ns;
+  }
+  r.data_last_frame = frame;
+  r.data_last_ns = ts_ns;
+  if (r.fabrics && r.fctype == static_cast<std::uint8_t>(FabricsType::connect)) note_connect_data(p, q->stats);
+  if (!d->starts_operation) return;
+  ++r.data_operations;
+  r.data_bytes = std::max<std::uint64_t>(r.data_bytes, d->address - r.sgl_address + d->length);
+}
+
+void NvmeAnalyzer::add_transport_event(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns,
+                                       std::uint8_t kinds) {
   const Endpoints e = endpoints_of(p);
   const std::uint32_t slot = qps_.find({e.dst, p.ib.bth.dest_qp});
   const QueuePair* qp = qps_.at(slot);
@@ -318,12 +435,14 @@ void NvmeAnalyzer::add_transport_event(const DecodedPacket& p, std::uint64_t fra
   Queue* q = queue(qp->queue, false, frame, ts_ns);
   if (!q) return;
   ++q->stats.transport_events;
+  for (std::size_t k = 0; k < kNvmeCauseKinds; ++k)
+    if (kinds & (1u << k)) ++q->stats.causes[k];
   // The first event inside each outstanding command's window (bounded by kMaxOutstanding).
   for (auto& [cid, pending] : q->outstanding)
     if (!pending.result.first_event_frame) pending.result.first_event_frame = frame;
 }
 
-void NvmeAnalyzer::complete(Queue& q, NvmeCommandResult& r) {
+void NvmeAnalyzer::complete(Queue& q, NvmeCommandResult& r, std::int64_t ts_ns) {
   const bool ok = r.sct == 0 && r.sc == 0;
   ++q.stats.completed;
   ++totals_.completed;
@@ -331,13 +450,23 @@ void NvmeAnalyzer::complete(Queue& q, NvmeCommandResult& r) {
     ++q.stats.errors;
     ++totals_.errors;
   }
-  if (r.kind == NvmeQueueKind::io && !r.fabrics && r.opcode == 0x02) q.stats.read_bytes += r.data_len;
-  if (r.kind == NvmeQueueKind::io && !r.fabrics && r.opcode == 0x01) q.stats.write_bytes += r.data_len;
-  NvmeOpcodeStats& s = by_opcode_[opcode_index(r)];
-  ++s.completed;
-  if (!ok) ++s.errors;
-  s.bytes += r.data_len;
-  s.latency.add(r.latency_us);
+  const bool read = r.kind == NvmeQueueKind::io && !r.fabrics && r.opcode == 0x02;
+  const bool write = r.kind == NvmeQueueKind::io && !r.fabrics && r.opcode == 0x01;
+  if (read) q.stats.read_bytes += r.data_len;
+  if (write) q.stats.write_bytes += r.data_len;
+  q.stats.timeline.completion(ts_ns, read || write ? r.data_len : 0);
+  const auto count = [&](NvmeOpcodeStats& s) {
+    ++s.completed;
+    if (!ok) ++s.errors;
+    s.bytes += r.data_len;
+    s.latency.add(r.latency_us);
+  };
+  count(by_opcode_[opcode_index(r)]);
+  if (read || write) {
+    NvmeOpcodeStats& s = by_size_[(write ? kNvmeSizeClasses : 0) + nvme_size_class(r.data_len)];
+    ++s.commands;
+    count(s);
+  }
   keep_slowest(r);
   if (command_sink_) command_sink_(r);
 }

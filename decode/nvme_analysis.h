@@ -34,7 +34,9 @@
 #include "decode/analyzer.h"
 #include "decode/flow_slots.h"
 #include "decode/nvme_capsule.h"
+#include "decode/nvme_data.h"
 #include "decode/nvme_rdma.h"
+#include "decode/nvme_timeline.h"
 #include "decode/packet.h"
 
 namespace rdmadiag::decode {
@@ -61,6 +63,11 @@ struct LatencyHistogram {
   static double bucket_upper_us(std::size_t i);
 };
 
+// Kinds of transport event a command's window can hold (a packet may be several).
+enum class NvmeCause : std::uint8_t { psn_gap, retransmission, duplicate, out_of_order, cnp, nak, rnr_nak, count_ };
+inline constexpr std::size_t kNvmeCauseKinds = static_cast<std::size_t>(NvmeCause::count_);
+std::string_view nvme_cause_name(NvmeCause c);
+
 // Per opcode (and queue kind) over the whole capture.
 struct NvmeOpcodeStats {
   std::uint64_t commands = 0;
@@ -86,14 +93,28 @@ struct NvmeCommandResult {
   std::uint64_t slba = 0;
   std::uint32_t blocks = 0;          // 0 when the opcode has no LBA range
   std::uint32_t data_len = 0;        // SGL length
+  std::uint64_t sgl_address = 0;     // keyed SGL: host memory the data moves to or from
+  std::uint32_t sgl_key = 0;
+  bool sgl_invalidate = false;       // the SGL asks the controller to invalidate the key
+  // The RDMA READ/WRITE packets matched to the keyed SGL (nvme_data.h), resends
+  // included: first and last frame, and how far into the SGL they reached.
+  std::uint64_t data_first_frame = 0, data_last_frame = 0;
+  std::int64_t data_first_ns = 0, data_last_ns = 0;
+  std::uint64_t data_bytes = 0;      // highest RETH address + length - SGL address
+  std::uint16_t data_operations = 0; // READ requests / WRITEs matched (resent ones too)
+  bool remote_invalidate = false;    // completed by a SEND with Invalidate
+  std::uint32_t invalidated_key = 0;
   std::uint16_t status = 0;          // CQE status field (bits 15:1 of bytes 14-15)
   std::uint8_t sct = 0, sc = 0;
   // Transport events (PSN gap, retransmission, duplicate, out of order, NAK,
   // RNR NAK, CNP) on the queue's queue pairs between submit and completion.
   std::uint32_t transport_events = 0;
   std::uint64_t first_event_frame = 0;
+  std::array<std::uint32_t, kNvmeCauseKinds> causes{};  // packets per kind (by NvmeCause)
   std::string_view name() const;
   std::string_view status_name() const;
+  // First to last data packet, in microseconds; -1 when no data packet was matched.
+  double data_transfer_us() const;
 };
 
 // What one capsule was (for --capsules and the cross-check with tshark).
@@ -112,14 +133,22 @@ struct NvmeQueueStats {
   std::uint64_t first_frame = 0;
   std::uint16_t sqsize = 0;          // from Connect (0's based)
   std::uint32_t kato_ms = 0;
-  std::string subnqn, hostnqn;       // from an in-capsule Connect's data
+  std::string subnqn, hostnqn;       // from Connect's data (in the capsule, or read by the controller)
   std::uint64_t commands = 0, completed = 0, errors = 0, unanswered = 0;
   std::uint64_t read_bytes = 0, write_bytes = 0;
   std::uint32_t max_outstanding = 0;
   std::uint64_t transport_events = 0;
+  std::array<std::uint64_t, kNvmeCauseKinds> causes{};  // packets per kind of event
   std::uint64_t outstanding_dropped = 0;  // commands not tracked: kMaxOutstanding were outstanding
   std::int64_t first_ns = 0, last_ns = 0;
+  NvmeTimeline timeline;             // outstanding commands, completions and bytes over time
 };
+
+// Data sizes of I/O reads and writes in classes: class 0 up to 512 bytes, then
+// one per power of two, the last from 1 MiB up.
+inline constexpr std::size_t kNvmeSizeClasses = 13;
+std::size_t nvme_size_class(std::uint32_t bytes);
+std::uint64_t nvme_size_class_upper(std::size_t size_class);  // bytes; the last class: 0 (no bound)
 
 struct NvmeTotals {
   std::uint64_t capsules = 0, commands = 0, responses = 0;
@@ -131,6 +160,13 @@ struct NvmeTotals {
   std::uint64_t resent_responses = 0;       // a completion again, in a frame the transport analysis calls a resend
   std::uint64_t duplicate_cids = 0;         // a CID reused for another command while still outstanding
   std::uint64_t queue_pairs = 0;            // NVMe queue pairs seen
+  std::uint64_t iwarp_segments = 0;         // TCP segments with data to or from the NVMe-oF port (iWARP: not decoded)
+  std::uint64_t data_packets = 0;           // RDMA READ/WRITE packets matched to a command
+  std::uint64_t unmatched_data_packets = 0; // on an NVMe queue, naming no outstanding command's keyed SGL
+  std::uint64_t remote_invalidates = 0;     // completions by SEND with Invalidate
+  // A SEND with Invalidate naming another key than its command's keyed SGL, or
+  // for a command whose keyed SGL did not ask for it (subtype Fh; NVMe-oF 1.1 section 7.3).
+  std::uint64_t invalidate_mismatches = 0;
   bool queue_cap_reached = false;
 };
 
@@ -163,6 +199,8 @@ class NvmeAnalyzer {
   const std::vector<NvmeQueueStats>& queues() const { return finished_queues_; }  // after finish(), by first frame
   // Index: kind (0 unknown, 1 admin, 2 io, 3 fabrics) * 256 + opcode (fabrics: fctype).
   const std::array<NvmeOpcodeStats, 4 * 256>& by_opcode() const { return by_opcode_; }
+  // I/O Read (index 0) and Write (1) per data size class: index op * kNvmeSizeClasses + class.
+  const std::array<NvmeOpcodeStats, 2 * kNvmeSizeClasses>& by_size() const { return by_size_; }
   const std::vector<NvmeCommandResult>& slowest() const { return slowest_; }  // slowest first, after finish()
   const std::vector<NvmeCommandResult>& unanswered() const { return unanswered_; }
   static std::size_t opcode_index(const NvmeCommandResult& r);
@@ -175,10 +213,14 @@ class NvmeAnalyzer {
   void add_command(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns);
   void add_response(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns,
                     bool resent);
-  void add_transport_event(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns);
+  void add_transport_event(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, std::uint8_t kinds);
+  void add_data(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns);
+  void note_invalidate(NvmeCommandResult& r, std::uint32_t key);
+  static void note_connect_data(const DecodedPacket& p, NvmeQueueStats& stats);
+  void bind_connect(QueuePair& qp, const NvmeQueueKey& key);
   QueuePair* queue_pair(const DecodedPacket& p, bool create, std::int64_t ts_ns);
   Queue* queue(const NvmeQueueKey& k, bool create, std::uint64_t frame, std::int64_t ts_ns);
-  void complete(Queue& q, NvmeCommandResult& r);
+  void complete(Queue& q, NvmeCommandResult& r, std::int64_t ts_ns);
   void keep_slowest(const NvmeCommandResult& r);
   void retire_queue(Queue& q);
   void restart_queue(const NvmeQueueKey& key, std::uint16_t cid);
@@ -200,6 +242,7 @@ class NvmeAnalyzer {
   std::unordered_map<std::uint32_t, std::pair<IpAddress, std::uint32_t>> pending_req_;
   NvmeTotals totals_;
   std::array<NvmeOpcodeStats, 4 * 256> by_opcode_{};
+  std::array<NvmeOpcodeStats, 2 * kNvmeSizeClasses> by_size_{};
   std::vector<NvmeCommandResult> slowest_;   // a min-heap on latency while running
   std::vector<NvmeCommandResult> unanswered_;
   std::vector<NvmeQueueStats> finished_queues_;

@@ -76,6 +76,8 @@ int hf_flow = -1, hf_peer_qp = -1, hf_psn_expected = -1, hf_psn_gap = -1, hf_psn
 int hf_iwarp_unit = -1, hf_iwarp_opcode = -1, hf_iwarp_ulpdu_len = -1, hf_iwarp_seq = -1, hf_iwarp_end_frame = -1,
     hf_iwarp_resync = -1;
 int hf_diag = -1;
+int hf_nvme_queue = -1, hf_nvme_cid = -1, hf_nvme_command = -1, hf_nvme_command_frame = -1, hf_nvme_response_frame = -1,
+    hf_nvme_latency = -1, hf_nvme_cause_events = -1, hf_nvme_cause_frame = -1, hf_nvme_unanswered = -1;
 
 gint ett_rdmadiag = -1, ett_bth = -1, ett_analysis = -1, ett_iwarp = -1, ett_crc = -1;
 
@@ -86,6 +88,7 @@ expert_field ei_psn_gap = EI_INIT, ei_psn_duplicate = EI_INIT, ei_psn_out_of_ord
     ei_becn = EI_INIT;
 expert_field ei_cc_response = EI_INIT, ei_cc_slowed = EI_INIT;
 expert_field ei_pfc_pause = EI_INIT, ei_pfc_xon = EI_INIT;
+expert_field ei_nvme_cause = EI_INIT, ei_nvme_unanswered = EI_INIT;
 expert_field ei_diag_error = EI_INIT, ei_diag_warning = EI_INIT, ei_diag_note = EI_INIT;
 std::array<expert_field, static_cast<std::size_t>(AnomalyKind::count_)> ei_anomaly;
 
@@ -513,6 +516,34 @@ int dissect_pause(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, const dec
   return static_cast<int>(tvb_captured_length(tvb));
 }
 
+// The NVMe command this capsule or completion belongs to (rdmadiag nvme's
+// pairing), its latency, and the transport events inside its window: the cause
+// of a slow command. Command frames get it on a second pass (tshark -2).
+void add_nvme(proto_tree* t, packet_info* pinfo, tvbuff_t* tvb, const wireshark::NvmeFrameNote& n) {
+  if (n.qid != decode::kNvmeUnknownQid) add_generated_uint(t, hf_nvme_queue, tvb, n.qid);
+  add_generated_uint(t, hf_nvme_cid, tvb, n.cid);
+  proto_item_set_generated(proto_tree_add_string(t, hf_nvme_command, tvb, 0, 0, n.name.c_str()));
+  const int link = n.command ? hf_nvme_response_frame : hf_nvme_command_frame;
+  const std::uint64_t other = n.command ? n.response_frame : n.command_frame;
+  if (other) proto_item_set_generated(proto_tree_add_uint(t, link, tvb, 0, 0, static_cast<guint32>(other)));
+  if (!n.response_frame) {
+    proto_item* it = add_flag(t, hf_nvme_unanswered, tvb);
+    expert_add_info_format(pinfo, it, &ei_nvme_unanswered, "NVMe %s (CID 0x%04x): no completion in the capture",
+                           n.name.c_str(), n.cid);
+    return;
+  }
+  proto_item* lat = proto_tree_add_double(t, hf_nvme_latency, tvb, 0, 0, n.latency_us);
+  proto_item_set_generated(lat);
+  add_generated_uint(t, hf_nvme_cause_events, tvb, n.transport_events);
+  if (!n.transport_events) return;
+  proto_item_set_generated(
+      proto_tree_add_uint(t, hf_nvme_cause_frame, tvb, 0, 0, static_cast<guint32>(n.first_event_frame)));
+  if (!n.command)
+    expert_add_info_format(pinfo, lat, &ei_nvme_cause,
+                           "NVMe %s (CID 0x%04x) took %.1f us with %u transport events on its queue pairs, first at frame %u",
+                           n.name.c_str(), n.cid, n.latency_us, n.transport_events, static_cast<unsigned>(n.first_event_frame));
+}
+
 int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*) {
   const std::uint32_t lt = linktype_of(pinfo);
   if (!lt || !file_state) return 0;
@@ -547,6 +578,7 @@ int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
   if (r && r->analysed) add_analysis(t, pinfo, tvb, *r);
   if (rdma && p.has_bth) add_response_link(t, tvb, pinfo->num, r);
   if (r && r->iwarp_count) add_iwarp(t, pinfo, tvb, *r);
+  if (const wireshark::NvmeFrameNote* n = file_state->nvme_at(pinfo->num)) add_nvme(t, pinfo, tvb, *n);
   return static_cast<int>(caplen);
 }
 
@@ -656,6 +688,20 @@ void register_protocol() {
       HF(hf_retransmission, "Retransmission", "rdmadiag.retransmission", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
       HF(hf_spurious, "Spurious retransmission", "rdmadiag.retransmission.spurious", FT_BOOLEAN, BASE_NONE, nullptr,
          "Resend of a packet that was not lost at the capture point"),
+      HF(hf_nvme_queue, "NVMe queue ID", "rdmadiag.nvme.queue", FT_UINT16, BASE_DEC, nullptr, "From the queue's Connect"),
+      HF(hf_nvme_cid, "NVMe command ID", "rdmadiag.nvme.cid", FT_UINT16, BASE_HEX, nullptr, nullptr),
+      HF(hf_nvme_command, "NVMe command", "rdmadiag.nvme.command", FT_STRING, BASE_NONE, nullptr, nullptr),
+      HF(hf_nvme_command_frame, "NVMe command in frame", "rdmadiag.nvme.command_frame", FT_FRAMENUM, BASE_NONE,
+         FRAMENUM_TYPE(FT_FRAMENUM_REQUEST), nullptr),
+      HF(hf_nvme_response_frame, "NVMe completion in frame", "rdmadiag.nvme.response_frame", FT_FRAMENUM, BASE_NONE,
+         FRAMENUM_TYPE(FT_FRAMENUM_RESPONSE), nullptr),
+      HF(hf_nvme_latency, "NVMe latency (us)", "rdmadiag.nvme.latency", FT_DOUBLE, BASE_NONE, nullptr,
+         "Command capsule to completion at the capture point, microseconds"),
+      HF(hf_nvme_cause_events, "Transport events inside", "rdmadiag.nvme.cause.events", FT_UINT32, BASE_DEC, nullptr,
+         "PSN gaps, resends, duplicates, out of order, CNPs, NAKs, RNR NAKs on the queue's queue pairs while the command was outstanding"),
+      HF(hf_nvme_cause_frame, "First transport event in frame", "rdmadiag.nvme.cause.first_frame", FT_FRAMENUM, BASE_NONE,
+         nullptr, nullptr),
+      HF(hf_nvme_unanswered, "No completion in the capture", "rdmadiag.nvme.unanswered", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
       HF(hf_nak_gap_frame, "Gap answered by this NAK", "rdmadiag.nak.gap_frame", FT_FRAMENUM, BASE_NONE, nullptr, nullptr),
       HF(hf_request_frame, "Request in frame", "rdmadiag.request_frame", FT_FRAMENUM, BASE_NONE,
          FRAMENUM_TYPE(FT_FRAMENUM_REQUEST), nullptr),
@@ -700,6 +746,10 @@ void register_protocol() {
       {&ei_cc_slowed, {"rdmadiag.cc.slowed.expert", PI_SEQUENCE, PI_NOTE, "Sender slowed after a CNP", EXPFILL}},
       {&ei_fecn, {"rdmadiag.bth.fecn.expert", PI_SEQUENCE, PI_NOTE, "FECN set: congestion on the path", EXPFILL}},
       {&ei_becn, {"rdmadiag.bth.becn.expert", PI_SEQUENCE, PI_NOTE, "BECN set: congestion reported back", EXPFILL}},
+      {&ei_nvme_cause,
+       {"rdmadiag.nvme.cause.expert", PI_SEQUENCE, PI_WARN, "NVMe command delayed by transport events", EXPFILL}},
+      {&ei_nvme_unanswered,
+       {"rdmadiag.nvme.unanswered.expert", PI_SEQUENCE, PI_WARN, "NVMe command with no completion", EXPFILL}},
       {&ei_diag_error, {"rdmadiag.diag.error", PI_MALFORMED, PI_ERROR, "Decode error", EXPFILL}},
       {&ei_diag_warning, {"rdmadiag.diag.warning", PI_PROTOCOL, PI_WARN, "Decode warning", EXPFILL}},
       {&ei_diag_note, {"rdmadiag.diag.note", PI_PROTOCOL, PI_NOTE, "Decode note", EXPFILL}},

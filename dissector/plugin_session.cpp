@@ -13,6 +13,22 @@ PluginSession::PluginSession(const decode::DecodeOptions& options, unsigned pmtu
   analyzer_.pfc().set_options(pfc);
   analyzer_.transport().enable_forward_links(true);
   analyzer_.transport().set_pmtu_override(pmtu >= 256 && pmtu <= 4096 ? pmtu : 0);
+  nvme_ = std::make_unique<decode::NvmeAnalyzer>();
+  nvme_->set_command_sink([this](const decode::NvmeCommandResult& r) { note_nvme(r); });
+}
+
+void PluginSession::note_nvme(const decode::NvmeCommandResult& r) {
+  NvmeFrameNote n{true, r.queue.qid, r.cid, r.command_frame, r.response_frame, r.latency_us, r.transport_events,
+                  r.first_event_frame, std::string(r.name())};
+  nvme_frames_[r.command_frame] = n;
+  if (!r.response_frame) return;
+  n.command = false;
+  nvme_frames_[r.response_frame] = n;
+}
+
+const NvmeFrameNote* PluginSession::nvme_at(std::uint64_t frame) const {
+  const auto it = nvme_frames_.find(frame);
+  return it == nvme_frames_.end() ? nullptr : &it->second;
 }
 
 bool PluginSession::analyse(const decode::DecodedPacket& p, std::uint64_t frame, double ts, std::int64_t ts_ns,
@@ -21,6 +37,7 @@ bool PluginSession::analyse(const decode::DecodedPacket& p, std::uint64_t frame,
   last_frame_ = frame;
   const std::size_t before = analyzer_.anomalies().items().size();
   analyzer_.add(p, frame, ts, analysis_, ts_ns);
+  nvme_->add(p, frame, ts_ns, &analysis_);
   r = FrameRecord{};
   fill_record(analysis_, r);
   if (!r.worth_keeping()) return false;
@@ -33,6 +50,8 @@ bool PluginSession::analyse(const decode::DecodedPacket& p, std::uint64_t frame,
 void PluginSession::finish() {
   if (finished_) return;
   analyzer_.finish();
+  nvme_->finish();
+  for (const decode::NvmeCommandResult& r : nvme_->unanswered()) note_nvme(r);
   finished_ = true;
   for (const decode::FlowSummary& f : analyzer_.transport().flows())
     if (f.peer >= 0) peer_qp_[f.index] = f.peer_qp;

@@ -5,17 +5,32 @@
 // code (docs/robustness.md); packet-rdmadiag.cpp only turns it into tree items.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
 
 #include "decode/analyzer.h"
+#include "decode/nvme_analysis.h"
 #include "decode/packet.h"
 #include "decode/transport_analysis.h"
 #include "dissector/frame_records.h"
 
 namespace rdmadiag::wireshark {
+
+// An NVMe command's capsule or completion frame, as `rdmadiag nvme` sees it
+// (decode/nvme_analysis.h): known once the completion was read (first pass),
+// or after finish() for commands that never completed.
+struct NvmeFrameNote {
+  bool command = false;                 // the command capsule (else the completion)
+  std::uint16_t qid = decode::kNvmeUnknownQid, cid = 0;
+  std::uint64_t command_frame = 0, response_frame = 0;  // response_frame 0: no completion in the capture
+  double latency_us = -1;
+  std::uint32_t transport_events = 0;   // on the queue's queue pairs inside the command's window
+  std::uint64_t first_event_frame = 0;
+  std::string name;                     // command name
+};
 
 class PluginSession {
  public:
@@ -52,6 +67,8 @@ class PluginSession {
   // Pause anomalies (storms) that began at `frame`: known after finish() (a storm
   // is known when its pause ends, at a later frame).
   std::span<const decode::Anomaly> pause_anomalies_at(std::uint64_t frame) const;
+  // The NVMe command capsule or completion at `frame`, if any.
+  const NvmeFrameNote* nvme_at(std::uint64_t frame) const;
 
  private:
   decode::Analyzer analyzer_;
@@ -62,6 +79,9 @@ class PluginSession {
   std::unordered_map<std::uint32_t, std::uint32_t> peer_qp_;  // flow index -> QP at its source
   std::unordered_map<std::uint64_t, std::int64_t> gap_revision_;  // gap frame -> PSNs that came late after it
   std::vector<decode::Anomaly> pause_anomalies_;  // by starting frame, after finish()
+  void note_nvme(const decode::NvmeCommandResult& r);
+  std::unique_ptr<decode::NvmeAnalyzer> nvme_;  // large: on the heap
+  std::unordered_map<std::uint64_t, NvmeFrameNote> nvme_frames_;  // per command/completion frame, as Wireshark keeps per-frame state
 };
 
 // Checksums are shown by their own items, not as anomalies.

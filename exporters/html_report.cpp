@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "exporters/html_parts.h"
 #include "exporters/svg_plot.h"
 
 namespace rdmadiag::exporters {
@@ -641,6 +642,7 @@ std::string render_perftest(const Json& r) {
 ReportKind report_kind(const Json& report) {
   if (!report.is_object()) return ReportKind::unknown;
   if (report.value("schema", "") == "rdmadiag-perftest") return ReportKind::perftest;
+  if (report.contains("nvme_schema_version")) return ReportKind::nvme;
   if (report.contains("schema_version") && report.contains("tool") && report.contains("summary")) return ReportKind::analyze;
   return ReportKind::unknown;
 }
@@ -650,13 +652,25 @@ std::string render_html(const Json& report, std::string& error) {
     switch (report_kind(report)) {
       case ReportKind::analyze: return render_analyze(report);
       case ReportKind::perftest: return render_perftest(report);
+      case ReportKind::nvme: return render_nvme_html(report);
       case ReportKind::unknown: break;
     }
-    error = "not an rdmadiag report (neither an analyze/capture report nor a perftest report)";
+    error = "not an rdmadiag report (not an analyze/capture, perftest or nvme report)";
   } catch (const std::exception& e) {
     error = std::string("report does not have the expected shape: ") + e.what();
   }
   return {};
 }
+
+// The page parts other reports share (html_parts.h).
+namespace html {
+std::string page_head(const std::string& title) { return exporters::page_head(title); }
+std::string page_tail() { return exporters::page_tail(); }
+std::string card(const std::string& key, const std::string& value) { return exporters::card(key, value); }
+std::string td_num(double v, const std::string& shown) { return exporters::td_num(v, shown); }
+std::string td_text(const std::string& s) { return exporters::td_text(s); }
+std::string histogram_plot(const Json& hist, const std::string& title) { return exporters::histogram_plot(hist, title); }
+const char* color(std::size_t i) { return kColors[i % std::size(kColors)]; }
+}  // namespace html
 
 }  // namespace rdmadiag::exporters

@@ -6,7 +6,8 @@
 //    summary, per-QP health table, anomalies, PSN timeline per QP with gaps,
 //    NAKs and retransmissions marked, wire-latency distributions;
 //  - perftest reports (docs/perftest-schema.json): results table, latency
-//    histogram and CDF per size, latency (or bandwidth) against size.
+//    histogram and CDF per size, latency (or bandwidth) against size;
+//  - nvme reports (nvme_report.h): exporters/nvme_html.cpp.
 #pragma once
 #include <string>
 
@@ -14,7 +15,7 @@
 
 namespace rdmadiag::exporters {
 
-enum class ReportKind { analyze, perftest, unknown };
+enum class ReportKind { analyze, perftest, nvme, unknown };
 
 ReportKind report_kind(const Json& report);
 // Empty string and `error` set when the JSON is not a report rdmadiag wrote.

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "decode/anomaly.h"
 #include "exporters/pfc_report.h"
@@ -415,6 +416,85 @@ std::string render_perftest_metrics(const Json& report) {
     if (r.contains("bandwidth"))
       x.sample("rdmadiag_perftest_message_rate_per_second", base + ",size=\"" + std::to_string(r.value("size", 0)) + "\"",
                r["bandwidth"].value("msg_rate_mpps", 0.0) * 1e6);
+  return x.str();
+}
+
+}  // namespace rdmadiag::exporters
+
+namespace rdmadiag::exporters {
+
+namespace {
+
+// Per command kind of an `rdmadiag nvme` report: counters and the latency histogram.
+void nvme_command_metrics(Exposition& x, const Json& report) {
+  const Json rows = report.value("by_command", Json::array());
+  const auto labels = [](const Json& r) {
+    return "queue_kind=\"" + escape_label(r.value("queue_kind", "")) + "\",command=\"" + escape_label(r.value("command", "")) + "\"";
+  };
+  for (const auto& [name, key, help] : {std::tuple{"rdmadiag_nvme_commands_total", "commands", "NVMe commands submitted (RDMA resends once)."},
+                                        {"rdmadiag_nvme_completed_total", "completed", "NVMe commands completed."},
+                                        {"rdmadiag_nvme_errors_total", "errors", "NVMe commands completed with an error status."}}) {
+    x.family(name, "counter", help);
+    for (const Json& r : rows) x.sample(name, labels(r), r.value(key, 0.0));
+  }
+  x.family("rdmadiag_nvme_command_latency_seconds", "histogram",
+           "Submit to completion at the capture point; buckets: 4 per octave, upper bounds.");
+  for (const Json& r : rows) {
+    const Json& h = r["histogram"];
+    double cumulative = 0;
+    for (std::size_t i = 0; i < h["counts"].size(); ++i) {
+      cumulative += h["counts"][i].get<double>();
+      x.sample("rdmadiag_nvme_command_latency_seconds_bucket",
+               labels(r) + ",le=\"" + number(h["le_us"][i].get<double>() * 1e-6) + "\"", cumulative);
+    }
+    x.sample("rdmadiag_nvme_command_latency_seconds_bucket", labels(r) + ",le=\"+Inf\"", cumulative);
+    x.sample("rdmadiag_nvme_command_latency_seconds_sum", labels(r), r["latency_us"].value("mean", 0.0) * cumulative * 1e-6);
+    x.sample("rdmadiag_nvme_command_latency_seconds_count", labels(r), cumulative);
+  }
+}
+
+// Per NVMe queue (the first kMaxQueueSeries; the rest counted in a gauge).
+void nvme_queue_metrics(Exposition& x, const Json& report) {
+  constexpr std::size_t kMaxQueueSeries = 100;
+  const Json queues = report.value("queues", Json::array());
+  const auto labels = [](const Json& q) {
+    return "host=\"" + escape_label(q.value("host", "")) + "\",controller=\"" + escape_label(q.value("controller", "")) +
+           "\",qid=\"" + (q["qid"].is_null() ? std::string("unknown") : q["qid"].dump()) + "\",first_frame=\"" +
+           q["first_frame"].dump() + "\"";
+  };
+  for (const auto& [name, type, key, help] :
+       {std::tuple{"rdmadiag_nvme_queue_completed_total", "counter", "completed", "Commands completed on the queue."},
+        {"rdmadiag_nvme_queue_unanswered", "gauge", "unanswered", "Commands with no completion in the capture."},
+        {"rdmadiag_nvme_queue_max_outstanding", "gauge", "max_outstanding", "Most commands outstanding at once."},
+        {"rdmadiag_nvme_queue_read_bytes_total", "counter", "read_bytes", "Data bytes of completed reads."},
+        {"rdmadiag_nvme_queue_write_bytes_total", "counter", "write_bytes", "Data bytes of completed writes."},
+        {"rdmadiag_nvme_queue_transport_events_total", "counter", "transport_events",
+         "PSN gaps, retransmissions, duplicates, out of order, CNPs, NAKs, RNR NAKs on the queue's queue pairs."}}) {
+    x.family(name, type, help);
+    for (std::size_t i = 0; i < queues.size() && i < kMaxQueueSeries; ++i) x.sample(name, labels(queues[i]), queues[i].value(key, 0.0));
+  }
+  x.family("rdmadiag_nvme_queue_series_dropped", "gauge", "NVMe queues past the series cap (not listed).");
+  x.sample("rdmadiag_nvme_queue_series_dropped", "", queues.size() > kMaxQueueSeries ? static_cast<double>(queues.size() - kMaxQueueSeries) : 0);
+}
+
+}  // namespace
+
+std::string render_nvme_metrics(const Json& report) {
+  Exposition x;
+  const Json totals = report.value("totals", Json::object());
+  for (const auto& [name, type, key, help] :
+       {std::tuple{"rdmadiag_nvme_unanswered_commands", "gauge", "unanswered", "Commands with no completion in the capture."},
+        {"rdmadiag_nvme_unmatched_responses_total", "counter", "unmatched_responses", "Completions of no outstanding command."},
+        {"rdmadiag_nvme_data_packets_total", "counter", "data_packets", "RDMA READ/WRITE packets matched to a command's keyed SGL."},
+        {"rdmadiag_nvme_unmatched_data_packets_total", "counter", "unmatched_data_packets",
+         "RDMA READ/WRITE packets on NVMe queues matching no outstanding command."},
+        {"rdmadiag_nvme_invalidate_mismatches_total", "counter", "invalidate_mismatches",
+         "SEND with Invalidate naming another key than the command's keyed SGL."}}) {
+    x.family(name, type, help);
+    x.sample(name, "", totals.value(key, 0.0));
+  }
+  nvme_command_metrics(x, report);
+  nvme_queue_metrics(x, report);
   return x.str();
 }
 

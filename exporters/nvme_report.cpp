@@ -29,6 +29,12 @@ std::string address(const decode::IpAddress& a) {
   return s;
 }
 
+std::string join_tab(const std::vector<std::string>& fields) {
+  std::string s;
+  for (std::size_t i = 0; i < fields.size(); ++i) s += (i ? "\t" : "") + fields[i];
+  return s;
+}
+
 std::string qid_text(std::uint16_t qid) {
   return qid == decode::kNvmeUnknownQid ? std::string("unknown") : std::to_string(qid);
 }
@@ -42,6 +48,44 @@ std::string hex_field(std::uint64_t v, int width) {
 Json queue_key_json(const NvmeQueueKey& k) {
   return {{"host", address(k.host)}, {"controller", address(k.controller)},
           {"qid", k.qid == decode::kNvmeUnknownQid ? Json(nullptr) : Json(k.qid)}};
+}
+
+// Transport events per kind (the kinds with any).
+template <typename Counts>
+Json causes_json(const Counts& counts) {
+  Json j = Json::object();
+  for (std::size_t k = 0; k < counts.size(); ++k)
+    if (counts[k]) j[std::string(decode::nvme_cause_name(static_cast<decode::NvmeCause>(k)))] = counts[k];
+  return j;
+}
+
+// kind=count;... for the tables.
+std::string causes_field(const std::array<std::uint32_t, decode::kNvmeCauseKinds>& counts) {
+  std::string s;
+  for (std::size_t k = 0; k < counts.size(); ++k)
+    if (counts[k])
+      s += (s.empty() ? "" : ";") + std::string(decode::nvme_cause_name(static_cast<decode::NvmeCause>(k))) + "=" + std::to_string(counts[k]);
+  return s;
+}
+
+std::string causes_text(const std::array<std::uint32_t, decode::kNvmeCauseKinds>& counts) {
+  std::string s;
+  for (std::size_t k = 0; k < counts.size(); ++k)
+    if (counts[k])
+      s += (s.empty() ? "" : ", ") + std::to_string(counts[k]) + " " + std::string(decode::nvme_cause_name(static_cast<decode::NvmeCause>(k)));
+  return s;
+}
+
+// The RDMA READ/WRITE data of a keyed SGL and how the command was completed.
+Json data_json(const NvmeCommandResult& r) {
+  Json j = {{"sgl_key", r.sgl_key}, {"sgl_address", r.sgl_address}, {"sgl_invalidate", r.sgl_invalidate},
+            {"operations", r.data_operations}, {"bytes", r.data_bytes}};
+  j["first_frame"] = r.data_first_frame ? Json(r.data_first_frame) : Json(nullptr);
+  j["last_frame"] = r.data_last_frame ? Json(r.data_last_frame) : Json(nullptr);
+  j["transfer_us"] = r.data_first_frame ? Json(r.data_transfer_us()) : Json(nullptr);
+  j["remote_invalidate"] = r.remote_invalidate;
+  if (r.remote_invalidate) j["invalidated_key"] = r.invalidated_key;
+  return j;
 }
 
 Json command_json(const NvmeCommandResult& r) {
@@ -65,12 +109,29 @@ Json command_json(const NvmeCommandResult& r) {
   }
   j["transport_events"] = r.transport_events;
   j["first_event_frame"] = r.first_event_frame ? Json(r.first_event_frame) : Json(nullptr);
+  j["causes"] = causes_json(r.causes);
+  if (r.sgl_key || r.sgl_address) j["data"] = data_json(r);
   return j;
+}
+
+// The queue's timeline: per bin, the most commands outstanding, completions and
+// bytes; rates over the queue's active span (first to last capsule).
+Json timeline_json(const decode::NvmeQueueStats& q) {
+  const decode::NvmeTimeline& t = q.timeline;
+  Json depth = Json::array(), done = Json::array(), bytes = Json::array();
+  for (std::size_t i = 0; i < t.bins(); ++i) {
+    depth.push_back(t.bin(i).max_outstanding);
+    done.push_back(t.bin(i).completions);
+    bytes.push_back(t.bin(i).bytes);
+  }
+  return {{"start_offset_ns", t.start_ns() - q.first_ns}, {"bin_us", static_cast<double>(t.bin_ns()) / 1e3},
+          {"max_outstanding", depth}, {"completions", done}, {"bytes", bytes}};
 }
 
 Json queue_json(const decode::NvmeQueueStats& q) {
   Json j = queue_key_json(q.key);
   j["first_frame"] = q.first_frame;
+  j["first_ns"] = q.first_ns;  // capture clock
   j["sqsize"] = q.sqsize;
   j["kato_ms"] = q.kato_ms;
   if (!q.subnqn.empty()) j["subnqn"] = q.subnqn;
@@ -83,13 +144,37 @@ Json queue_json(const decode::NvmeQueueStats& q) {
   j["write_bytes"] = q.write_bytes;
   j["max_outstanding"] = q.max_outstanding;
   j["transport_events"] = q.transport_events;
+  j["causes"] = causes_json(q.causes);
   j["untracked_commands"] = q.outstanding_dropped;
+  const double span_s = static_cast<double>(q.last_ns - q.first_ns) / 1e9;
+  j["active_s"] = span_s;
+  j["iops"] = span_s > 0 ? static_cast<double>(q.completed) / span_s : 0.0;
+  j["read_mb_per_s"] = span_s > 0 ? static_cast<double>(q.read_bytes) / span_s / 1e6 : 0.0;
+  j["write_mb_per_s"] = span_s > 0 ? static_cast<double>(q.write_bytes) / span_s / 1e6 : 0.0;
+  j["timeline"] = timeline_json(q);
   return j;
 }
 
 const char* kind_name(std::size_t kind) {
   static const char* const names[] = {"unknown_queue", "admin", "io", "fabrics"};
   return names[kind];
+}
+
+Json latency_json(const decode::LatencyHistogram& h) {
+  return {{"min", h.min_us}, {"mean", h.n ? h.sum_us / static_cast<double>(h.n) : 0.0},
+          {"p50_le", h.percentile_upper_us(0.5)}, {"p90_le", h.percentile_upper_us(0.9)},
+          {"p99_le", h.percentile_upper_us(0.99)}, {"max", h.max_us}};
+}
+
+// The non-empty buckets: upper bounds and counts (the shape of analyze's latency_histograms).
+Json histogram_json(const decode::LatencyHistogram& h) {
+  Json le = Json::array(), counts = Json::array();
+  for (std::size_t i = 0; i < h.counts.size(); ++i) {
+    if (!h.counts[i]) continue;
+    le.push_back(decode::LatencyHistogram::bucket_upper_us(i));
+    counts.push_back(h.counts[i]);
+  }
+  return {{"le_us", le}, {"counts", counts}};
 }
 
 Json opcodes_json(const NvmeAnalyzer& a) {
@@ -105,9 +190,23 @@ Json opcodes_json(const NvmeAnalyzer& a) {
     arr.push_back({{"queue_kind", kind_name(i / 256)}, {"command", std::string(probe.name())},
                    {"opcode", probe.fabrics ? 0x7F : probe.opcode}, {"commands", s.commands},
                    {"completed", s.completed}, {"errors", s.errors}, {"bytes", s.bytes},
-                   {"latency_us", {{"min", h.min_us}, {"mean", h.n ? h.sum_us / static_cast<double>(h.n) : 0.0},
-                                   {"p50_le", h.percentile_upper_us(0.5)}, {"p99_le", h.percentile_upper_us(0.99)},
-                                   {"max", h.max_us}}}});
+                   {"latency_us", latency_json(h)}, {"histogram", histogram_json(h)}});
+  }
+  return arr;
+}
+
+// I/O reads and writes by data size class.
+Json sizes_json(const NvmeAnalyzer& a) {
+  Json arr = Json::array();
+  for (std::size_t i = 0; i < a.by_size().size(); ++i) {
+    const decode::NvmeOpcodeStats& s = a.by_size()[i];
+    if (!s.completed) continue;
+    const std::size_t c = i % decode::kNvmeSizeClasses;
+    const std::uint64_t upper = decode::nvme_size_class_upper(c);
+    arr.push_back({{"command", i < decode::kNvmeSizeClasses ? "read" : "write"},
+                   {"size_gt", c ? decode::nvme_size_class_upper(c - 1) : 0},
+                   {"size_le", upper ? Json(upper) : Json(nullptr)}, {"completed", s.completed}, {"errors", s.errors},
+                   {"bytes", s.bytes}, {"latency_us", latency_json(s.latency)}});
   }
   return arr;
 }
@@ -123,11 +222,14 @@ Json nvme_json(const NvmeAnalyzer& a) {
                  {"commands_on_unknown_queue", t.unbound_commands}, {"duplicate_cids", t.duplicate_cids},
                  {"resent_commands", t.resent_commands}, {"resent_responses", t.resent_responses},
                  {"truncated_capsules", t.truncated_capsules}, {"malformed_capsules", t.malformed_capsules},
-                 {"queue_limit_reached", t.queue_cap_reached}};
+                 {"queue_limit_reached", t.queue_cap_reached}, {"data_packets", t.data_packets},
+                 {"unmatched_data_packets", t.unmatched_data_packets}, {"remote_invalidates", t.remote_invalidates},
+                 {"invalidate_mismatches", t.invalidate_mismatches}, {"iwarp_segments", t.iwarp_segments}};
   Json queues = Json::array();
   for (const auto& q : a.queues()) queues.push_back(queue_json(q));
   j["queues"] = queues;
   j["by_command"] = opcodes_json(a);
+  j["by_size"] = sizes_json(a);
   Json slow = Json::array();
   for (const auto& r : a.slowest()) slow.push_back(command_json(r));
   j["slowest"] = slow;
@@ -145,7 +247,32 @@ void write_queues_text(std::ostream& out, const NvmeAnalyzer& a) {
         << address(q.key.controller) << "  sqsize " << q.sqsize + 1 << "  commands " << q.commands << "  completed "
         << q.completed << "  errors " << q.errors << "  unanswered " << q.unanswered << "  max outstanding "
         << q.max_outstanding << "  transport events " << q.transport_events << '\n';
+    const double span_s = static_cast<double>(q.last_ns - q.first_ns) / 1e9;
+    if (span_s > 0 && (q.read_bytes || q.write_bytes))
+      out << "    " << std::fixed << std::setprecision(1) << static_cast<double>(q.completed) / span_s << " IOPS" << std::setprecision(3) << "  read "
+          << static_cast<double>(q.read_bytes) / span_s / 1e6 << " MB/s  write " << static_cast<double>(q.write_bytes) / span_s / 1e6
+          << " MB/s over " << std::setprecision(3) << span_s << std::defaultfloat << " s\n";
     if (!q.subnqn.empty()) out << "    subsystem " << q.subnqn << "  host " << q.hostnqn << '\n';
+  }
+}
+
+// One line per row of opcodes_json / sizes_json.
+void write_latency_rows(std::ostream& out, const char* title, const Json& rows) {
+  if (rows.empty()) return;
+  out << title << '\n';
+  for (const auto& row : rows) {
+    std::string what = row.contains("queue_kind") ? row["queue_kind"].get<std::string>() : std::string();
+    if (row.contains("size_le"))
+      what = row["size_le"].is_null() ? "> " + std::to_string(row["size_gt"].get<std::uint64_t>()) + " B"
+                                      : "<= " + std::to_string(row["size_le"].get<std::uint64_t>()) + " B";
+    const Json& l = row["latency_us"];
+    char buf[320];
+    std::snprintf(buf, sizeof buf, "  %-10s %-22s %6llu done, err %4llu  min %.1f  p50<= %.1f  p90<= %.1f  p99<= %.1f  max %.1f us\n",
+                  what.c_str(), row["command"].get<std::string>().c_str(),
+                  static_cast<unsigned long long>(row["completed"].get<std::uint64_t>()),
+                  static_cast<unsigned long long>(row["errors"].get<std::uint64_t>()), l["min"].get<double>(),
+                  l["p50_le"].get<double>(), l["p90_le"].get<double>(), l["p99_le"].get<double>(), l["max"].get<double>());
+    out << buf;
   }
 }
 
@@ -160,7 +287,10 @@ void write_command_list(std::ostream& out, const char* title, const std::vector<
     if (r.blocks) out << " lba " << r.slba << "+" << r.blocks;
     if (r.response_frame)
       out << "  " << std::fixed << std::setprecision(1) << r.latency_us << std::defaultfloat << " us  " << r.status_name() << "  transport events " << r.transport_events;
-    if (r.first_event_frame) out << " (first at frame " << r.first_event_frame << ")";
+    if (r.first_event_frame) out << " (first at frame " << r.first_event_frame << (r.transport_events ? ": " + causes_text(r.causes) : std::string()) << ")";
+    if (r.data_first_frame)
+      out << "  data " << r.data_bytes << " B in " << std::fixed << std::setprecision(1) << r.data_transfer_us()
+          << std::defaultfloat << " us (frames " << r.data_first_frame << "-" << r.data_last_frame << ")";
     // The controller completes an Asynchronous Event Request only when an event occurs.
     if (!r.response_frame && r.kind == decode::NvmeQueueKind::admin && !r.fabrics && r.opcode == 0x0C)
       out << "  (waits for an event by design)";
@@ -179,25 +309,23 @@ void write_nvme_text(std::ostream& out, const NvmeAnalyzer& a) {
   if (t.resent_commands || t.resent_responses)
     out << "  resent by RDMA (counted once): " << t.resent_commands << " command capsules, " << t.resent_responses
         << " response capsules\n";
-  if (t.queue_pairs == 0)
+  if (t.data_packets || t.unmatched_data_packets || t.remote_invalidates)
+    out << "  RDMA data packets matched to a keyed SGL " << t.data_packets << ", unmatched " << t.unmatched_data_packets
+        << "  completions by SEND with Invalidate " << t.remote_invalidates << " (key not the command's: "
+        << t.invalidate_mismatches << ")\n";
+  if (t.iwarp_segments)
+    out << "  " << t.iwarp_segments
+        << " TCP segments with data on the NVMe-oF port: NVMe over iWARP, whose capsules are not decoded (RoCE/IB only)\n";
+  if (t.queue_pairs == 0 && !t.iwarp_segments)
     out << "  no NVMe queue pair found: no rdma_cm REQ/REP for the NVMe-oF port was captured (--port, or --assume-all "
            "to take capsule-shaped RC SENDs for NVMe)\n";
   if (t.unbound_commands)
     out << "  " << t.unbound_commands
         << " commands on queue pairs whose NVMe queue is unknown (no Connect seen): decoded, queue kind unknown, not paired\n";
   write_queues_text(out, a);
-  out << "by command (latency: capture point, submit -> completion; p50/p99 are bucket upper bounds)\n";
-  for (const auto& row : opcodes_json(a)) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "  %-8s %-22s %6llu done %6llu err %4llu  min %.1f  p50<= %.1f  p99<= %.1f  max %.1f us\n",
-                  row["queue_kind"].get<std::string>().c_str(), row["command"].get<std::string>().c_str(),
-                  static_cast<unsigned long long>(row["commands"].get<std::uint64_t>()),
-                  static_cast<unsigned long long>(row["completed"].get<std::uint64_t>()),
-                  static_cast<unsigned long long>(row["errors"].get<std::uint64_t>()), row["latency_us"]["min"].get<double>(),
-                  row["latency_us"]["p50_le"].get<double>(), row["latency_us"]["p99_le"].get<double>(),
-                  row["latency_us"]["max"].get<double>());
-    out << buf;
-  }
+  write_latency_rows(out, "by command (latency: capture point, submit -> completion; p50/p90/p99 are bucket upper bounds)",
+                     opcodes_json(a));
+  write_latency_rows(out, "by size (I/O reads and writes; size: data bytes up to)", sizes_json(a));
   write_command_list(out, "slowest commands", a.slowest());
   write_command_list(out, "commands with no completion in the capture", a.unanswered());
 }
@@ -241,21 +369,31 @@ std::string nvme_capsule_line(const decode::NvmeCapsuleRecord& r) {
   return s;
 }
 
-std::string nvme_command_header() {
-  return "command_frame\tresponse_frame\thost\tcontroller\tqid\tcid\tcommand\tslba\tblocks\tdata_bytes\tlatency_us\t"
-         "status\tstatus_name\ttransport_events\tfirst_event_frame";
+std::vector<std::string> nvme_command_columns() {
+  return {"command_frame", "response_frame", "host", "controller", "qid", "cid", "command", "slba", "blocks",
+          "data_bytes", "latency_us", "status", "status_name", "transport_events", "first_event_frame", "sgl_key",
+          "data_operations", "data_moved_bytes", "data_first_frame", "data_last_frame", "data_transfer_us", "invalidated_key", "causes"};
 }
 
-std::string nvme_command_line(const decode::NvmeCommandResult& r) {
-  char lat[32];
-  std::snprintf(lat, sizeof lat, "%.3f", r.latency_us);
-  std::string s = std::to_string(r.command_frame) + "\t" + std::to_string(r.response_frame) + "\t" + address(r.queue.host) +
-                  "\t" + address(r.queue.controller) + "\t" + qid_text(r.queue.qid) + "\t" + std::to_string(r.cid) + "\t" +
-                  std::string(r.name()) + "\t";
-  s += r.blocks ? std::to_string(r.slba) + "\t" + std::to_string(r.blocks) + "\t" : "\t\t";
-  s += std::to_string(r.data_len) + "\t" + lat + "\t" + hex_field(r.status, 4) + "\t" + std::string(r.status_name()) + "\t" +
-       std::to_string(r.transport_events) + "\t" + (r.first_event_frame ? std::to_string(r.first_event_frame) : "");
-  return s;
+std::string nvme_command_header() { return join_tab(nvme_command_columns()); }
+
+std::vector<std::string> nvme_command_fields(const decode::NvmeCommandResult& r) {
+  const auto frame_or_empty = [](std::uint64_t f) { return f ? std::to_string(f) : std::string(); };
+  const auto fixed3 = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", v);
+    return std::string(buf);
+  };
+  return {std::to_string(r.command_frame), std::to_string(r.response_frame), address(r.queue.host),
+          address(r.queue.controller), qid_text(r.queue.qid), std::to_string(r.cid), std::string(r.name()),
+          r.blocks ? std::to_string(r.slba) : "", r.blocks ? std::to_string(r.blocks) : "", std::to_string(r.data_len),
+          fixed3(r.latency_us), hex_field(r.status, 4), std::string(r.status_name()), std::to_string(r.transport_events),
+          frame_or_empty(r.first_event_frame), r.sgl_key || r.sgl_address ? hex_field(r.sgl_key, 8) : "",
+          std::to_string(r.data_operations), std::to_string(r.data_bytes), frame_or_empty(r.data_first_frame),
+          frame_or_empty(r.data_last_frame), r.data_first_frame ? fixed3(r.data_transfer_us()) : "",
+          r.remote_invalidate ? hex_field(r.invalidated_key, 8) : "", causes_field(r.causes)};
 }
+
+std::string nvme_command_line(const decode::NvmeCommandResult& r) { return join_tab(nvme_command_fields(r)); }
 
 }  // namespace rdmadiag::exporters

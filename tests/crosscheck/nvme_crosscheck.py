@@ -215,6 +215,20 @@ def transport_events(frames):
     return events
 
 
+def nak_frames(frames):
+    """kind -> (destination, QPN) -> frames whose AETH syndrome is a NAK (bits 6:5 = 11b) or RNR NAK (01b)."""
+    out = {"nak": {}, "rnr_nak": {}}
+    for r in frames:
+        syn = r.get("infiniband.aeth.syndrome", "")
+        if not syn or not r["infiniband.bth.destqp"]:
+            continue
+        bits = ((int(syn, 16) if syn.startswith("0x") else int(syn)) >> 5) & 3
+        kind = {3: "nak", 1: "rnr_nak"}.get(bits)
+        if kind:
+            out[kind].setdefault((r["ip.dst"], int(r["infiniband.bth.destqp"], 16)), []).append(int(r["frame.number"]))
+    return out
+
+
 def check_attribution(name, commands, frames, errors):
     """A command is attributed transport events exactly when the independent
     event list has one on its queue pairs between its capsule and its completion,
@@ -224,6 +238,7 @@ def check_attribution(name, commands, frames, errors):
     events = transport_events(frames)
     qp_of = {int(r["frame.number"]): (r["ip.dst"], int(r["infiniband.bth.destqp"], 16))
              for r in frames if r["infiniband.bth.destqp"]}
+    naks = nak_frames(frames)
     agree = attributed = 0
     for c in commands:
         lo, hi = int(c["command_frame"]), int(c["response_frame"])
@@ -231,6 +246,11 @@ def check_attribution(name, commands, frames, errors):
         inside = [f for qp in qps for f in events.get(qp, []) if lo <= f < hi]
         oracle = bool(inside)
         ours = int(c["transport_events"]) > 0
+        causes = dict(kv.split("=") for kv in c["causes"].split(";") if kv)
+        for kind in ("nak", "rnr_nak"):
+            want = sum(1 for qp in qps for f in naks[kind].get(qp, []) if lo <= f < hi)
+            if int(causes.get(kind, 0)) != want:
+                errors.append(f"{name}: command frame {lo}: {kind} ours {causes.get(kind, 0)}, AETH syndromes {want}")
         if oracle and ours and min(inside) != int(c["first_event_frame"]):
             errors.append(f"{name}: command frame {lo}: first transport event at frame {c['first_event_frame']} (ours), "
                           f"{min(inside)} (independent list)")
@@ -241,6 +261,317 @@ def check_attribution(name, commands, frames, errors):
         else:
             agree += 1
     return f"attribution: {agree} of {len(commands)} commands agree ({attributed} attributed)"
+
+
+WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY, READ_REQUEST = 6, 7, 8, 10, 12
+
+
+def keyed_commands(nvme_rows):
+    """tshark's own pairing (the completion's nvme.cmd_pkt) of commands with a
+    keyed SGL: command frame -> (command row, completion row)."""
+    by_frame = {int(r["frame.number"]): r for r in nvme_rows}
+    out = {}
+    for r in nvme_rows:
+        cmd = r["nvme.cmd_pkt"] or r["nvme.fabrics.cmd_pkt"]
+        if not cmd or int(cmd) not in by_frame:
+            continue
+        c = by_frame[int(cmd)]
+        if hexnum(c["nvme.cmd.sgl.type"]) == 4:
+            out[int(cmd)] = (c, r)
+    return out
+
+
+def data_oracle(command, completion, frames):
+    """The RDMA data of one keyed-SGL command from tshark's IB fields alone:
+    operations are RETH packets to the host naming the SGL's key and an address
+    inside it, between the capsule and the completion; their other packets are
+    the WRITE middle/last (on the host's QP) or READ responses (on the
+    controller's QP) whose PSN lies in [PSN, PSN + ceil(length / PMTU))."""
+    lo, hi = int(command["frame.number"]), int(completion["frame.number"])
+    host, ctrl, ctrl_qp = command["ip.src"], command["ip.dst"], int(command["infiniband.bth.destqp"], 16)
+    key, addr, length = hexnum(command["nvme.cmd.sgl1.key"]), hexnum(command["nvme.cmd.sgl1.addr"]), int(command["nvme.cmd.sgl1.len"])
+    assert int(frames[lo]["frame.number"]) == lo + 1, "tshark.tsv: one row per frame, in order"
+    window = [r for r in frames[lo:hi - 1] if r["infiniband.bth.opcode"]]
+    ops, data = [], []
+    for r in window:
+        op = int(r["infiniband.bth.opcode"])
+        if op in (WRITE_FIRST, WRITE_ONLY, READ_REQUEST) and r["ip.dst"] == host and r["infiniband.reth.r_key"]:
+            va = hexnum(r["infiniband.reth.va"])
+            if hexnum(r["infiniband.reth.r_key"]) == key and addr <= va < addr + max(length, 1):
+                ops.append((op, int(r["infiniband.bth.psn"]), int(r["infiniband.reth.dmalen"]), va,
+                            int(r["infiniband.bth.destqp"], 16)))
+                data.append(r)
+    for r in window:
+        op, psn = int(r["infiniband.bth.opcode"]), int(r["infiniband.bth.psn"])
+        qp = int(r["infiniband.bth.destqp"], 16)
+        for kind, start, dmalen, _, host_qp in ops:
+            n = max(-(-dmalen // PMTU), 1)
+            inside = 0 <= (psn - start) & 0xFFFFFF < n
+            if kind == WRITE_FIRST and op in (WRITE_MIDDLE, WRITE_LAST) and r["ip.dst"] == host and qp == host_qp and inside:
+                data.append(r)
+            if kind == READ_REQUEST and op in READ_RESPONSE_OPCODES and r["ip.dst"] == ctrl and qp == ctrl_qp and inside:
+                data.append(r)
+    if not data:
+        return None
+    first = min(data, key=lambda r: int(r["frame.number"]))
+    last = max(data, key=lambda r: int(r["frame.number"]))
+    return {"data_operations": len(ops), "data_moved_bytes": max(va + d for _, _, d, va, _ in ops) - addr,
+            "data_first_frame": int(first["frame.number"]), "data_last_frame": int(last["frame.number"]),
+            "data_transfer_us": (float(last["frame.time_relative"]) - float(first["frame.time_relative"])) * 1e6}
+
+
+def check_data(name, commands, nvme_rows, frames, errors):
+    """Every keyed-SGL command tshark pairs: its RDMA data (operations, bytes,
+    first and last frame, transfer time) and the key a SEND with Invalidate
+    completing it names (IETH) against ours."""
+    ours = {int(c["command_frame"]): c for c in commands}
+    agree = invalidates = 0
+    keyed = keyed_commands(nvme_rows)
+    for f, (cmd, cqe) in sorted(keyed.items()):
+        o = ours.get(f)
+        if o is None:
+            errors.append(f"{name}: keyed command frame {f}: not among our completed commands")
+            continue
+        want = data_oracle(cmd, cqe, frames) or {"data_operations": 0, "data_moved_bytes": 0}
+        bad = [k for k, v in want.items() if k != "data_transfer_us" and int(o[k] or 0) != v]
+        if "data_transfer_us" in want and abs(float(o["data_transfer_us"]) - want["data_transfer_us"]) > 0.01:
+            bad.append("data_transfer_us")
+        ieth = cqe["infiniband.ieth"].split(",")[0]
+        if (int(ieth, 16) if ieth else None) != (int(o["invalidated_key"], 16) if o["invalidated_key"] else None):
+            bad.append("invalidated_key")
+        invalidates += bool(ieth)
+        if bad:
+            errors.append(f"{name}: command frame {f}: data {', '.join(f'{k} ours {o[k]} independent {want.get(k, ieth)}' for k in bad)}")
+        else:
+            agree += 1
+    return f"data: {agree} of {len(keyed)} keyed-SGL commands agree ({invalidates} completed by SEND with Invalidate)"
+
+
+SEND_ONLY, SEND_ONLY_INVALIDATE = 4, 23
+TIMELINE_BINS, FIRST_BIN_NS = 128, 1_000_000
+
+
+def queue_events(nvme_rows, frames):
+    """Controller (address, QPN) -> [(frame, ns, +1 command / -1 completion)]
+    from tshark's fields alone: a command is a SEND First/Only to a queue pair
+    tshark's nvme-rdma decode names a command queue pair (nvme-rdma.cmd.qid), a
+    completion a 16-byte SEND Only (with Invalidate) to the host queue pair
+    tshark pairs with it (nvme.cmd_pkt); RDMA resends (same QP and PSN) once."""
+    rows = {int(r["frame.number"]): r for r in nvme_rows}
+    ctrl_qps, host_to_ctrl = set(), {}
+    for r in nvme_rows:
+        if r["nvme-rdma.cmd.qid"] and (r["nvme.cmd.opc"] or r["nvme.fabrics.cmd.opc"]):
+            ctrl_qps.add((r["ip.dst"], r["infiniband.bth.destqp"]))
+        cmd = r["nvme.cmd_pkt"] or r["nvme.fabrics.cmd_pkt"]
+        if cmd and int(cmd) in rows:
+            c = rows[int(cmd)]
+            host_to_ctrl[(r["ip.dst"], r["infiniband.bth.destqp"])] = (c["ip.dst"], c["infiniband.bth.destqp"])
+    events, seen = {}, set()
+    for r in frames:
+        if not r["infiniband.bth.opcode"]:
+            continue
+        op, qp = int(r["infiniband.bth.opcode"]), (r["ip.dst"], r["infiniband.bth.destqp"])
+        if (qp, r["infiniband.bth.psn"]) in seen:
+            continue
+        ns = round(float(r["frame.time_relative"]) * 1e9)
+        if qp in ctrl_qps and op in (SEND_FIRST, SEND_ONLY):
+            events.setdefault(qp, []).append((int(r["frame.number"]), ns, 1))
+        elif qp in host_to_ctrl and op in (SEND_ONLY, SEND_ONLY_INVALIDATE) and r["data.len"] == "16":
+            events.setdefault(host_to_ctrl[qp], []).append((int(r["frame.number"]), ns, -1))
+        else:
+            continue
+        seen.add((qp, r["infiniband.bth.psn"]))
+    return events
+
+
+def timeline_oracle(events):
+    """Most outstanding, completions per bin: bins of 1 ms doubled until 128 hold the span."""
+    start, end = events[0][1], events[-1][1]
+    width = FIRST_BIN_NS
+    while (end - start) // width >= TIMELINE_BINS:
+        width *= 2
+    n = (end - start) // width + 1
+    depth_bins, done_bins = [0] * n, [0] * n
+    depth, last_bin = 0, 0
+    for _, ns, step in events:
+        b = (ns - start) // width
+        for i in range(last_bin + 1, b + 1):
+            depth_bins[i] = depth  # carried into bins without an event
+        last_bin = b
+        depth = max(depth + step, 0)
+        depth_bins[b] = max(depth_bins[b], depth)
+        done_bins[b] += step < 0
+    return width, depth_bins, done_bins
+
+
+def check_queues(name, report, nvme_rows, frames, errors):
+    """Per queue: the most commands outstanding and the timeline (bin width,
+    most outstanding and completions per bin) against the queue events from
+    tshark's fields."""
+    events = queue_events(nvme_rows, frames)
+    oracle = {ev[0][0]: ev for ev in events.values() if ev[0][2] > 0}
+    agree = undecoded = 0
+    for q in report["queues"]:
+        ev = oracle.get(q["first_frame"])
+        if ev is None and q["commands"] == 1:
+            undecoded += 1  # only its Connect, a SEND First: tshark decodes no command on the queue pair
+            continue
+        if ev is None:
+            errors.append(f"{name}: queue {q['qid']} from frame {q['first_frame']}: no queue pair in tshark's decode starts there")
+            continue
+        width, depth, done = timeline_oracle(ev)
+        t = q["timeline"]
+        got = (round(t["bin_us"] * 1e3), t["max_outstanding"], t["completions"], q["max_outstanding"])
+        want = (width, depth, done, max(depth))
+        if got != want:
+            errors.append(f"{name}: queue {q['qid']} from frame {q['first_frame']}: timeline ours (bin ns, most outstanding, "
+                          f"completions, max) {got}, independent {want}")
+        else:
+            agree += 1
+    return (f"queues: {agree} of {len(report['queues'])} timelines agree"
+            f"{f' ({undecoded} with only a Connect tshark does not decode)' if undecoded else ''}")
+
+
+def size_class(n):
+    c, upper = 0, 512
+    while c + 1 < 13 and n > upper:
+        c, upper = c + 1, upper * 2
+    return c
+
+
+def check_sizes(name, report, nvme_rows, errors):
+    """Latency by I/O size class against tshark's frame times of the commands
+    tshark pairs: count, min, max exactly; p50/p90/p99 (nearest rank) within
+    the histogram's bucket (ours is the bucket's upper bound: at most 2^(1/4)
+    above). Classes with commands tshark does not decode (4 KiB in-capsule
+    writes: SEND First) are left out."""
+    rows = {int(r["frame.number"]): r for r in nvme_rows}
+    lat = {}
+    for r in nvme_rows:
+        c = rows.get(int(r["nvme.cmd_pkt"])) if r["nvme.cmd_pkt"] else None
+        if not c or c["nvme-rdma.cmd.qid"] in ("", "0x0000") or hexnum(c["nvme.cmd.opc"]) not in (1, 2):
+            continue
+        key = ("read" if hexnum(c["nvme.cmd.opc"]) == 2 else "write", size_class(int(c["nvme.cmd.nlb"]) * 512))  # tshark shows the count
+        lat.setdefault(key, []).append((float(r["frame.time_relative"]) - float(c["frame.time_relative"])) * 1e6)
+    checked = 0
+    for row in report["by_size"]:
+        key = (row["command"], size_class(row["size_le"] or 1 << 40))
+        want = sorted(lat.get(key, []))
+        if len(want) != row["completed"]:
+            continue
+        l = row["latency_us"]
+        bad = [] if abs(l["min"] - want[0]) < 0.01 and abs(l["max"] - want[-1]) < 0.01 else ["min/max"]
+        for p in (50, 90, 99):
+            exact = want[max(-(-p * len(want) // 100), 1) - 1]
+            if not exact - 0.01 <= l[f"p{p}_le"] <= exact * 2 ** 0.25 + 0.01:
+                bad.append(f"p{p} ours {l[f'p{p}_le']} exact {exact}")
+        if bad:
+            errors.append(f"{name}: {key}: latency {bad}")
+        checked += 1
+    return f"by size: {checked} of {len(report['by_size'])} classes checked (fully decoded by tshark), agree unless listed"
+
+
+def parse_prometheus(text):
+    """name -> [(labels dict, value)] from the text exposition format."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        head, value = line.rsplit(" ", 1)
+        name, _, rest = head.partition("{")
+        labels = dict(kv.split("=", 1) for kv in rest.rstrip("}").split(",") if kv) if rest else {}
+        out.setdefault(name, []).append(({k: v.strip('"') for k, v in labels.items()}, float(value)))
+    return out
+
+
+def check_outputs(name, pcap_dir, report, metrics, html, nvme_rows, frames, errors):
+    """--csv, --metrics-file and --html against independent views: the CSV rows
+    are what the data check above compared with tshark (same rows as
+    --commands); the metrics' completed I/O reads/writes against the kernel's
+    block statistics and each latency histogram's count; queue max outstanding
+    against the queue events from tshark's fields; the HTML shows one histogram
+    per command kind with completions and the slowest commands with the
+    latency tshark's frame times give (those tshark pairs)."""
+    m = parse_prometheus(metrics)
+    done = {(l["queue_kind"], l["command"]): v for l, v in m.get("rdmadiag_nvme_completed_total", [])}
+    counts = {(l["queue_kind"], l["command"]): v for l, v in m.get("rdmadiag_nvme_command_latency_seconds_count", [])}
+    if done != counts:
+        errors.append(f"{name}: metrics: histogram counts {counts} != completed {done}")
+    stat_path = os.path.join(pcap_dir, name + ".blockstat.txt")
+    if os.path.exists(stat_path):
+        devices = {l.split(":")[0]: [int(v) for v in l.split(":")[1].split()] for l in open(stat_path) if ":" in l}
+        paths = [v for k, v in devices.items() if "c" in k[4:]] or list(devices.values())
+        kernel = (sum(v[0] for v in paths), sum(v[4] for v in paths))
+        if (done.get(("io", "read"), 0), done.get(("io", "write"), 0)) != kernel:
+            errors.append(f"{name}: metrics: completed io read/write {done.get(('io', 'read'))}/{done.get(('io', 'write'))}, kernel {kernel}")
+    depth = {ev[0][0]: max(timeline_oracle(ev)[1]) for ev in queue_events(nvme_rows, frames).values() if ev[0][2] > 0}
+    for l, v in m.get("rdmadiag_nvme_queue_max_outstanding", []):
+        f = int(l["first_frame"])
+        if f in depth and depth[f] != v:
+            errors.append(f"{name}: metrics: queue from frame {f}: max outstanding {v}, tshark's fields {depth[f]}")
+    rows = {int(r["frame.number"]): r for r in nvme_rows}
+    tshark_latency = {}
+    for r in nvme_rows:
+        cmd = r["nvme.cmd_pkt"] or r["nvme.fabrics.cmd_pkt"]
+        if cmd and int(cmd) in rows:
+            tshark_latency[int(cmd)] = (float(r["frame.time_relative"]) - float(rows[int(cmd)]["frame.time_relative"])) * 1e6
+    shown = 0
+    for c in report["slowest"]:
+        cell = f'<td data-v="{c["command_frame"]}">'
+        if cell not in html:
+            errors.append(f"{name}: html: slowest command frame {c['command_frame']} not shown")
+        if c["command_frame"] in tshark_latency and abs(tshark_latency[c["command_frame"]] - c["latency_us"]) > 0.01:
+            errors.append(f"{name}: slowest command frame {c['command_frame']}: latency {c['latency_us']}, tshark's frame times "
+                          f"{tshark_latency[c['command_frame']]}")
+        shown += c["command_frame"] in tshark_latency
+    plots = html.count('<svg xmlns="http://www.w3.org/2000/svg"')  # one per plot (its clip area is a nested svg)
+    want = sum(1 for r in report["by_command"] if r["completed"]) + (1 if report["queues"] else 0)
+    if plots != want:
+        errors.append(f"{name}: html: {plots} plots, want {want} (a histogram per command kind with completions, a depth plot)")
+    return f"outputs: metrics io completions = kernel, html {plots} plots, {shown} of {len(report['slowest'])} slowest checked against tshark"
+
+
+def lab_setting(pcap_dir, script, name):
+    """NAME=value from a lab script (what the lab gave nvmet / nvme connect)."""
+    for line in open(os.path.join(pcap_dir, "..", "lab", script)):
+        if line.startswith(name + "="):
+            return line.split("=", 1)[1].strip().strip('"')
+    return None
+
+
+def check_nqns(name, pcap_dir, report, errors):
+    """Every queue's Connect data (in the capsule on I/O queues; read by RDMA
+    READ on the admin queue) names the NQNs the lab scripts configured."""
+    want = (lab_setting(pcap_dir, "nvme-target", "nqn"), lab_setting(pcap_dir, "nvme-host", "hostnqn"))
+    named = 0
+    for q in report["queues"]:
+        got = (q.get("subnqn"), q.get("hostnqn"))
+        if got == (None, None):
+            errors.append(f"{name}: queue {q['qid']} from frame {q['first_frame']}: no NQNs")
+        elif got != want:
+            errors.append(f"{name}: queue {q['qid']} from frame {q['first_frame']}: NQNs {got}, lab scripts {want}")
+        else:
+            named += 1
+    return f"NQNs: {named} of {len(report['queues'])} queues (admin ones by RDMA READ) name the lab's"
+
+
+def check_iwarp(rdmadiag, pcap_dir, errors):
+    """NVMe over iWARP captures (a fio run, no RoCE NVMe decode beside them):
+    `rdmadiag nvme` must say its capsules are not decoded, counting the TCP
+    segments with data on port 4420 exactly as tshark's tcp fields do."""
+    lines = []
+    for fio in sorted(glob.glob(os.path.join(pcap_dir, "*.fio.json"))):
+        name = os.path.basename(fio)[: -len(".fio.json")]
+        if os.path.exists(os.path.join(pcap_dir, name + ".nvme.tsv")):
+            continue
+        frames = read_tsv(os.path.join(pcap_dir, name + ".tshark.tsv"))
+        want = sum(1 for r in frames if r.get("tcp.len") not in (None, "", "0") and "4420" in (r["tcp.srcport"], r["tcp.dstport"]))
+        out = subprocess.run([rdmadiag, "nvme", os.path.join(pcap_dir, name + ".pcap"), "--json", "-"], capture_output=True, text=True)
+        got = json.loads(out.stdout)["totals"]["iwarp_segments"] if out.returncode == 0 else None
+        if got != want:
+            errors.append(f"{name}: iWARP segments on port 4420 ours {got}, tshark {want}")
+        lines.append(f"{name}: {got} iWARP segments reported as not decoded (tshark: {want})")
+    return lines
 
 
 def main():
@@ -256,22 +587,36 @@ def main():
     for tsv in decodes:
         name = os.path.basename(tsv)[: -len(".nvme.tsv")]
         pcap = os.path.join(a.pcap_dir, name + ".pcap")
-        with tempfile.NamedTemporaryFile("r", suffix=".tsv") as cmds:
-            out = subprocess.run([a.rdmadiag, "nvme", pcap, "--capsules", "-", "--commands", cmds.name],
-                                 capture_output=True, text=True)
-            commands = read_tsv(cmds.name)
-        if out.returncode != 0:
-            errors.append(f"{name}: rdmadiag nvme exited {out.returncode}: {out.stderr.strip()}")
-            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            cmds, csv_path, prom, html_path = (os.path.join(tmp, f) for f in ("c.tsv", "c.csv", "m.prom", "r.html"))
+            out = subprocess.run([a.rdmadiag, "nvme", pcap, "--capsules", "-", "--commands", cmds, "--csv", csv_path,
+                                  "--metrics-file", prom, "--html", html_path], capture_output=True, text=True)
+            if out.returncode != 0:
+                errors.append(f"{name}: rdmadiag nvme exited {out.returncode}: {out.stderr.strip()}")
+                continue
+            commands = read_tsv(cmds)
+            commands_csv = list(csv.DictReader(open(csv_path)))
+            metrics, html = open(prom).read(), open(html_path).read()
+        if commands_csv != commands:
+            errors.append(f"{name}: --csv rows differ from --commands rows")
+        report = subprocess.run([a.rdmadiag, "nvme", pcap, "--json", "-"], capture_output=True, text=True)
+        report = json.loads(report.stdout) if report.returncode == 0 else {"queues": [], "by_size": []}
         ours = read_tsv(out.stdout, is_path=False)
         frames = read_tsv(os.path.join(a.pcap_dir, name + ".tshark.tsv"))
         send_opcode = {int(r["frame.number"]): int(r["infiniband.bth.opcode"]) for r in frames if r["infiniband.bth.opcode"]}
         compared, extra = check_capsules(name, ours, read_tsv(tsv), send_opcode, resent_frames(frames), errors)
         counts, want, kernel = check_counts(name, a.pcap_dir, commands, errors)
         attributed = check_attribution(name, commands, frames, errors)
+        data = check_data(name, commands_csv, read_tsv(tsv), frames, errors)
+        queues = check_queues(name, report, read_tsv(tsv), frames, errors)
+        sizes = check_sizes(name, report, read_tsv(tsv), errors)
+        nqns = check_nqns(name, a.pcap_dir, report, errors)
+        outputs = check_outputs(name, a.pcap_dir, report, metrics, html, read_tsv(tsv), frames, errors)
         print(f"nvme_crosscheck: {name}: {compared} capsules agree with tshark field by field, {extra} more "
               f"(SEND First commands, their completions, RDMA resends) decoded by rdmadiag only; I/O commands {dict(sorted(counts.items()))}, "
-              f"fio {dict(sorted(want.items()))}, kernel read/write {kernel}; {attributed}")
+              f"fio {dict(sorted(want.items()))}, kernel read/write {kernel}; {attributed}; {data}; {queues}; {sizes}; {outputs}; {nqns}")
+    for line in check_iwarp(a.rdmadiag, a.pcap_dir, errors):
+        print("nvme_crosscheck:", line)
     for e in errors[:50]:
         print("nvme_crosscheck: MISMATCH", e)
     return 1 if errors else 0
