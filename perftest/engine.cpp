@@ -501,7 +501,7 @@ int effective_cq_mod(const TestOptions& o) {
 bool peak_wanted(const TestOptions& o) { return !o.no_peak && o.duration_s == 0 && o.iterations <= 20000; }
 
 // -D bandwidth: messages completed inside the measured window over its length. perftest has no
-// peak in duration mode (it prints its average there too).
+// peak in duration mode: it prints 0 (its noPeak; seen in the lab from Debian's ib_write_bw -D).
 void fill_duration_bandwidth(SizeRun& run, std::uint64_t messages_in_window, const CycleClock& clock) {
   run.finish_cpu();
   DurationFigures d;
@@ -511,7 +511,7 @@ void fill_duration_bandwidth(SizeRun& run, std::uint64_t messages_in_window, con
   run.out.iterations = messages_in_window;
   run.out.msg_rate_mpps = d.tps / 1e6;
   run.out.bw_avg_mb_per_sec = static_cast<double>(run.out.size) * d.tps / 1048576.0;
-  run.out.bw_peak_mb_per_sec = run.out.bw_avg_mb_per_sec;
+  run.out.bw_peak_mb_per_sec = 0;
   if (messages_in_window == 0)
     run.session.result.errors.push_back("-D " + std::to_string(run.session.opt.duration_s) +
                                         ": no message completed in the measured window (use a longer duration)");
@@ -1045,6 +1045,53 @@ oob::PeerVersion exchange_preamble(const TestOptions& opt, OobTransport& oob, in
   return peer_version;
 }
 
+// Upstream perftest >= 6.28's parameter negotiation (perftest_communication.c negotiate_params):
+// both sides send their parameters and the device attributes, and each compares them and stops
+// on the first difference; rdmadiag lists every difference.
+void negotiate_parameters(const TestOptions& opt, OobTransport& oob, const VerbsResources& res0, int timeout_ms) {
+  const bool latency = opt.measure == Measure::Latency;
+  oob::NegotiationBlock mine;
+  mine.test_method = opt.all_sizes ? 1 : 0;
+  mine.connection_type = opt.transport == Transport::RC ? 0 : opt.transport == Transport::UC ? 1 : 2;
+  mine.verb = perftest_verb_code(opt.verb);
+  mine.tst = latency ? 0 : 1;
+  mine.test_type = opt.duration_s > 0 ? 1 : 0;
+  if (opt.duration_s > 0) mine.duration = opt.duration_s;
+  mine.size = opt.size;
+  mine.iters = opt.iterations;
+  mine.use_rdma_cm = opt.rdma_cm ? 1 : 0;
+  mine.num_of_qps = opt.qp_count;
+  mine.report_fmt = opt.report_gbits ? 0 : 1;
+  const auto& da = res0.device_attr();
+  mine.device_attr.assign(reinterpret_cast<const std::uint8_t*>(&da), reinterpret_cast<const std::uint8_t*>(&da) + sizeof da);
+  std::vector<char> got;
+  const auto with_mask = oob::encode_negotiation(mine, true);
+  const auto without_mask = oob::encode_negotiation(mine, false);
+  // The block's size depends on whether the peer's perftest was built with mlx5dv. The
+  // server learns it from what the client sends; the client sends the distribution
+  // packages' size and accepts either back.
+  if (oob.is_client()) oob.send(with_mask, "parameter negotiation");
+  if (oob.message_based()) {
+    got = oob.receive_message("parameter negotiation", timeout_ms);
+  } else {
+    got = oob.receive(oob::kNegotiationSizeWithoutMlx5, "parameter negotiation", timeout_ms);
+    const auto extra = oob.drain(200);
+    got.insert(got.end(), extra.begin(), extra.end());
+  }
+  if (!oob.is_client()) oob.send(got.size() == oob::kNegotiationSizeWithMlx5 ? with_mask : without_mask, "parameter negotiation");
+  try {
+    const auto diffs = oob::compare_negotiation(mine, oob::parse_negotiation(got));
+    if (!diffs.empty()) {
+      std::string text = "parameter negotiation (perftest >= 6.28): the peer runs with other parameters; both sides "
+                         "need the same (upstream perftest stops here too):";
+      for (const auto& d : diffs) text += "\n  " + d;
+      throw RunError(text);
+    }
+  } catch (const oob::ProtocolError& e) {
+    throw RunError(e.what());
+  }
+}
+
 // -W: every named counter must be readable on the device's port, as perftest's counters_open
 // requires ("Unable to access performance counters"); checked before anything waits.
 void check_report_counters(const TestOptions& opt, const std::string& device, int port) {
@@ -1242,6 +1289,12 @@ TestResult run_test(const TestOptions& opt) {
     std::erase_if(sizes, [&](std::uint64_t size) { return size > mtu_size; });
   }
 
+  // Upstream perftest >= 6.28 negotiates parameters when both sides announce >= 6.28 (first, so
+  // that two rdmadiag peers announcing >= 6.28 exercise it and report its differences).
+  if (peer_version.number >= oob::kNegotiationVersion && std::atof(opt.announce_version.c_str()) >= oob::kNegotiationVersion) {
+    negotiate_parameters(opt, oob, res0, timeout_ms);
+    info.negotiated = true;
+  }
   // Two rdmadiag peers compare their options, so a mismatch is an explanation, not a hang.
   if (peer_version.is_rdmadiag) {
     const std::vector<std::pair<std::string, std::string>> mine{
@@ -1268,49 +1321,6 @@ TestResult run_test(const TestOptions& opt) {
       for (const auto& d : diffs) text += "\n  " + d;
       throw RunError(text);
     }
-  }
-  // Upstream perftest >= 6.28 negotiates parameters when both sides announce >= 6.28.
-  if (peer_version.number >= oob::kNegotiationVersion && std::atof(opt.announce_version.c_str()) >= oob::kNegotiationVersion) {
-    oob::NegotiationBlock mine;
-    mine.test_method = opt.all_sizes ? 1 : 0;
-    mine.connection_type = opt.transport == Transport::RC ? 0 : opt.transport == Transport::UC ? 1 : 2;
-    mine.verb = perftest_verb_code(opt.verb);
-    mine.tst = latency ? 0 : 1;
-    mine.test_type = opt.duration_s > 0 ? 1 : 0;
-    if (opt.duration_s > 0) mine.duration = opt.duration_s;
-    mine.size = opt.size;
-    mine.iters = opt.iterations;
-    mine.use_rdma_cm = opt.rdma_cm ? 1 : 0;
-    mine.num_of_qps = opt.qp_count;
-    mine.report_fmt = opt.report_gbits ? 0 : 1;
-    const auto& da = res0.device_attr();
-    mine.device_attr.assign(reinterpret_cast<const std::uint8_t*>(&da), reinterpret_cast<const std::uint8_t*>(&da) + sizeof da);
-    std::vector<char> got;
-    const auto with_mask = oob::encode_negotiation(mine, true);
-    const auto without_mask = oob::encode_negotiation(mine, false);
-    // The block's size depends on whether the peer's perftest was built with mlx5dv. The
-    // server learns it from what the client sends; the client sends the distribution
-    // packages' size and accepts either back.
-    if (oob.is_client()) oob.send(with_mask, "parameter negotiation");
-    if (oob.message_based()) {
-      got = oob.receive_message("parameter negotiation", timeout_ms);
-    } else {
-      got = oob.receive(oob::kNegotiationSizeWithoutMlx5, "parameter negotiation", timeout_ms);
-      const auto extra = oob.drain(200);
-      got.insert(got.end(), extra.begin(), extra.end());
-    }
-    if (!oob.is_client()) oob.send(got.size() == oob::kNegotiationSizeWithMlx5 ? with_mask : without_mask, "parameter negotiation");
-    try {
-      const auto diffs = oob::compare_negotiation(mine, oob::parse_negotiation(got));
-      if (!diffs.empty()) {
-        std::string text = "the peer's perftest refuses these parameters:";
-        for (const auto& d : diffs) text += "\n  " + d;
-        throw RunError(text);
-      }
-    } catch (const oob::ProtocolError& e) {
-      throw RunError(e.what());
-    }
-    info.negotiated = true;
   }
 
   const bool cm_tail_markers = std::atof(opt.announce_version.c_str()) >= oob::kCmTailMarkersVersion;

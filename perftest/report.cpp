@@ -82,6 +82,9 @@ std::string counter_lines(const TestResult& r, const TestOptions& o) {
   return out + "\n";
 }
 
+// perftest's cpu_util_data.enable: --cpu_util in duration mode.
+bool cpu_column_wanted(const TestOptions& o) { return o.cpu_util && o.duration_s > 0 && !o.run_infinitely; }
+
 // --cpu_util: rdmadiag's two plain figures next to perftest's user/(user+idle).
 std::string cpu_lines(const TestResult& r) {
   std::string out;
@@ -99,8 +102,9 @@ std::string cpu_lines(const TestResult& r) {
 std::string bandwidth_table(const TestResult& r, const TestOptions& o) {
   const double unit = o.report_gbits ? 1048576.0 * 8 / 1e9 : 1.0;
   const char* name = o.report_gbits ? "Gb/sec" : "MB/sec";
-  // perftest's CPU_Util column (--cpu_util, duration mode): header and row endings.
-  const bool cpu_column = !r.sizes.empty() && r.sizes.front().cpu_util.has_value();
+  // perftest's CPU_Util column (--cpu_util, duration mode): header and row endings; 0.00 where
+  // this side measured nothing (a passive write/read-bw server), as perftest prints.
+  const bool cpu_column = cpu_column_wanted(o);
   std::string out = printf_string(" #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]%s\n", name, name,
                                   cpu_column ? "    CPU_Util[%]" : "");
   const CpuUtilisation* row_cpu = nullptr;
@@ -215,7 +219,7 @@ std::string format_text(const TestResult& r, const TestOptions& o) {
     if (duration_rows) {
       // perftest's -D table (t_avg over the measured window, transactions per second), then ours.
       // perftest's CPU_Util column follows its own columns (--cpu_util), before rdmadiag's.
-      const bool cpu_column = r.sizes.front().cpu_util.has_value();
+      const bool cpu_column = cpu_column_wanted(o);
       out << " #bytes        #iterations       t_avg[usec]    tps average" << (cpu_column ? "    CPU_Util[%]" : "")
           << "    measured[s]   t_min[usec]  p50[usec]  p99[usec]  max[usec]  stdev[usec]  samples\n";
       for (const auto& sr : r.sizes) {

@@ -123,6 +123,7 @@ TEST(Report, BidirectionalRowIsTheSumInGbits) {
 TEST(Report, BandwidthCpuColumnAndCompletionLatency) {
   TestOptions o = write_bw_options();
   o.duration_s = 4;
+  o.cpu_util = true;
   TestResult r;
   r.info.test = "write-bw";
   SizeResult s;
