@@ -124,7 +124,9 @@ TEST(Report, BandwidthCpuColumnAndCompletionLatency) {
   TestOptions o = write_bw_options();
   o.duration_s = 4;
   o.cpu_util = true;
+  TestOptions latency_options;
   TestResult r;
+  r.info = sample_result(latency_options).info;  // a complete test_info for the schema check
   r.info.test = "write-bw";
   SizeResult s;
   s.size = 65536;
