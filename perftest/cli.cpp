@@ -270,7 +270,16 @@ void add_leaf(CLI::App& parent, const LeafSpec& spec, rdmadiag::cli::Commands& o
   sub->add_option("-D,--duration", o.duration_s,
                   "run for SECONDS instead of -n iterations (perftest's phases: a quarter warm-up, the middle measured)")
       ->check(CLI::Range(1, 86400));
-  sub->add_flag("-H,--report-histogram", o.print_every_sample, "print every sample (latency tests)");
+  sub->add_flag("-H,--report-histogram", o.print_every_sample,
+                "latency tests: print the samples, sorted, without the two largest (as perftest)");
+  sub->add_flag("-U,--report-unsorted", o.report_unsorted, "latency tests: print every sample in run order (as perftest)");
+  sub->add_flag("-C,--report-cycles", o.report_cycles,
+                "latency tests: perftest's figures and the -H/-U lists in timestamp-counter cycles (as perftest)");
+  sub->add_option("-W,--report-counters", o.report_counters,
+                  "print the change of these port counters, e.g. counters/port_xmit_data,hw_counters/rcvd_pkts")
+      ->delimiter(',');
+  sub->add_flag("--cpu_util", o.cpu_util,
+                "with -D: CPU utilisation over the measured window (perftest's user/(user+idle), all CPUs busy, this process)");
   if (spec.measure == Measure::Bandwidth) {
     sub->add_flag("--report-both", o.report_both, "also print the peer's report (when the peer is rdmadiag)");
     sub->add_option("-t,--tx-depth", o.tx_depth, "operations in flight per QP (default 128)")->check(CLI::Range(1, 8192));

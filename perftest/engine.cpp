@@ -241,11 +241,14 @@ double to_usec(std::uint64_t cycles, double cycles_per_usec, int factor) {
   return static_cast<double>(cycles) / (cycles_per_usec * factor);
 }
 
+// in_cycles (-C, iteration mode): perftest's figures in counter cycles (perftest then divides
+// by 1 instead of the MHz, which also changes where its int truncation bites).
 void fill_latency(SizeResult& out, const std::vector<std::uint64_t>& posted, const CycleClock& clock, int factor,
-                  const TestOptions& opt, TestResult& result) {
+                  const TestOptions& opt, TestResult& result, bool in_cycles) {
   std::vector<std::uint64_t> deltas;
   for (std::size_t i = 1; i < posted.size(); ++i) deltas.push_back(posted[i] - posted[i - 1]);
-  if (deltas.size() >= 3) out.perftest = perftest_figures(deltas, clock.cycles_per_usec, factor);
+  if (deltas.size() >= 3) out.perftest = perftest_figures(deltas, in_cycles ? 1.0 : clock.cycles_per_usec, factor);
+  out.perftest_in_cycles = in_cycles;
   std::vector<double> usec;
   for (std::size_t i = 0; i < deltas.size(); ++i)
     if (i >= opt.warmup) usec.push_back(to_usec(deltas[i], clock.cycles_per_usec, factor));
@@ -255,7 +258,7 @@ void fill_latency(SizeResult& out, const std::vector<std::uint64_t>& posted, con
     return;
   }
   out.stats = compute_statistics(usec);
-  if (opt.keep_samples || opt.print_every_sample) out.samples_usec = std::move(usec);
+  if (opt.keep_samples || opt.print_every_sample || opt.report_unsorted) out.samples_usec = std::move(usec);
 }
 
 constexpr std::size_t kMaxDurationSamples = std::size_t{1} << 21;  // -D keeps at most 2 Mi samples (16 MiB)
@@ -292,7 +295,21 @@ class SizeRun {
 
   // A post time: every one in iteration mode; with -D only those inside the measured window.
   void record(std::uint64_t cycles) {
+    watch_cpu(cycles);
     if (window.sampling(cycles) && posted.size() < kMaxDurationSamples) posted.push_back(cycles);
+  }
+  // --cpu_util with -D: CPU snapshots where the measured window starts and ends (perftest takes
+  // them in its alarm handler at the same two moments); called with each event's time.
+  void watch_cpu(std::uint64_t now) {
+    if (!session.opt.cpu_util || !window.active) return;
+    if (!cpu_from_ && window.sampling(now)) cpu_from_ = take_cpu_snapshot();
+    else if (cpu_from_ && !cpu_to_ && now >= window.sample_to) cpu_to_ = take_cpu_snapshot();
+  }
+  // The window's CPU utilisation into the result (the window's end if no event came after it).
+  void finish_cpu() {
+    if (!cpu_from_) return;
+    if (!cpu_to_) cpu_to_ = take_cpu_snapshot();
+    out.cpu_util = cpu_utilisation(*cpu_from_, *cpu_to_);
   }
   bool time_up() const { return window.over(read_cycles()); }
   // --latency_gap: perftest spins this long before taking the post time of each iteration.
@@ -306,6 +323,7 @@ class SizeRun {
   // Latency figures over the recorded post times (factor 2: one-way figure of a ping-pong).
   SizeResult finish_latency(int factor) {
     out.elapsed_usec = static_cast<double>(monotonic_ns() - t0) / 1000.0;
+    finish_cpu();
     if (window.active) {
       out.iterations = posted.size();
       DurationFigures d;
@@ -321,7 +339,7 @@ class SizeRun {
         return out;
       }
     }
-    fill_latency(out, posted, clock_, factor, session.opt, session.result);
+    fill_latency(out, posted, clock_, factor, session.opt, session.result, session.opt.report_cycles && !window.active);
     return out;
   }
 
@@ -336,6 +354,7 @@ class SizeRun {
 
  private:
   const CycleClock& clock_;
+  std::optional<CpuSnapshot> cpu_from_, cpu_to_;
 
  public:
   ProgressWatchdog watchdog;
@@ -482,8 +501,9 @@ int effective_cq_mod(const TestOptions& o) {
 bool peak_wanted(const TestOptions& o) { return !o.no_peak && o.duration_s == 0 && o.iterations <= 20000; }
 
 // -D bandwidth: messages completed inside the measured window over its length. perftest has no
-// peak in duration mode (it prints its average there too).
+// peak in duration mode: it prints 0 (its noPeak; seen in the lab from Debian's ib_write_bw -D).
 void fill_duration_bandwidth(SizeRun& run, std::uint64_t messages_in_window, const CycleClock& clock) {
+  run.finish_cpu();
   DurationFigures d;
   d.seconds = static_cast<double>(run.window.sample_to - run.window.sample_from) / (clock.cycles_per_usec * 1e6);
   d.tps = static_cast<double>(messages_in_window) / d.seconds;
@@ -491,7 +511,7 @@ void fill_duration_bandwidth(SizeRun& run, std::uint64_t messages_in_window, con
   run.out.iterations = messages_in_window;
   run.out.msg_rate_mpps = d.tps / 1e6;
   run.out.bw_avg_mb_per_sec = static_cast<double>(run.out.size) * d.tps / 1048576.0;
-  run.out.bw_peak_mb_per_sec = run.out.bw_avg_mb_per_sec;
+  run.out.bw_peak_mb_per_sec = 0;
   if (messages_in_window == 0)
     run.session.result.errors.push_back("-D " + std::to_string(run.session.opt.duration_s) +
                                         ": no message completed in the measured window (use a longer duration)");
@@ -515,6 +535,7 @@ class BwSender {
       f.sge.addr = reinterpret_cast<std::uintptr_t>(s.res.send_region(q));
       f.wr = run.wr;
       f.wr.send_flags = inline_flag;
+      f.signalled_post.assign(depth_, 0);
       const auto& key = s.remote_key_of(q);
       if (s.res.address_handle()) f.wr.wr.ud.remote_qpn = key.qpn;
       else f.wr.wr.rdma = {key.vaddr, key.rkey};
@@ -564,6 +585,8 @@ class BwSender {
         const std::uint64_t now = read_cycles();
         if (!timed_) posted_.insert(posted_.end(), count, now);
         if (f.sent == 0) f.first_post = now;
+        for (std::uint64_t k = 0; k < count; ++k)
+          if (f.chain[k].send_flags & IBV_SEND_SIGNALED) f.signalled_post[(f.sent + k) % depth_] = now;
         post_send(f.qp, f.chain.front());
         f.sent += count;
       }
@@ -577,6 +600,8 @@ class BwSender {
     f.done = upto;
     f.last_completion = now;
     retired_ += count;
+    record_completion_latency(f, now - f.signalled_post[(upto - 1) % depth_], now);
+    run_.watch_cpu(now);
     if (timed_) {
       if (run_.window.sampling(now)) in_window_ += count;
     } else if (retired_ > 0) {
@@ -590,12 +615,18 @@ class BwSender {
     else fill_bandwidth(run_.out, posted_, completed_, clock, want_peak);
     if (!timed_) fill_min_window(clock);
     if (!timed_) run_.out.iterations = retired_;
+    fill_completion_latency(clock);
     if (flows_.size() < 2) return;
     for (const auto& f : flows_) {
       QpShare share{f.qp->qp_num, f.done, 0};
       if (f.last_completion > f.first_post)
         share.bw_avg_mb_per_sec = static_cast<double>(run_.out.size) * static_cast<double>(f.done) * clock.cycles_per_usec *
                                   1e6 / (static_cast<double>(f.last_completion - f.first_post) * 1048576.0);
+      if (!f.latency_cycles.empty()) {
+        const auto st = compute_statistics(to_usec_samples(f.latency_cycles, clock), 1);
+        share.completion_p50_usec = st.percentiles[0].usec;
+        share.completion_p99_usec = st.percentiles[2].usec;
+      }
       run_.out.per_qp.push_back(share);
     }
   }
@@ -623,7 +654,31 @@ class BwSender {
     std::uint64_t sent = 0, done = 0, first_post = 0, last_completion = 0;
     std::vector<ibv_send_wr> chain;  // the work requests of one post (-l)
     std::vector<ibv_sge> sges;
+    std::vector<std::uint64_t> signalled_post;  // post time of a signalled operation, by sequence mod -t
+    std::vector<std::uint64_t> latency_cycles;  // post -> completion of the signalled operations
   };
+
+  // Post -> signalled completion of each signalled operation (with -D only those completed inside
+  // the window; --run_infinitely keeps none): the latency under load, per QP, bounded.
+  void record_completion_latency(Flow& f, std::uint64_t cycles, std::uint64_t now) {
+    if (run_.session.opt.run_infinitely || !run_.window.sampling(now)) return;
+    if (f.latency_cycles.size() < kMaxDurationSamples / flows_.size()) f.latency_cycles.push_back(cycles);
+  }
+
+  static std::vector<double> to_usec_samples(const std::vector<std::uint64_t>& cycles, const CycleClock& clock) {
+    std::vector<double> usec;
+    usec.reserve(cycles.size());
+    for (const auto c : cycles) usec.push_back(to_usec(c, clock.cycles_per_usec, 1));
+    return usec;
+  }
+
+  // All QPs' completion latencies together: percentiles and histogram (statistics.h).
+  void fill_completion_latency(const CycleClock& clock) {
+    std::vector<std::uint64_t> all;
+    for (const auto& f : flows_) all.insert(all.end(), f.latency_cycles.begin(), f.latency_cycles.end());
+    if (!all.empty()) run_.out.completion_latency = compute_statistics(to_usec_samples(all, clock));
+  }
+
   SizeRun& run_;
   bool timed_;
   std::uint64_t depth_, cq_mod_, iters_;
@@ -679,6 +734,7 @@ SizeResult run_send_bw_server(Session& s, std::uint64_t size, std::uint64_t rece
       last = read_cycles();
       if (i == 0) first = last;
       ++arrived;
+      run.watch_cpu(last);
       if (run.window.active && run.window.sampling(last)) ++in_window;
       const std::size_t q = qp_index_of(res, wc.qp_num);
       ++received[q];
@@ -989,6 +1045,68 @@ oob::PeerVersion exchange_preamble(const TestOptions& opt, OobTransport& oob, in
   return peer_version;
 }
 
+// Upstream perftest >= 6.28's parameter negotiation (perftest_communication.c negotiate_params):
+// both sides send their parameters and the device attributes, and each compares them and stops
+// on the first difference; rdmadiag lists every difference.
+void negotiate_parameters(const TestOptions& opt, OobTransport& oob, const VerbsResources& res0, int timeout_ms) {
+  const bool latency = opt.measure == Measure::Latency;
+  oob::NegotiationBlock mine;
+  mine.test_method = opt.all_sizes ? 1 : 0;
+  mine.connection_type = opt.transport == Transport::RC ? 0 : opt.transport == Transport::UC ? 1 : 2;
+  mine.verb = perftest_verb_code(opt.verb);
+  mine.tst = latency ? 0 : 1;
+  mine.test_type = opt.duration_s > 0 ? 1 : 0;
+  if (opt.duration_s > 0) mine.duration = opt.duration_s;
+  mine.size = opt.size;
+  mine.iters = opt.iterations;
+  mine.use_rdma_cm = opt.rdma_cm ? 1 : 0;
+  mine.num_of_qps = opt.qp_count;
+  mine.report_fmt = opt.report_gbits ? 0 : 1;
+  const auto& da = res0.device_attr();
+  mine.device_attr.assign(reinterpret_cast<const std::uint8_t*>(&da), reinterpret_cast<const std::uint8_t*>(&da) + sizeof da);
+  std::vector<char> got;
+  const auto with_mask = oob::encode_negotiation(mine, true);
+  const auto without_mask = oob::encode_negotiation(mine, false);
+  // The block's size depends on whether the peer's perftest was built with mlx5dv. The
+  // server learns it from what the client sends; the client sends the distribution
+  // packages' size and accepts either back.
+  if (oob.is_client()) oob.send(with_mask, "parameter negotiation");
+  if (oob.message_based()) {
+    got = oob.receive_message("parameter negotiation", timeout_ms);
+  } else {
+    got = oob.receive(oob::kNegotiationSizeWithoutMlx5, "parameter negotiation", timeout_ms);
+    const auto extra = oob.drain(200);
+    got.insert(got.end(), extra.begin(), extra.end());
+  }
+  if (!oob.is_client()) oob.send(got.size() == oob::kNegotiationSizeWithMlx5 ? with_mask : without_mask, "parameter negotiation");
+  try {
+    const auto diffs = oob::compare_negotiation(mine, oob::parse_negotiation(got));
+    if (!diffs.empty()) {
+      std::string text = "parameter negotiation (perftest >= 6.28): the peer runs with other parameters; both sides "
+                         "need the same (upstream perftest stops here too):";
+      for (const auto& d : diffs) text += "\n  " + d;
+      throw RunError(text);
+    }
+  } catch (const oob::ProtocolError& e) {
+    throw RunError(e.what());
+  }
+}
+
+// -W: every named counter must be readable on the device's port, as perftest's counters_open
+// requires ("Unable to access performance counters"); checked before anything waits.
+void check_report_counters(const TestOptions& opt, const std::string& device, int port) {
+  if (opt.report_counters.empty()) return;
+  const auto available = read_port_counters(device, port);
+  for (const auto& name : opt.report_counters) {
+    if (available.count(name)) continue;
+    std::string known;
+    for (const auto& [k, v] : available) known += (known.empty() ? "" : ", ") + k;
+    throw RunError("-W " + name + ": no such counter on " + device + " port " + std::to_string(port) +
+                   " (names are counters/<name> or hw_counters/<name> under /sys/class/infiniband/" + device + "/ports/" +
+                   std::to_string(port) + "/; this port has: " + (known.empty() ? "none" : known) + ")");
+  }
+}
+
 // Option combinations perftest refuses (its parser and force_dependencies in
 // perftest_parameters.c), checked before a device is opened; and those rdmadiag lacks.
 void check_bandwidth_options(const TestOptions& opt) {
@@ -1016,6 +1134,10 @@ void check_bandwidth_options(const TestOptions& opt) {
   }
   if (!latency && opt.latency_gap_usec > 0)
     throw RunError("--latency_gap: the latency gap is only for latency tests (as perftest)");
+  // perftest's parser: -C, -H and -U "Available only on Latency tests".
+  if (!latency && (opt.report_cycles || opt.print_every_sample || opt.report_unsorted))
+    throw RunError(std::string(opt.report_cycles ? "-C/--report-cycles" : opt.report_unsorted ? "-U/--report-unsorted" : "-H/--report-histogram") +
+                   ": available only in latency tests (as perftest)");
 
   if (!opt.gpu_option.empty())
     throw RunError("--" + opt.gpu_option +
@@ -1054,6 +1176,8 @@ TestResult run_test(const TestOptions& opt) {
   if (largest == 0 || largest > (1ull << 31)) throw RunError("-s must be between 1 and 2^31 bytes");
 
   TestResult result;
+  if (opt.cpu_util && (opt.duration_s == 0 || opt.run_infinitely))
+    result.warnings.push_back("--cpu_util works only with -D (duration mode), as perftest's: no CPU figures");
   if (opt.perform_warm_up && (latency || opt.verb == Verb::Send))
     result.warnings.push_back("--perform_warm_up is ignored here: perftest warms up only in write_bw and read_bw");
   // perftest's -r (default DEF_RX_SEND); latency tests keep their fixed 512.
@@ -1088,6 +1212,7 @@ TestResult run_test(const TestOptions& opt) {
   ResourceRequest first_request = req;
   first_request.probe_only = opt.rdma_cm;
   VerbsResources local(first_request);
+  check_report_counters(opt, local.device_name(), local.port());
   // With -R: the test's rdma_cm connection (declared before its resources, which go first).
   std::optional<CmConnection> test_connection;
   std::optional<VerbsResources> cm_resources;
@@ -1164,6 +1289,12 @@ TestResult run_test(const TestOptions& opt) {
     std::erase_if(sizes, [&](std::uint64_t size) { return size > mtu_size; });
   }
 
+  // Upstream perftest >= 6.28 negotiates parameters when both sides announce >= 6.28 (first, so
+  // that two rdmadiag peers announcing >= 6.28 exercise it and report its differences).
+  if (peer_version.number >= oob::kNegotiationVersion && std::atof(opt.announce_version.c_str()) >= oob::kNegotiationVersion) {
+    negotiate_parameters(opt, oob, res0, timeout_ms);
+    info.negotiated = true;
+  }
   // Two rdmadiag peers compare their options, so a mismatch is an explanation, not a hang.
   if (peer_version.is_rdmadiag) {
     const std::vector<std::pair<std::string, std::string>> mine{
@@ -1190,49 +1321,6 @@ TestResult run_test(const TestOptions& opt) {
       for (const auto& d : diffs) text += "\n  " + d;
       throw RunError(text);
     }
-  }
-  // Upstream perftest >= 6.28 negotiates parameters when both sides announce >= 6.28.
-  if (peer_version.number >= oob::kNegotiationVersion && std::atof(opt.announce_version.c_str()) >= oob::kNegotiationVersion) {
-    oob::NegotiationBlock mine;
-    mine.test_method = opt.all_sizes ? 1 : 0;
-    mine.connection_type = opt.transport == Transport::RC ? 0 : opt.transport == Transport::UC ? 1 : 2;
-    mine.verb = perftest_verb_code(opt.verb);
-    mine.tst = latency ? 0 : 1;
-    mine.test_type = opt.duration_s > 0 ? 1 : 0;
-    if (opt.duration_s > 0) mine.duration = opt.duration_s;
-    mine.size = opt.size;
-    mine.iters = opt.iterations;
-    mine.use_rdma_cm = opt.rdma_cm ? 1 : 0;
-    mine.num_of_qps = opt.qp_count;
-    mine.report_fmt = opt.report_gbits ? 0 : 1;
-    const auto& da = res0.device_attr();
-    mine.device_attr.assign(reinterpret_cast<const std::uint8_t*>(&da), reinterpret_cast<const std::uint8_t*>(&da) + sizeof da);
-    std::vector<char> got;
-    const auto with_mask = oob::encode_negotiation(mine, true);
-    const auto without_mask = oob::encode_negotiation(mine, false);
-    // The block's size depends on whether the peer's perftest was built with mlx5dv. The
-    // server learns it from what the client sends; the client sends the distribution
-    // packages' size and accepts either back.
-    if (oob.is_client()) oob.send(with_mask, "parameter negotiation");
-    if (oob.message_based()) {
-      got = oob.receive_message("parameter negotiation", timeout_ms);
-    } else {
-      got = oob.receive(oob::kNegotiationSizeWithoutMlx5, "parameter negotiation", timeout_ms);
-      const auto extra = oob.drain(200);
-      got.insert(got.end(), extra.begin(), extra.end());
-    }
-    if (!oob.is_client()) oob.send(got.size() == oob::kNegotiationSizeWithMlx5 ? with_mask : without_mask, "parameter negotiation");
-    try {
-      const auto diffs = oob::compare_negotiation(mine, oob::parse_negotiation(got));
-      if (!diffs.empty()) {
-        std::string text = "the peer's perftest refuses these parameters:";
-        for (const auto& d : diffs) text += "\n  " + d;
-        throw RunError(text);
-      }
-    } catch (const oob::ProtocolError& e) {
-      throw RunError(e.what());
-    }
-    info.negotiated = true;
   }
 
   const bool cm_tail_markers = std::atof(opt.announce_version.c_str()) >= oob::kCmTailMarkersVersion;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "perftest/cpu_util.h"
 #include "perftest/statistics.h"
 #include "perftest/verbs_resources.h"
 
@@ -40,7 +41,10 @@ struct TestOptions {
   bool use_events = false;            // -e
   bool cpu_freq_warning_ok = false;   // -F
   int duration_s = 0;                 // -D (0: iterations mode)
-  bool print_every_sample = false;    // -H
+  bool print_every_sample = false;    // -H: every sample, sorted, the two largest left out (perftest)
+  bool report_unsorted = false;       // -U: every sample in run order (perftest's --report-unsorted)
+  bool report_cycles = false;         // -C: perftest's latency figures and -H/-U lists in counter cycles
+  std::vector<std::string> report_counters;  // -W: port counters whose change is printed (perftest's names)
   bool report_both = false;           // --report-both
   int tx_depth = 128;                 // -t (bandwidth)
   int qp_count = 1;                   // -q (bandwidth): traffic spread over this many QPs
@@ -58,6 +62,7 @@ struct TestOptions {
   int tclass = -1;                    // --tclass: GRH traffic class (-1: -T's value)
   std::uint32_t flow_label = 0;       // --flow_label: GRH flow label of every QP
   bool exchange_versions = true;      // --dont_xchg_versions clears it
+  bool cpu_util = false;              // --cpu_util: CPU utilisation over the -D window (perftest: -D only)
   bool run_infinitely = false;        // --run_infinitely (bandwidth): a report every -D s (default 5) until SIGINT
   // --run_infinitely: called with each period's figures (the front end prints a row / a JSON line).
   std::function<void(const struct SizeResult&)> on_period;
@@ -83,6 +88,7 @@ struct QpShare {
   std::uint32_t qpn = 0;
   std::uint64_t messages = 0;
   double bw_avg_mb_per_sec = 0;
+  double completion_p50_usec = 0, completion_p99_usec = 0;  // its signalled operations' post -> completion
 };
 
 struct SizeResult {
@@ -91,6 +97,7 @@ struct SizeResult {
   // Latency tests.
   std::optional<LatencyStatistics> stats;   // exact, over samples after warm-up
   std::optional<PerftestFigures> perftest;  // perftest's own figures for the same samples
+  bool perftest_in_cycles = false;          // -C (iteration mode): those figures are in counter cycles
   std::vector<double> samples_usec;         // kept when asked (-H, --samples)
   // Bandwidth tests.
   double bw_peak_mb_per_sec = 0, bw_avg_mb_per_sec = 0, msg_rate_mpps = 0;
@@ -99,8 +106,11 @@ struct SizeResult {
   double bw_min_window_mb_per_sec = 0;         // slowest tenth of the run (sliding), 0 if not known
   double min_window_seconds = 0;
   std::vector<QpShare> per_qp;                 // -q: each QP's share (the sender's side)
+  // Bandwidth sender: post -> completion of every signalled operation (all QPs; -D: the window's).
+  std::optional<LatencyStatistics> completion_latency;
   double elapsed_usec = 0;
   std::optional<DurationFigures> duration;  // -D
+  std::optional<CpuUtilisation> cpu_util;   // --cpu_util with -D: over the measured window
 };
 
 struct TestInfo {

@@ -1,5 +1,6 @@
 #include "perftest/report.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
@@ -47,22 +48,78 @@ nlohmann::json key_json(const oob::KeyMessage& k) {
   return j;
 }
 
+// -U: every sample in run order; -H: sorted, without the two largest (perftest's print_report_lat:
+// qsort, then measure_cnt - LAT_MEASURE_TAIL). In cycles with -C (iteration mode), as perftest.
+std::string sample_lists(const SizeResult& sr, const TestOptions& o, double cycles_per_usec) {
+  if (sr.samples_usec.empty() || !(o.print_every_sample || o.report_unsorted)) return "";
+  const double scale = sr.perftest_in_cycles ? cycles_per_usec : 1.0;
+  const auto list = [&](const std::vector<double>& v, std::size_t count) {
+    std::string text = sr.perftest_in_cycles ? "#, cycles\n" : "#, usec\n";
+    for (std::size_t k = 0; k < count; ++k) text += printf_string("%zu, %g\n", k + 1, v[k] * scale);
+    return text + kRule;
+  };
+  std::string out;
+  if (o.report_unsorted) out += list(sr.samples_usec, sr.samples_usec.size());
+  if (o.print_every_sample) {
+    auto sorted = sr.samples_usec;
+    std::sort(sorted.begin(), sorted.end());
+    out += list(sorted, sorted.size() > 2 ? sorted.size() - 2 : sorted.size());
+  }
+  return out;
+}
+
+// -W: each named counter's change over the run, perftest's counters_print format.
+std::string counter_lines(const TestResult& r, const TestOptions& o) {
+  if (o.report_counters.empty()) return "";
+  std::string out;
+  for (const auto& name : o.report_counters) {
+    const auto before = r.counters_before.find(name), after = r.counters_after.find(name);
+    const std::uint64_t delta = before != r.counters_before.end() && after != r.counters_after.end() && after->second >= before->second
+                                    ? after->second - before->second
+                                    : 0;
+    out += printf_string("\t%s=%" PRIu64 "\n", name.c_str(), delta);
+  }
+  return out + "\n";
+}
+
+// perftest's cpu_util_data.enable: --cpu_util in duration mode.
+bool cpu_column_wanted(const TestOptions& o) { return o.cpu_util && o.duration_s > 0 && !o.run_infinitely; }
+
+// --cpu_util: rdmadiag's two plain figures next to perftest's user/(user+idle).
+std::string cpu_lines(const TestResult& r) {
+  std::string out;
+  for (const auto& sr : r.sizes)
+    if (sr.cpu_util)
+      out += printf_string(" size %lu: CPU over the %.3f s window: all CPUs busy %.2f %%, this process %.2f %% of one CPU"
+                           " (CPU_Util: perftest's user/(user+idle) ticks)\n",
+                           static_cast<unsigned long>(sr.size), sr.cpu_util->seconds, sr.cpu_util->busy_percent,
+                           sr.cpu_util->process_percent);
+  return out;
+}
+
 // perftest's bandwidth rows (MB = 2^20 bytes, or Gb/s = 10^9 bits with --report_gbits); with -b
 // each row is local + remote, as perftest's print_full_bw_report; then each QP's share (-q).
 std::string bandwidth_table(const TestResult& r, const TestOptions& o) {
   const double unit = o.report_gbits ? 1048576.0 * 8 / 1e9 : 1.0;
   const char* name = o.report_gbits ? "Gb/sec" : "MB/sec";
-  std::string out = printf_string(" #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]\n", name, name);
+  // perftest's CPU_Util column (--cpu_util, duration mode): header and row endings; 0.00 where
+  // this side measured nothing (a passive write/read-bw server), as perftest prints.
+  const bool cpu_column = cpu_column_wanted(o);
+  std::string out = printf_string(" #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]%s\n", name, name,
+                                  cpu_column ? "    CPU_Util[%]" : "");
+  const CpuUtilisation* row_cpu = nullptr;
   const auto row = [&](std::uint64_t size, std::uint64_t iters, double peak, double avg, double rate) {
     // perftest's inc_accuracy: below 0.1 Gb/s six decimals (REPORT_FMT_EXT).
     if (o.report_gbits && avg * unit < 0.1)
-      out += printf_string(" %-7lu    %" PRIu64 "           %-7.6lf            %-7.6lf            %-7.6lf\n",
+      out += printf_string(" %-7lu    %" PRIu64 "           %-7.6lf            %-7.6lf            %-7.6lf",
                            static_cast<unsigned long>(size), iters, peak * unit, avg * unit, rate);
     else
-      out += printf_string(" %-7lu    %-10" PRIu64 "       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n",
+      out += printf_string(" %-7lu    %-10" PRIu64 "       %-7.2lf            %-7.2lf\t\t   %-7.6lf",
                            static_cast<unsigned long>(size), iters, peak * unit, avg * unit, rate);
+    out += cpu_column ? printf_string("\t    %-3.2f\n", row_cpu ? row_cpu->perftest_percent : 0.0) : "\n";
   };
   for (const auto& sr : r.sizes) {
+    row_cpu = sr.cpu_util ? &*sr.cpu_util : nullptr;
     if (sr.bidirectional && sr.remote_report) {
       const auto& rr = *sr.remote_report;
       row(sr.size, sr.iterations, sr.bw_peak_mb_per_sec + rr.bw_peak_mb_per_sec, sr.bw_avg_mb_per_sec + rr.bw_avg_mb_per_sec,
@@ -71,16 +128,26 @@ std::string bandwidth_table(const TestResult& r, const TestOptions& o) {
       row(sr.size, sr.iterations, sr.bw_peak_mb_per_sec, sr.bw_avg_mb_per_sec, sr.msg_rate_mpps);
     }
   }
+  row_cpu = nullptr;
+  out += cpu_lines(r);
   for (const auto& sr : r.sizes)
     if (sr.min_window_seconds > 0)
       out += printf_string(" size %lu: slowest %.3f s window %.2lf %s (this side)\n", static_cast<unsigned long>(sr.size),
                            sr.min_window_seconds, sr.bw_min_window_mb_per_sec * unit, name);
+  for (const auto& sr : r.sizes) {
+    if (!sr.completion_latency) continue;
+    const auto& st = *sr.completion_latency;
+    out += printf_string(" size %lu: signalled post->completion [usec]: min %.3f p50 %.3f p90 %.3f p99 %.3f p99.9 %.3f max %.3f (%zu)\n",
+                         static_cast<unsigned long>(sr.size), st.min_usec, st.percentiles[0].usec, st.percentiles[1].usec,
+                         st.percentiles[2].usec, st.percentiles[3].usec, st.max_usec, st.sample_count);
+  }
   for (const auto& sr : r.sizes) {
     if (sr.per_qp.empty()) continue;
     out += printf_string(" per QP, size %lu:", static_cast<unsigned long>(sr.size));
     for (const auto& q : sr.per_qp) {
       out += printf_string(" QPN %#06x %" PRIu64 " msgs", q.qpn, q.messages);
       if (q.bw_avg_mb_per_sec > 0) out += printf_string(o.report_gbits ? " %.6lf %s" : " %.2lf %s", q.bw_avg_mb_per_sec * unit, name);
+      if (q.completion_p50_usec > 0) out += printf_string(" p50 %.3f p99 %.3f usec", q.completion_p50_usec, q.completion_p99_usec);
       out += ";";
     }
     out += "\n";
@@ -98,6 +165,18 @@ std::string bandwidth_table(const TestResult& r, const TestOptions& o) {
     row(rr.size, rr.iterations, rr.bw_peak_mb_per_sec, rr.bw_avg_mb_per_sec, rr.msg_rate_mpps);
   }
   return out;
+}
+
+nlohmann::json statistics_json(const LatencyStatistics& st) {
+  nlohmann::json pct = nlohmann::json::object();
+  for (const auto& p : st.percentiles) pct["p" + printf_string("%g", p.quantile * 100)] = p.usec;
+  return {{"unit", "usec"},           {"sample_count", st.sample_count}, {"t_min", st.min_usec},
+          {"t_max", st.max_usec},     {"t_typical", st.median_usec},     {"t_avg", st.mean_usec},
+          {"t_stdev", st.stdev_usec}, {"percentiles", pct}};
+}
+
+nlohmann::json histogram_json(const Histogram& h) {
+  return {{"low_usec", h.low_usec}, {"bin_width_usec", h.bin_width_usec}, {"counts", h.counts}};
 }
 
 }  // namespace
@@ -135,21 +214,19 @@ std::string format_text(const TestResult& r, const TestOptions& o) {
   out << kRule;
   if (latency) {
     const bool have_rows = !r.sizes.empty();
-    for (const auto& sr : r.sizes) {
-      if (!o.print_every_sample || sr.samples_usec.empty()) continue;
-      out << "#, usec\n";
-      for (std::size_t k = 0; k < sr.samples_usec.size(); ++k) out << printf_string("%zu, %g\n", k + 1, sr.samples_usec[k]);
-      out << kRule;
-    }
+    for (const auto& sr : r.sizes) out << sample_lists(sr, o, i.cycles_per_usec);
     const bool duration_rows = have_rows && r.sizes.front().duration.has_value();
     if (duration_rows) {
       // perftest's -D table (t_avg over the measured window, transactions per second), then ours.
-      out << " #bytes        #iterations       t_avg[usec]    tps average"
+      // perftest's CPU_Util column follows its own columns (--cpu_util), before rdmadiag's.
+      const bool cpu_column = cpu_column_wanted(o);
+      out << " #bytes        #iterations       t_avg[usec]    tps average" << (cpu_column ? "    CPU_Util[%]" : "")
           << "    measured[s]   t_min[usec]  p50[usec]  p99[usec]  max[usec]  stdev[usec]  samples\n";
       for (const auto& sr : r.sizes) {
         if (!sr.duration) continue;
         out << printf_string(" %-7lu       %" PRIu64 "            %-7.2f        %-7.2f", static_cast<unsigned long>(sr.size),
                              sr.iterations, sr.duration->t_avg_usec, sr.duration->tps);
+        if (cpu_column) out << printf_string("\t    %-3.2f", sr.cpu_util ? sr.cpu_util->perftest_percent : 0.0);
         if (sr.stats) {
           const auto& st = *sr.stats;
           out << printf_string("    %-11.3f   %-11.3f  %-9.3f  %-9.3f  %-9.3f  %-11.3f  %zu", sr.duration->seconds, st.min_usec,
@@ -173,10 +250,12 @@ std::string format_text(const TestResult& r, const TestOptions& o) {
                            st.percentiles[0].usec, st.percentiles[1].usec, st.percentiles[2].usec, st.percentiles[3].usec,
                            st.percentiles[4].usec, st.max_usec, st.sample_count);
     }
+    out << cpu_lines(r);
+    out << counter_lines(r, o);
     if (o.peer.empty() && (o.verb == Verb::Read || o.verb == Verb::Atomic) && r.errors.empty())
       out << " (the server side of " << i.test << " only serves the client's operations; the client reports the figures)\n";
   } else {
-    out << bandwidth_table(r, o);
+    out << bandwidth_table(r, o) << counter_lines(r, o);
   }
   out << kRule;
   out << " timestamps: " << i.counter << " at " << printf_string("%.3f", i.cycles_per_usec) << " MHz, "
@@ -242,24 +321,10 @@ nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
   for (const auto& sr : r.sizes) {
     nlohmann::json j{{"size", sr.size}, {"iterations", sr.iterations}, {"elapsed_usec", sr.elapsed_usec}};
     if (sr.stats) {
-      const auto& st = *sr.stats;
-      nlohmann::json pct = nlohmann::json::object();
-      for (const auto& p : st.percentiles) {
-        std::string key = "p" + printf_string("%g", p.quantile * 100);
-        pct[key] = p.usec;
-      }
-      j["statistics"] = {{"unit", "usec"},
-                         {"sample_count", st.sample_count},
-                         {"t_min", st.min_usec},
-                         {"t_max", st.max_usec},
-                         {"t_typical", st.median_usec},
-                         {"t_avg", st.mean_usec},
-                         {"t_stdev", st.stdev_usec},
-                         {"percentiles", pct}};
-      j["histogram"] = {{"low_usec", st.histogram.low_usec},
-                        {"bin_width_usec", st.histogram.bin_width_usec},
-                        {"counts", st.histogram.counts}};
+      j["statistics"] = statistics_json(*sr.stats);
+      j["histogram"] = histogram_json(sr.stats->histogram);
     }
+    if (sr.perftest_in_cycles) j["perftest_figures_unit"] = "cycles";
     if (sr.perftest) {
       const auto& f = *sr.perftest;
       j["perftest_figures"] = {{"t_min", f.t_min},         {"t_max", f.t_max},   {"t_typical", f.t_typical},
@@ -271,6 +336,11 @@ nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
       j["duration"] = {{"measured_seconds", sr.duration->seconds},
                        {"t_avg_usec", sr.duration->t_avg_usec},
                        {"tps", sr.duration->tps}};
+    if (sr.cpu_util)
+      j["cpu_util"] = {{"perftest_percent", sr.cpu_util->perftest_percent},
+                       {"busy_percent", sr.cpu_util->busy_percent},
+                       {"process_percent", sr.cpu_util->process_percent},
+                       {"seconds", sr.cpu_util->seconds}};
     if (o.measure == Measure::Bandwidth) {
       j["bandwidth"] = {{"unit", "MB/s (2^20 bytes per second)"},
                         {"bw_peak", sr.bw_peak_mb_per_sec},
@@ -285,10 +355,17 @@ nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
                                {"msg_rate_mpps_total", sr.msg_rate_mpps + sr.remote_report->msg_rate_mpps}});
       if (!sr.per_qp.empty()) {
         nlohmann::json qps = nlohmann::json::array();
-        for (const auto& q : sr.per_qp)
-          qps.push_back({{"qpn", q.qpn}, {"messages", q.messages}, {"bw_avg", q.bw_avg_mb_per_sec}});
+        for (const auto& q : sr.per_qp) {
+          nlohmann::json qj{{"qpn", q.qpn}, {"messages", q.messages}, {"bw_avg", q.bw_avg_mb_per_sec}};
+          if (q.completion_p50_usec > 0)
+            qj.update({{"completion_p50_usec", q.completion_p50_usec}, {"completion_p99_usec", q.completion_p99_usec}});
+          qps.push_back(qj);
+        }
         j["per_qp"] = qps;
       }
+      if (sr.completion_latency)
+        j["completion_latency"] = {{"statistics", statistics_json(*sr.completion_latency)},
+                                   {"histogram", histogram_json(sr.completion_latency->histogram)}};
       if (sr.remote_report)
         j["remote_report"] = {{"size", sr.remote_report->size},
                               {"iterations", sr.remote_report->iterations},
@@ -331,6 +408,7 @@ nlohmann::json to_perftest_style_json(const TestResult& r, const TestOptions& o)
     } else {
       res.update({{"BW_peak", sr.bw_peak_mb_per_sec}, {"BW_average", sr.bw_avg_mb_per_sec}, {"MsgRate", sr.msg_rate_mpps}});
     }
+    if (sr.cpu_util) res["CPU_util"] = sr.cpu_util->perftest_percent;
     j["results_perftest"] = res;
   }
   return j;

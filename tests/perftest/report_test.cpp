@@ -48,6 +48,14 @@ TestResult sample_result(TestOptions& o) {
   r.counters_after = {{"hw_counters/rcvd_pkts", 210}};
   return r;
 }
+
+TestOptions write_bw_options() {  // write-bw -q 2
+  TestOptions o;
+  o.test_name = "write-bw";
+  o.measure = Measure::Bandwidth;
+  o.qp_count = 2;
+  return o;
+}
 }  // namespace
 
 TEST(Report, JsonKeepsEverySizeAndCounterDelta) {
@@ -83,12 +91,9 @@ TEST(Report, TextKeepsPerftestColumnsFirst) {
 // bytes * 8 / 10^9 (format_factor 125000000). Local 200/100 MB/s (peak/avg), remote 100/50:
 // 300 MB/s = 300 * 1048576 * 8 / 1e9 = 2.516582 Gb/s, 150 MB/s = 1.258291 Gb/s.
 TEST(Report, BidirectionalRowIsTheSumInGbits) {
-  TestOptions o;
-  o.test_name = "write-bw";
-  o.measure = Measure::Bandwidth;
+  TestOptions o = write_bw_options();
   o.bidirectional = true;
   o.report_gbits = true;
-  o.qp_count = 2;
   TestResult r;
   r.info.test = "write-bw";
   SizeResult s;
@@ -110,4 +115,73 @@ TEST(Report, BidirectionalRowIsTheSumInGbits) {
   EXPECT_DOUBLE_EQ(j["results"][0]["bandwidth"]["bw_avg_total"].get<double>(), 150.0);
   EXPECT_EQ(j["results"][0]["per_qp"].size(), 2u);
   EXPECT_EQ(j["results"][0]["per_qp"][1]["messages"], 400);
+}
+
+// -D --cpu_util on a bandwidth run: perftest's CPU_Util column ends its header and row
+// (RESULT_EXT_CPU_UTIL "    CPU_Util[%%]", REPORT_EXT_CPU_UTIL "\t    %-3.2f"); the completion
+// latency of the signalled operations and each QP's p50/p99 are in the text and the JSON.
+TEST(Report, BandwidthCpuColumnAndCompletionLatency) {
+  TestOptions o = write_bw_options();
+  o.duration_s = 4;
+  o.cpu_util = true;
+  TestOptions latency_options;
+  TestResult r;
+  r.info = sample_result(latency_options).info;  // a complete test_info for the schema check
+  r.info.test = "write-bw";
+  SizeResult s;
+  s.size = 65536;
+  s.iterations = 3000;
+  s.bw_peak_mb_per_sec = s.bw_avg_mb_per_sec = 100;
+  s.msg_rate_mpps = 0.0016;
+  s.duration = DurationFigures{2.0, 0, 1600};
+  s.cpu_util = CpuUtilisation{12.5, 30.25, 99.5, 2.0};
+  s.completion_latency = compute_statistics({10, 20, 30, 40});
+  s.per_qp = {{0x11, 1500, 50, 20, 40}, {0x12, 1500, 50, 10, 30}};
+  r.sizes.push_back(s);
+  const auto text = format_text(r, o);
+  EXPECT_NE(text.find("MsgRate[Mpps]    CPU_Util[%]\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("0.001600\t    12.50\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("all CPUs busy 30.25 %, this process 99.50 %"), std::string::npos) << text;
+  EXPECT_NE(text.find("p50 20.000 p90 40.000 p99 40.000"), std::string::npos) << text;
+  EXPECT_NE(text.find("QPN 0x0012 1500 msgs 50.00 MB/sec p50 10.000 p99 30.000 usec;"), std::string::npos) << text;
+  auto perftest_style = to_perftest_style_json(r, o);
+  EXPECT_DOUBLE_EQ(perftest_style["results_perftest"]["CPU_util"].get<double>(), 12.5);
+  const auto& j = perftest_style["results"][0];
+  EXPECT_DOUBLE_EQ(j["cpu_util"]["busy_percent"].get<double>(), 30.25);
+  EXPECT_EQ(j["completion_latency"]["statistics"]["sample_count"], 4);
+  EXPECT_DOUBLE_EQ(j["completion_latency"]["statistics"]["percentiles"]["p50"].get<double>(), 20.0);
+  EXPECT_DOUBLE_EQ(j["per_qp"][0]["completion_p99_usec"].get<double>(), 40.0);
+  // Written for the schema validation test (perftest_bw_report_schema).
+  std::ofstream("perftest_sample_bw_report.json") << to_json(r, o).dump(2);
+}
+
+// perftest's print_report_lat: -U prints every delta in run order, -H the sorted deltas without
+// the two largest (LAT_MEASURE_TAIL), both as "#, <unit>" then "i, value"; with -C in cycles
+// (at 2600 cycles per usec, 0.5 usec = 1300 cycles). -W prints "\t<name>=<change>" lines and an
+// empty line (counters_print).
+TEST(Report, SampleListsAndCounterLinesAsPerftest) {
+  TestOptions o;
+  o.print_every_sample = true;
+  o.report_unsorted = true;
+  o.report_counters = {"hw_counters/rcvd_pkts"};
+  TestResult r;
+  r.info.cycles_per_usec = 2600;
+  r.counters_before = {{"hw_counters/rcvd_pkts", 10}};
+  r.counters_after = {{"hw_counters/rcvd_pkts", 210}};
+  SizeResult s;
+  s.size = 2;
+  s.iterations = 6;
+  s.samples_usec = {3.0, 0.5, 9.0, 1.0, 7.0};
+  s.stats = compute_statistics(s.samples_usec);
+  s.perftest = PerftestFigures{};
+  r.sizes.push_back(s);
+  auto text = format_text(r, o);
+  EXPECT_NE(text.find("#, usec\n1, 3\n2, 0.5\n3, 9\n4, 1\n5, 7\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("#, usec\n1, 0.5\n2, 1\n3, 3\n---"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n\thw_counters/rcvd_pkts=200\n\n"), std::string::npos) << text;
+  r.sizes[0].perftest_in_cycles = true;
+  o.print_every_sample = false;
+  text = format_text(r, o);
+  EXPECT_NE(text.find("#, cycles\n1, 7800\n2, 1300\n3, 23400\n"), std::string::npos) << text;
+  EXPECT_EQ(to_json(r, o)["results"][0]["perftest_figures_unit"], "cycles");
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Validate rdmadiag perftest JSON reports against docs/perftest-schema.json.
 
-usage: validate_json.py SCHEMA REPORT... [--min-results N] [--exchange tcp|rdma_cm] [--require-ok]
+usage: validate_json.py SCHEMA REPORT... [--min-results N] [--exchange tcp|rdma_cm] [--require-ok] [--negotiated]
   --exchange     every report must say it exchanged its keys this way (test_info.exchange)
   --require-ok   every report must have ok=true (no errors)
+  --negotiated   every report must say upstream >= 6.28's parameter negotiation took place
+                 (test_info.versions.parameter_negotiation) with a peer announcing >= 6.28
   --check-modes  a report with test_info.duration_s > 0 must have a duration object in every
                  result, with iterations > 0 and tps equal to iterations / measured seconds
                  (1 %); a UD report's sizes must not exceed its MTU
@@ -45,6 +47,9 @@ def main():
     require_ok = "--require-ok" in args
     if require_ok:
         args.remove("--require-ok")
+    negotiated = "--negotiated" in args
+    if negotiated:
+        args.remove("--negotiated")
     check_modes = "--check-modes" in args
     if check_modes:
         args.remove("--check-modes")
@@ -58,6 +63,9 @@ def main():
             sys.exit(f"{path}: exchange {report['test_info']['exchange']}, expected {exchange}")
         if require_ok and not report["ok"]:
             sys.exit(f"{path}: ok={report['ok']}, {len(report['results'])} results, errors {report['errors']}")
+        versions = report["test_info"]["versions"]
+        if negotiated and not (versions["parameter_negotiation"] and float(versions["peer_perftest"]) >= 6.28):
+            sys.exit(f"{path}: no parameter negotiation with a peer announcing >= 6.28: {versions}")
         if check_modes:
             check_mode_fields(path, report)
         print(f"{path}: valid ({len(report['results'])} results, ok={report['ok']})")
