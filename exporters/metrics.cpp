@@ -19,8 +19,6 @@ namespace rdmadiag::exporters {
 
 using namespace rdmadiag::decode;
 
-namespace {
-
 // Label values escape backslash, double quote and newline (exposition format).
 std::string escape_label(const std::string& v) {
   std::string out;
@@ -32,6 +30,8 @@ std::string escape_label(const std::string& v) {
   }
   return out;
 }
+
+namespace {
 
 std::string number(double v) {
   char buf[64];
