@@ -52,11 +52,17 @@ MeshBadHost judge_host(int host, const std::vector<MeshPairResult>& pairs, const
   MeshBadHost h;
   h.rank = host;
   std::vector<double> others;
-  for (const auto& p : pairs)
-    if (!involves(p, host) && !involves_any(p, named))
-      if (auto v = mesh_pair_value(p)) others.push_back(*v);
+  std::size_t others_ok = 0;
+  for (const auto& p : pairs) {
+    if (involves(p, host) || involves_any(p, named) || p.status != MeshPairStatus::Ok) continue;
+    ++others_ok;
+    if (auto v = mesh_pair_value(p)) others.push_back(*v);
+  }
+  // Without one working pair elsewhere the host cannot be told from its peers (when every
+  // pair fails the cause is common: no device, wrong options), so it is not named.
+  if (others_ok == 0) return h;
   const Baseline base = baseline_of(others, o);
-  if (!base.valid) return h;
+  if (!base.valid && !others.empty()) return h;
   h.baseline_median = base.median;
   std::vector<double> own;
   for (const auto& p : pairs) {
@@ -64,7 +70,7 @@ MeshBadHost judge_host(int host, const std::vector<MeshPairResult>& pairs, const
     ++h.measured_pairs;
     const auto v = mesh_pair_value(p);
     if (v) own.push_back(*v);
-    if (!v || is_worse(*v, base, o.k, higher_is_worse)) ++h.bad_pairs;
+    if (p.status != MeshPairStatus::Ok || (v && base.valid && is_worse(*v, base, o.k, higher_is_worse))) ++h.bad_pairs;
   }
   if (!own.empty()) h.host_median = median_of(own);
   return h;
@@ -118,6 +124,11 @@ MeshFindings find_mesh_outliers(int hosts, const std::vector<MeshPairResult>& pa
     f.note = "outliers need at least 3 hosts (with 2 there is nothing to compare a pair with)";
     return f;
   }
+  if (std::none_of(pairs.begin(), pairs.end(), [](const auto& p) { return p.status == MeshPairStatus::Ok; })) {
+    f.evaluated = true;
+    f.note = "every tested pair failed: the cause is common to all hosts (see the pairs' errors); no host or link is singled out";
+    return f;
+  }
   f.bad_hosts = find_bad_hosts(hosts, pairs, o, f.higher_is_worse);
   auto by_bad_host = [&](const MeshPairResult& p) { return involves_any(p, f.bad_hosts); };
   std::vector<double> rest;
@@ -131,14 +142,14 @@ MeshFindings find_mesh_outliers(int hosts, const std::vector<MeshPairResult>& pa
     f.scale = base.scale;
     f.threshold = f.higher_is_worse ? base.median + o.k * base.scale : base.median - o.k * base.scale;
   } else {
-    f.note = "no successful pair outside the bad hosts: links were judged only by failures";
+    f.note = "no measured value outside the bad hosts (a --control-only run, or every such pair failed): links were judged by failures alone";
   }
   for (const auto& p : pairs) {
     if (!tested(p) || by_bad_host(p)) continue;
     const auto v = mesh_pair_value(p);
-    if (!v) {
+    if (p.status != MeshPairStatus::Ok) {
       f.bad_links.push_back({p.client, p.server, exporters::mesh_status_name(p.status), 0});
-    } else if (base.valid && is_worse(*v, base, o.k, f.higher_is_worse)) {
+    } else if (v && base.valid && is_worse(*v, base, o.k, f.higher_is_worse)) {
       f.bad_links.push_back({p.client, p.server, f.higher_is_worse ? "slow" : "low_bandwidth", *v});
     }
   }

@@ -140,6 +140,27 @@ TEST(MeshOutliers, DeadHostAndFailedLink) {
   EXPECT_EQ(f.bad_links[0].reason, "failed");
 }
 
+TEST(MeshOutliers, EveryPairFailedNamesNoHostOrLink) {
+  auto m = healthy_mesh(3, 12.0);
+  for (auto& p : m) p.status = MeshPairStatus::Failed, p.latency.reset();
+  const auto f = perftest::find_mesh_outliers(3, m, {});
+  EXPECT_TRUE(f.bad_hosts.empty());
+  EXPECT_TRUE(f.bad_links.empty());
+  EXPECT_NE(f.note.find("every tested pair failed"), std::string::npos);
+}
+
+TEST(MeshOutliers, DeadHostOfThreeAndControlOnlyPairs) {
+  auto m = healthy_mesh(3, 12.0);
+  for (auto& p : m) {
+    p.latency.reset();  // --control-only: ok pairs carry no value
+    if (p.client == 2 || p.server == 2) p.status = MeshPairStatus::TimedOut;
+  }
+  const auto f = perftest::find_mesh_outliers(3, m, {});
+  ASSERT_EQ(f.bad_hosts.size(), 1u);
+  EXPECT_EQ(f.bad_hosts[0].rank, 2);
+  EXPECT_TRUE(f.bad_links.empty());
+}
+
 TEST(MeshOutliers, LowBandwidthIsWorseAndTwoHostsAreNotJudged) {
   std::vector<MeshPairResult> m;
   for (int a = 0; a < 4; ++a)
