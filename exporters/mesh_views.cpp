@@ -73,7 +73,9 @@ std::string findings_html(const MeshReport& r) {
   o << "<ul>";
   for (const auto& h : f.bad_hosts)
     o << "<li><b>bad host</b> rank " << h.rank << ": " << h.bad_pairs << " of " << h.measured_pairs
-      << " pairs beyond the threshold (host median " << fixed(h.host_median, 2) << ", others " << fixed(h.baseline_median, 2)
+      << " pairs failed or beyond the threshold ("
+      << (h.host_median > 0 ? "host median " + fixed(h.host_median, 2) + ", others " + fixed(h.baseline_median, 2)
+                            : std::string("no working pair"))
       << ")</li>";
   for (const auto& l : f.bad_links)
     o << "<li><b>bad link</b> " << l.client << " - " << l.server << ": " << html_escape(l.reason)
@@ -101,7 +103,8 @@ std::string render_mesh_html(const MeshReport& r) {
        "th.badhost{background:#f88}</style></head><body>";
   o << "<h1>rdmadiag mesh: " << html_escape(r.info.test) << ", " << r.info.size << " B, " << r.hosts.size() << " hosts</h1>";
   o << "<p>Cell: " << (r.findings.higher_is_worse ? "median one-way latency (us)" : "average bandwidth (MB/s)")
-    << " of the pair, green best to red worst; outlined: a bad link; red header: a bad host. Started "
+    << " of the pair, green best to red worst (colours span this matrix' range " << fixed(lo, 2) << " .. " << fixed(hi, 2)
+    << ", not good/bad: the findings say that); outlined: a bad link; red header: a bad host. Started "
     << html_escape(r.info.start_time) << ", sweep " << r.info.sweep << ".</p><table><tr><th></th>";
   for (const auto& h : r.hosts)
     o << "<th" << (is_bad_host(r, h.rank) ? " class=badhost" : "") << ">" << h.rank << "<br>" << html_escape(h.hostname) << "</th>";

@@ -286,7 +286,10 @@ void print_summary(const exporters::MeshReport& r) {
             << ok << " ok\n";
   for (const auto& h : r.findings.bad_hosts)
     std::cout << "  bad host " << exporters::mesh_host_label(r, h.rank) << ": " << h.bad_pairs << " of " << h.measured_pairs
-              << " pairs bad (median " << h.host_median << ", others " << h.baseline_median << ")\n";
+              << " pairs failed or beyond the threshold"
+              << (h.host_median > 0 ? " (median " + std::to_string(h.host_median) + ", others " + std::to_string(h.baseline_median) + ")"
+                                    : std::string(" (no working pair)"))
+              << "\n";
   for (const auto& l : r.findings.bad_links)
     std::cout << "  bad link " << exporters::mesh_host_label(r, l.client) << " - " << exporters::mesh_host_label(r, l.server)
               << ": " << l.reason << (l.value != 0 ? " (" + std::to_string(l.value) + ")" : "") << "\n";
