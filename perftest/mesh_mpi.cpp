@@ -38,8 +38,9 @@ bool MpiSendQueue::drain(int timeout_ms) {
 }
 
 MpiPairTransport::MpiPairTransport(MPI_Comm comm, int peer_rank, int tag, bool is_client, std::string peer_label,
-                                   MpiSendQueue& sends)
-    : comm_(comm), peer_rank_(peer_rank), tag_(tag), is_client_(is_client), peer_label_(std::move(peer_label)), sends_(sends) {}
+                                   MpiSendQueue& sends, int first_contact_ms)
+    : comm_(comm), peer_rank_(peer_rank), tag_(tag), is_client_(is_client), peer_label_(std::move(peer_label)), sends_(sends),
+      first_contact_ms_(first_contact_ms) {}
 
 void MpiPairTransport::send(std::span<const char> bytes, const std::string& /*step*/) {
   sends_.send(comm_, peer_rank_, tag_, std::vector<char>(bytes.begin(), bytes.end()));
@@ -65,6 +66,8 @@ bool MpiPairTransport::pull_one(std::uint64_t deadline_ns) {
 }
 
 std::vector<char> MpiPairTransport::receive(std::size_t size, const std::string& step, int timeout_ms) {
+  if (!contacted_) timeout_ms = std::max(timeout_ms, first_contact_ms_);
+  contacted_ = true;
   const std::uint64_t deadline = monotonic_ns() + static_cast<std::uint64_t>(timeout_ms) * 1000000ull;
   while (received_.size() < size)
     if (!pull_one(deadline))

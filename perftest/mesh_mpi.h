@@ -35,7 +35,11 @@ class MpiSendQueue {
 class MpiPairTransport : public OobTransport {
  public:
   // tag: unique per round, so a late message of an earlier round is never read as this one's.
-  MpiPairTransport(MPI_Comm comm, int peer_rank, int tag, bool is_client, std::string peer_label, MpiSendQueue& sends);
+  // first_contact_ms: how long the first receive waits (longer than the others: the peer may
+  // still be waiting out a dead partner of its previous round; without it one dead host makes
+  // the next pairs of its partners time out too, a cascade of false verdicts).
+  MpiPairTransport(MPI_Comm comm, int peer_rank, int tag, bool is_client, std::string peer_label, MpiSendQueue& sends,
+                   int first_contact_ms = 0);
   bool is_client() const override { return is_client_; }
   const std::string& peer() const override { return peer_label_; }
   void send(std::span<const char> bytes, const std::string& step) override;
@@ -53,6 +57,8 @@ class MpiPairTransport : public OobTransport {
   std::string peer_label_;
   MpiSendQueue& sends_;
   std::vector<char> received_;
+  int first_contact_ms_;
+  bool contacted_ = false;
 };
 
 inline constexpr char kMpiTimeoutText[] = "timed out waiting for rank";

@@ -105,10 +105,13 @@ MeshPairResult failed_pair(const MeshPair& pair, const std::string& message) {
 }
 
 // The MPI exchange alone: the client sends a token, the server returns it.
+// A peer may reach a pair up to one round timeout late (it was waiting out a dead partner).
+int first_contact_ms(const MeshOptions& o) { return (2 * o.round_timeout_s + 5) * 1000; }
+
 MeshPairResult control_ping(Context& c, const MeshOptions& o, const MeshPair& pair, int tag) {
   const bool client = c.rank == pair.client;
   const int peer = client ? pair.server : pair.client;
-  MpiPairTransport link(c.pair_comm, peer, tag, client, peer_label(c, peer), c.sends);
+  MpiPairTransport link(c.pair_comm, peer, tag, client, peer_label(c, peer), c.sends, first_contact_ms(o));
   std::string token = "rdmadiag-mesh ping " + std::to_string(tag);
   token.resize(32, ' ');
   try {
@@ -141,8 +144,8 @@ TestOptions engine_options(Context& c, const MeshOptions& o, const MeshPair& pai
   const std::string label = peer_label(c, peer);
   t.peer = client ? label : "";
   t.exchange_name = "mpi";
-  t.make_oob = [&c, peer, tag, client, label]() -> std::unique_ptr<OobTransport> {
-    return std::make_unique<MpiPairTransport>(c.pair_comm, peer, tag, client, label, c.sends);
+  t.make_oob = [&c, peer, tag, client, label, first = first_contact_ms(o)]() -> std::unique_ptr<OobTransport> {
+    return std::make_unique<MpiPairTransport>(c.pair_comm, peer, tag, client, label, c.sends, first);
   };
   return t;
 }
@@ -333,7 +336,7 @@ exporters::MeshReport build_report(const Context& c, const MeshOptions& o, const
 // Rank 0 after its own rounds: gathers, judges, writes. Returns the sweep's exit status.
 int finish_sweep(Context& c, const MeshOptions& o, const std::vector<MeshRound>& rounds, std::size_t rounds_total,
                  std::uint64_t sweep, SideResults& sides, exporters::MeshMetrics& metrics, exporters::MetricsServer& server) {
-  const std::uint64_t deadline = monotonic_ns() + (2ull * static_cast<std::uint64_t>(o.round_timeout_s) + 5) * 1000000000ull;
+  const std::uint64_t deadline = monotonic_ns() + (3ull * static_cast<std::uint64_t>(o.round_timeout_s) + 10) * 1000000000ull;
   collect_results(c, static_cast<int>(sweep % kMaxTag), results_expected_by_rank0(rounds), sides, deadline);
   bool incomplete = false;
   const auto report = build_report(c, o, rounds, rounds_total, sweep, sides, incomplete);
