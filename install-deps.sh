@@ -9,6 +9,7 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   wireshark-dev tshark perftest
   tcpreplay
+  openmpi-bin libopenmpi-dev
   clang-14 libclang-rt-14-dev
   python3-jsonschema python3-prometheus-client python3-scapy
   prometheus chromium

@@ -20,8 +20,6 @@ namespace rdmadiag::exporters {
 
 using namespace rdmadiag::decode;
 
-namespace {
-
 // Label values escape backslash, double quote and newline (exposition format).
 std::string escape_label(const std::string& v) {
   std::string out;
@@ -33,6 +31,8 @@ std::string escape_label(const std::string& v) {
   }
   return out;
 }
+
+namespace {
 
 std::string number(double v) {
   char buf[64];

@@ -34,6 +34,9 @@ struct MetricsInput {
 
 std::string render_metrics(const MetricsInput& in);
 
+// A label value in the exposition format (backslash, double quote and newline escaped).
+std::string escape_label(const std::string& v);
+
 // Writes `text` to PATH atomically (a temporary file renamed over it), so the
 // textfile collector never reads half a file. False and `error` on failure.
 bool write_metrics_file(const std::string& path, const std::string& text, std::string& error);

@@ -22,12 +22,6 @@
 
 namespace rdmadiag::perftest {
 
-namespace {
-
-constexpr std::uint64_t kLargestSweepSize = 1ull << 23;  // perftest's -a: 2 B .. 8 MiB
-constexpr int kSignalEvery = 100;                          // perftest's default cq_mod
-constexpr std::uint64_t kMaxReceiveDepth = 512;            // perftest's DEF_RX_SEND
-
 std::string iso_time_now() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -36,6 +30,12 @@ std::string iso_time_now() {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
+
+namespace {
+
+constexpr std::uint64_t kLargestSweepSize = 1ull << 23;  // perftest's -a: 2 B .. 8 MiB
+constexpr int kSignalEvery = 100;                          // perftest's default cq_mod
+constexpr std::uint64_t kMaxReceiveDepth = 512;            // perftest's DEF_RX_SEND
 
 std::string transport_name(Transport t) { return t == Transport::RC ? "RC" : t == Transport::UC ? "UC" : "UD"; }
 
@@ -1223,7 +1223,7 @@ TestResult run_test(const TestOptions& opt) {
   info.role = opt.peer.empty() ? "server" : "client";
   describe_resources(info, local);
   info.transport = transport_name(opt.transport);
-  info.exchange = opt.rdma_cm ? "rdma_cm" : "tcp";
+  info.exchange = opt.make_oob ? opt.exchange_name : opt.rdma_cm ? "rdma_cm" : "tcp";
   info.tos = opt.tos;
   info.tcp_port = opt.tcp_port;
   info.local_version = opt.announce_version;
@@ -1256,7 +1256,9 @@ TestResult run_test(const TestOptions& opt) {
 
   const int timeout_ms = opt.timeout_s * 1000;
   std::unique_ptr<OobTransport> oob_transport;
-  if (opt.rdma_cm) {
+  if (opt.make_oob) {
+    oob_transport = opt.make_oob();
+  } else if (opt.rdma_cm) {
     oob_transport = std::make_unique<CmOobChannel>(opt.peer, opt.tcp_port, timeout_ms,
                                                    opt.peer.empty() ? opt.before_accept : std::function<void()>{});
   } else {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,8 @@
 #include "perftest/verbs_resources.h"
 
 namespace rdmadiag::perftest {
+
+class OobTransport;
 
 enum class Verb { Write, Read, Send, Atomic };
 enum class Measure { Latency, Bandwidth };
@@ -73,6 +76,10 @@ struct TestOptions {
   std::string peer;                   // empty: server
   std::string test_name;              // "write-lat", ...
   std::function<void()> before_accept;  // server: called once the device is ready, before waiting
+  // When set, the out-of-band exchange runs over this transport instead of TCP or rdma_cm
+  // (rdmadiag-mesh: MPI point-to-point); test_info.exchange is then exchange_name.
+  std::function<std::unique_ptr<OobTransport>()> make_oob;
+  std::string exchange_name = "external";
 };
 
 // -D: perftest's duration figures over the measured window (latency: t_avg = window time per
@@ -143,6 +150,8 @@ TestResult run_test(const TestOptions& options);
 // The sizes a run covers: 2^1..2^23 with -a (perftest's sweep), else just options.size.
 std::vector<std::uint64_t> sizes_to_run(const TestOptions& options);
 
-std::string verb_title(Verb verb, Measure measure);  // "RDMA_Write Latency Test", ...
+std::string verb_title(Verb verb, Measure measure);
+
+std::string iso_time_now();  // "2026-01-02T03:04:05Z" (UTC)  // "RDMA_Write Latency Test", ...
 
 }  // namespace rdmadiag::perftest

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The MPI control plane of rdmadiag-mesh on this host (no RDMA device needed: --control-only
+# measures nothing): 4 ranks under mpirun must all pair up and report; then with rank 3 hung
+# (--debug-stall-rank) the run must still end, the 3 pairs with rank 3 must be timeouts and
+# the report must name rank 3 as the bad host and no link. Exit 77 (skip) without mpirun.
+# usage: mpi_control_check.sh RDMADIAG_MESH SCHEMA OUTDIR
+set -euo pipefail
+mesh=$1 schema=$2 out=$3
+command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed (openmpi-bin)"; exit 77; }
+mkdir -p "$out"
+run=(mpirun -np 4 --oversubscribe)
+[ "$(id -u)" -eq 0 ] && run+=(--allow-run-as-root)
+# Loopback TCP between the ranks: no shared-memory or RDMA transport to depend on.
+export OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_pml=ob1
+
+timeout 60 "${run[@]}" "$mesh" --control-only --round-timeout 5 --json "$out/ok.json" --csv "$out/ok.csv" >"$out/ok.log" 2>&1 || {
+  cat "$out/ok.log"; echo "FAIL: control-only run exited non-zero"; exit 1; }
+set +e
+timeout 90 "${run[@]}" "$mesh" --control-only --round-timeout 2 --debug-stall-rank 3 --json "$out/stall.json" >"$out/stall.log" 2>&1
+rc=$?
+set -e
+[ "$rc" -ne 0 ] || { echo "FAIL: a hung rank must make the run exit non-zero"; exit 1; }
+[ "$rc" -ne 124 ] || { cat "$out/stall.log"; echo "FAIL: the run with a hung rank did not end within 90 s"; exit 1; }
+py=/usr/bin/python3; [ -x "$py" ] || py=python3   # Debian's, with python3-jsonschema
+"$py" - "$schema" "$out/ok.json" "$out/stall.json" <<'PY'
+import json, sys
+import jsonschema
+schema = json.load(open(sys.argv[1]))
+ok, stall = (json.load(open(p)) for p in sys.argv[2:4])
+for r in (ok, stall):
+    jsonschema.validate(r, schema)
+pairs = {(p["client"], p["server"]) for p in ok["pairs"]}
+assert pairs == {(a, b) for a in range(4) for b in range(a + 1, 4)}, pairs
+assert all(p["status"] == "ok" for p in ok["pairs"]), ok["pairs"]
+assert not ok["findings"]["bad_hosts"] and not ok["findings"]["bad_links"], ok["findings"]
+status = {(p["client"], p["server"]): p["status"] for p in stall["pairs"]}
+assert all((s == "timeout") == (3 in k) for k, s in status.items()), status
+assert [h["rank"] for h in stall["findings"]["bad_hosts"]] == [3], stall["findings"]
+assert not stall["findings"]["bad_links"], stall["findings"]
+print("mesh MPI control plane OK: 4 ranks, 6 pairs; hung rank 3 named, its 3 pairs timed out")
+PY
