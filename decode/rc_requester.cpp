@@ -268,10 +268,12 @@ std::uint32_t highest_sent_before(const RequesterState& q, const SeqPacket& p) {
   const std::uint32_t high = (q.high_next - 1) & kPsnMask;
   if (!sent_before(p.ip_id, q.high_ip_id) || p.ts - q.high_ts > kIpIdClockSeconds) return high;
   std::uint32_t best = p.psn;
-  for (const RecentCopies::Copy& c : q.recent.ring)
+  q.recent.any([&](const RecentCopies::Copy& c) {
     if (c.ts > 0 && p.ts - c.ts < kIpIdClockSeconds && sent_before(c.ip_id, p.ip_id) && psn_diff(c.psn, best) > 0 &&
         psn_diff(high, c.psn) >= 0)
       best = c.psn;
+    return false;  // look at every copy
+  });
   return best;
 }
 

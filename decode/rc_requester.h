@@ -134,13 +134,17 @@ struct RecentCopies {
   // A copy made by the network keeps the IPv4 ID of its original; without an
   // IPv4 header, only a copy within `within` seconds of its original counts.
   bool has_copy(std::uint32_t psn, std::int32_t ip_id, double ts, double within) const {
-    const auto same = [&](const Copy& c) {
+    return any([&](const Copy& c) {
       return c.psn == psn && c.ts > 0 && (ip_id >= 0 ? c.ip_id == ip_id : ts - c.ts < within);
-    };
-    if (same(first)) return true;
+    });
+  }
+  // Whether `pred` holds for any copy held (stops at the first).
+  template <typename Pred>
+  bool any(Pred pred) const {
+    if (pred(first)) return true;
     if (rest)
       for (const Copy& c : *rest)
-        if (same(c)) return true;
+        if (pred(c)) return true;
     return false;
   }
 };
