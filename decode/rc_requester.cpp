@@ -112,8 +112,8 @@ RequesterEvent classify_older(const RequesterState& q, const SeqPacket& p) {
   const bool nak_resend_ahead =
       q.nak_frame && q.resending && psn_diff(p.psn, q.nak_psn) > 0 && psn_diff(p.psn, q.resend_next) < 0;
   if (q.nak_frame && (p.psn == q.nak_psn || !q.resending || nak_resend_ahead)) {
-    // The resend the NAK asked for; older than its PSN (and filling nothing): a delayed copy.
-    if (p.psn != q.nak_psn && psn_diff(p.psn, q.nak_psn) < 0 && !loss) e.step = ReqStep::stray;
+    // The resend the NAKs asked for; older than every NAKed PSN (and filling nothing): a delayed copy.
+    if (psn_diff(p.psn, q.nak_first_psn) < 0 && !loss) e.step = ReqStep::stray;
     e.new_episode = true;
     e.cause = ResendCause::nak;
   } else if (q.resending) {

@@ -171,6 +171,7 @@ struct RequesterState {
   std::uint64_t nak_frame = 0;    // a NAK (or RNR NAK) not yet followed by its resend
   double nak_ts = 0;
   std::uint32_t nak_psn = 0;
+  std::uint32_t nak_first_psn = 0;  // the lowest PSN NAKed since the last resend began
   SpuriousCheck spur;
   bool acked_valid = false;
   std::uint32_t acked_through = 0;  // the highest PSN an ACK or response covered

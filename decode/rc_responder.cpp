@@ -146,6 +146,8 @@ void apply_nak(RequesterState* q, const SeqPacket& p, SeqSink& resp, SeqSink* re
     // The responder expects PSN `psn`: everything before it is acknowledged (IBA 9.7.5.2.2).
     complete_upto(*q, (p.psn - 1) & kPsnMask, p, resp, *req);
     link_nak(*q, a, p, resp);
+    // NAKs before the resend they ask for: go-back-N starts at the lowest PSN one asked for.
+    if (!q->nak_frame || psn_diff(p.psn, q->nak_first_psn) < 0) q->nak_first_psn = p.psn;
     q->nak_frame = p.frame;
     q->nak_ts = p.ts;
     q->nak_psn = p.psn;

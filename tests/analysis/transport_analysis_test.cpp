@@ -301,6 +301,25 @@ TEST(TransportAnalysis, TimerResendAfterACorruptAckBlamesTheCorruption) {
     }
 }
 
+// Two NAKs before the resend (rxe, netem reorder: tests/pcaps/faults/ matrix,
+// rxe-reorder-server frames 292-305): go-back-N answers the first, so a resend of
+// a PSN between the two NAKed PSNs is that resend, not a stray copy.
+TEST(TransportAnalysis, ResendAskedByAnEarlierNakIsARetransmission) {
+  Wire w;
+  for (std::uint32_t i = 1; i <= 6; ++i) w.request(kWriteOnly, i, 8);
+  w.ack(2, 0x60);  // NAK: PSN sequence error, PSN 2 expected
+  w.ack(4, 0x60);  // a later NAK: 2 and 3 reached the responder late meanwhile
+  const PacketAnalysis r = w.request(kWriteOnly, 3, 8);  // the resend from 2, its first packet overtaken
+  EXPECT_TRUE(r.retransmission);
+  EXPECT_FALSE(r.spurious_retransmission);
+  w.finish();
+  ASSERT_EQ(w.log().count(AnomalyKind::retransmission), 1u);
+  for (const Anomaly& a : w.log().items())
+    if (a.kind == AnomalyKind::retransmission) {
+      EXPECT_EQ(a.cause, ResendCause::nak);
+    }
+}
+
 TEST(TransportAnalysis, MessageStructureAndLengths) {
   Wire w;
   w.request(kSendFirst, 1, 1024, false);
