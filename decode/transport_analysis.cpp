@@ -351,13 +351,13 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     unreliable(f, p, sp, out);
   } else if (info.is_request()) {
     ++f.s.requests;
-    if (f.started() && follows_unplaced(f, frame)) f.requester().corrupt_unplaced = true;
-    if (f.started() && follows_unplaced_ack(f, frame)) note_unplaced_ack(f.requester());
+    if (f.started() && follows_unplaced(f, frame, false)) f.requester().corrupt_unplaced = true;
+    if (f.started() && follows_unplaced(f, frame, true)) note_unplaced_ack(f.requester());
     requester(f, p, sp, out);
     index_unpaired(f);
   } else {
     ++f.s.responses;
-    if (follows_unplaced(f, frame)) place_corrupt_response(f, p, sp);
+    if (follows_unplaced(f, frame, false)) place_corrupt_response(f, p, sp);
     responder(f, p, sp, out);
   }
 }
@@ -369,14 +369,12 @@ void TransportAnalyzer::note_unplaced_ack(RequesterState& q) const {
   q.corrupt_ack_psn = unplaced_psn_;
 }
 
-bool TransportAnalyzer::follows_unplaced_ack(const Flow& f, std::uint64_t frame) const {
-  FlowKey back = hosts_of(f.s.key);
-  std::swap(back.src, back.dst);
-  return unplaced_ack_ && unplaced_frame_ && frame == unplaced_frame_ + 1 && back == unplaced_hosts_;
-}
-
-bool TransportAnalyzer::follows_unplaced(const Flow& f, std::uint64_t frame) const {
-  return !unplaced_ack_ && unplaced_frame_ && frame == unplaced_frame_ + 1 && hosts_of(f.s.key) == unplaced_hosts_;
+// The packet right after an unplaced corrupt one, between the same hosts: in the
+// same direction (it was this flow's), or the reverse for an ACK (its requester's).
+bool TransportAnalyzer::follows_unplaced(const Flow& f, std::uint64_t frame, bool ack) const {
+  FlowKey hosts = hosts_of(f.s.key);
+  if (ack) std::swap(hosts.src, hosts.dst);
+  return unplaced_frame_ && frame == unplaced_frame_ + 1 && unplaced_ack_ == ack && hosts == unplaced_hosts_;
 }
 
 // READ response data one PSN past the next, right after an unplaced corrupt

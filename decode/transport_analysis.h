@@ -86,7 +86,7 @@ class TransportAnalyzer {
   void cm_message(const DecodedPacket& p, std::uint64_t frame);
   void note_cm_id(std::vector<std::uint32_t>& ids, std::uint32_t id);
   Flow* peer_requester(Flow& resp, std::uint32_t psn);
-  bool follows_unplaced(const Flow& f, std::uint64_t frame) const;
+  bool follows_unplaced(const Flow& f, std::uint64_t frame, bool ack) const;
   void place_corrupt_response(Flow& f, const DecodedPacket& p, const SeqPacket& sp);
   Flow* infer_peer(Flow& resp, std::uint32_t psn);
   void pair(Flow& a, Flow& b, Pairing how);
@@ -100,7 +100,6 @@ class TransportAnalyzer {
   void retire(std::uint32_t slot, Flow& f);
   void settle_spurious(Flow& f);
   void note_unplaced_ack(RequesterState& q) const;
-  bool follows_unplaced_ack(const Flow& f, std::uint64_t frame) const;
   void link_forward(std::uint64_t request_frame, std::uint64_t response_frame, double latency_us);
 
   AnomalyLog& log_;
