@@ -473,7 +473,9 @@ RequesterEvent classify(const RequesterState& q, const SeqPacket& p) {
   return e;
 }
 
-void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink) {
+namespace {
+
+void apply_step(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink) {
   // One PSN skipped right after a corrupt packet whose PSN could not be trusted:
   // the capture holds that packet, most likely with a damaged PSN. Not a loss.
   const bool unplaced = q.corrupt_unplaced && !p.corrupt;
@@ -526,9 +528,12 @@ void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSi
       return;
     case ReqStep::stray:
       // An older copy than the resend in progress (a delayed packet): the sender did
-      // send it again, but it changes nothing in the sequence.
-      ++sink.stats().spurious_retransmissions;
-      v.retransmission = v.spurious_retransmission = true;
+      // send it again, but it changes nothing in the sequence. Needless only if the
+      // responder took an earlier copy; else (the earlier copies came out of
+      // sequence and were discarded) it is the copy the responder needed.
+      v.retransmission = true;
+      v.spurious_retransmission = q.responder.holds(p.psn);
+      ++(v.spurious_retransmission ? sink.stats().spurious_retransmissions : sink.stats().retransmissions);
       return;
     case ReqStep::restart:
       if (q.spur.open) spurious_verdict(q, sink, false);  // a new incarnation of the QP
@@ -553,6 +558,14 @@ void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSi
   mark_seen(q, false, p.psn, p.span, p, sink);
   advance(q, e, p, unplaced, sink);
   remember(q, p);
+}
+
+}  // namespace
+
+void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink) {
+  apply_step(q, e, p, sink);
+  if (e.step == ReqStep::restart) q.responder = ResponderView{};
+  if (!p.corrupt) q.responder.takes(p.psn, p.span);  // a corrupt packet is dropped by its receiver
 }
 
 void open_corrupt(RequesterState& q, bool response, const SeqPacket& p) {

@@ -160,6 +160,29 @@ struct MessageState {
   bool next_valid = false;
 };
 
+// What the responder holds, replayed from the requests in the order captured
+// (IBA 9.7.5.2.2: a request at its ePSN is taken, a later one discarded, an
+// earlier one a duplicate) and set again by what it says itself: a NAK names
+// its ePSN, an ACK the last PSN it took. Exact when the capture point is next
+// to the responder; elsewhere its own answers correct it.
+struct ResponderView {
+  bool valid = false;
+  std::uint32_t epsn = 0;
+  bool holds(std::uint32_t psn) const { return valid && psn_diff(epsn, psn) > 0; }
+  void takes(std::uint32_t psn, std::uint32_t span) {
+    if (!valid) valid = true, epsn = psn;
+    if (psn == epsn) epsn = (psn + span) & kPsnMask;
+  }
+  void expects(std::uint32_t psn) {  // a NAK: the responder's ePSN
+    valid = true;
+    epsn = psn & kPsnMask;
+  }
+  void acked(std::uint32_t upto) {  // an ACK: it took everything up to `upto`
+    const std::uint32_t next = (upto + 1) & kPsnMask;
+    if (!valid || psn_diff(next, epsn) > 0) expects(next);
+  }
+};
+
 struct RequesterState {
   bool started = false;
   std::uint32_t high_next = 0;    // one past the highest PSN a request used
@@ -182,6 +205,7 @@ struct RequesterState {
   std::array<OpenLoss, 4> recovered{};  // the last gaps a resend recovered: their originals may still come
   std::uint8_t recovered_next = 0;
   RecentCopies recent;
+  ResponderView responder;
   MessageState msg;
   bool corrupt_unplaced = false;   // the last packet was corrupt with a PSN that fit nowhere
   std::uint64_t corrupt_ack_frame = 0;  // the last ACK captured corrupt, and the PSN it says

@@ -18,7 +18,7 @@ ResponseEvent classify_read(const ResponseCursor& r, const RequesterState* q, co
   ResponseEvent e{RespStep::read_data};
   e.first = r.expected;
   if (r.recent.has_copy(p.psn, p.ip_id, p.ts, -1)) {
-    e.step = RespStep::read_duplicate;  // the same IPv4 ID: a copy made by the network
+    e.step = RespStep::duplicate;  // the same IPv4 ID: a copy made by the network
     return e;
   }
   // The capture holds this PSN already: answered again (a re-issued READ).
@@ -48,6 +48,7 @@ void complete_upto(RequesterState& q, std::uint32_t upto, const SeqPacket& p, Se
     q.acked_valid = true;
     q.acked_through = upto;
   }
+  q.responder.acked(upto);
   while (!q.pending.empty() && psn_diff(q.pending.front().last, upto) <= 0) {
     const PendingRequest r = q.pending.front();
     q.pending.pop_front();
@@ -152,6 +153,7 @@ void apply_nak(RequesterState* q, const SeqPacket& p, SeqSink& resp, SeqSink* re
     q->nak_ts = p.ts;
     q->nak_psn = p.psn;
   }
+  if (q && a.kind == AnomalyKind::nak_psn_seq_error) q->responder.expects(p.psn);
   resp.report(a);
 }
 
@@ -219,7 +221,7 @@ std::uint32_t apply_read(ResponseCursor& r, RequesterState* q, const ResponseEve
                          SeqSink* req) {
   PacketVerdict& v = resp.verdict();
   if (!starts_response(p.kind) && r.in_read_response) v.expected_psn = r.expected;
-  if (e.step == RespStep::read_duplicate) {
+  if (e.step == RespStep::duplicate) {
     ++resp.stats().duplicates;
     v.duplicate = true;
     Anomaly a{AnomalyKind::psn_duplicate};
@@ -248,8 +250,10 @@ std::uint32_t apply_read(ResponseCursor& r, RequesterState* q, const ResponseEve
   return match_read(r, *q, !r.in_read_response, p, resp, *req);
 }
 
-void apply_atomic(RequesterState* q, const ResponseEvent& e, const SeqPacket& p, SeqSink& resp, SeqSink* req) {
+void apply_atomic(ResponseCursor& r, RequesterState* q, const ResponseEvent& e, const SeqPacket& p, SeqSink& resp,
+                  SeqSink* req) {
   ++resp.stats().acks;
+  r.recent.add(p.psn, p.ip_id, p.ts);
   if (e.step == RespStep::atomic_replay) {
     ++resp.stats().resent_responses;
     resp.verdict().retransmission = true;
@@ -298,6 +302,7 @@ ResponseEvent classify(const ResponseCursor& r, const RequesterState* q, const S
     case OpKind::read_response_last: case OpKind::read_response_only:
       return classify_read(r, q, p);
     case OpKind::atomic_acknowledge:
+      if (r.recent.has_copy(p.psn, p.ip_id, p.ts, -1)) return {RespStep::duplicate};
       return {q && q->answered.holds(p.psn) ? RespStep::atomic_replay : RespStep::atomic_ack};
     default:
       return {RespStep::ignored};
@@ -309,7 +314,7 @@ std::uint32_t apply(ResponseCursor& r, RequesterState* q, const ResponseEvent& e
   switch (e.step) {
     case RespStep::ack: apply_ack(q, p, resp, req); return 0;
     case RespStep::nak: apply_nak(q, p, resp, req); return 0;
-    case RespStep::atomic_ack: case RespStep::atomic_replay: apply_atomic(q, e, p, resp, req); return 0;
+    case RespStep::atomic_ack: case RespStep::atomic_replay: apply_atomic(r, q, e, p, resp, req); return 0;
     case RespStep::ignored: return 0;
     case RespStep::read_corrupt: apply_corrupt_read(r, *q, p, resp); return 0;
     case RespStep::answer_corrupt: note_corrupt_answer(*q, p.psn, p.frame); return 0;

@@ -30,7 +30,7 @@ enum class RespStep : std::uint8_t {
   ignored,          // a reserved AETH syndrome, or nothing to sequence
   read_data,        // a new READ response packet
   read_gap,         // READ response PSNs skipped (within a response, or its tail): lost before the capture point
-  read_duplicate,   // a copy made by the network
+  duplicate,        // a READ response or atomic ACK copied by the network (the same IPv4 ID)
   atomic_ack,       // the answer to an atomic
   atomic_replay,    // an atomic answered again (its resend)
   read_corrupt,     // a READ response with a bad CRC at the next PSN: held (not lost), its requester drops it

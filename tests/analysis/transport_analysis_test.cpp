@@ -320,6 +320,39 @@ TEST(TransportAnalysis, ResendAskedByAnEarlierNakIsARetransmission) {
     }
 }
 
+// Regression (lab boot rxe-reorder-client, send_bw under netem reorder 25 %,
+// frames 969-982): go-back-N resends whose earlier copies reached the responder
+// out of sequence. Resends of what the responder took (it NAKed past them) are
+// needless; the resend of the PSN it discarded and NAKed is the one it needed.
+TEST(TransportAnalysis, ResendOfAPsnTheResponderDiscardedIsNotSpurious) {
+  Wire w;
+  auto req = [&](std::uint32_t psn, int id) {
+    DecodedPacket p = w.base(true, kWriteOnly, psn);
+    p.ipv4->id = static_cast<std::uint16_t>(id);
+    p.payload_len = 8;
+    p.ib.reth.dma_len = 8;
+    return w.feed(p);
+  };
+  req(10, 1000);       // taken: the responder expects 11
+  req(13, 1003);       // 11 and 12 overtaken: out of sequence, discarded
+  w.ack(11, 0x60);     // NAK: PSN sequence error, 11 expected
+  req(14, 1008);       // the resend 11..14 (IDs 1005-1008), its first three overtaken
+  req(27, 1021);
+  req(29, 1023);
+  req(11, 1001);       // the late originals of 11 and 12: taken, 13 expected
+  req(12, 1002);
+  req(33, 1027);       // out of sequence again
+  w.ack(13, 0x60);     // NAK: 13 expected
+  req(14, 1004);       // the late original of 14
+  const PacketAnalysis r11 = req(11, 1005);
+  const PacketAnalysis r12 = req(12, 1006);
+  const PacketAnalysis r13 = req(13, 1007);
+  EXPECT_TRUE(r11.retransmission && r11.spurious_retransmission);  // the responder had 11 and 12
+  EXPECT_TRUE(r12.retransmission && r12.spurious_retransmission);
+  EXPECT_TRUE(r13.retransmission);  // 13 was discarded and NAKed: needed
+  EXPECT_FALSE(r13.spurious_retransmission);
+}
+
 TEST(TransportAnalysis, MessageStructureAndLengths) {
   Wire w;
   w.request(kSendFirst, 1, 1024, false);
@@ -367,6 +400,22 @@ TEST(TransportAnalysis, AtomicMatchesItsAcknowledge) {
   w.finish();
   EXPECT_EQ(w.flow(0).latency[static_cast<int>(OpClass::atomic)].count(), 1u);
   EXPECT_EQ(w.log().total(), 0u);
+}
+
+// Regression (lab boot rxe-duplicate-server, atomic_lat under netem duplicate,
+// frames 1627-1628): a copy of an atomic ACK made by the network keeps its IPv4
+// ID; it is a duplicate, not the responder answering the atomic again.
+TEST(TransportAnalysis, NetworkCopyOfAnAtomicAckIsADuplicate) {
+  Wire w;
+  w.request(kFetchAdd, 9, 0);
+  DecodedPacket ack = w.base(false, kAtomicAck, 9);
+  ack.ib.aeth.syndrome = 0x1F;
+  w.feed(ack);
+  const PacketAnalysis copy = w.feed(ack);  // the same IPv4 ID
+  EXPECT_TRUE(copy.duplicate);
+  EXPECT_FALSE(copy.retransmission);
+  w.finish();
+  EXPECT_EQ(w.log().count(AnomalyKind::psn_duplicate), 1u);
 }
 
 TEST(TransportAnalysis, CorruptedPacketIsCountedNotSequenced) {
