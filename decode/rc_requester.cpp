@@ -71,6 +71,37 @@ const OpenLoss* recovered_late(const RequesterState& q, const SeqPacket& p) {
   return nullptr;
 }
 
+// The copy that first brought `p.psn` to the capture point, and every copy
+// since, were sent after `p` (the sender's clock): `p` is an earlier copy,
+// overtaken on the path by its resend.
+bool overtaken_by_copies(const RequesterState& q, const SeqPacket& p) {
+  if (p.ip_id < 0) return false;
+  bool first_seen = false, later = true;
+  q.recent.any([&](const RecentCopies::Copy& c) {
+    if (c.psn != p.psn || c.ts <= 0) return false;
+    first_seen = first_seen || c.first_seen;
+    later = later && p.ts - c.ts < kIpIdClockSeconds && sent_before(p.ip_id, c.ip_id);
+    return !later;
+  });
+  return first_seen && later;
+}
+
+// Sent before the pending NAK reached the requester (its IPv4 ID is not newer
+// than the newest one captured before the NAK), so not the resend it asks for.
+bool sent_before_nak(const RequesterState& q, const SeqPacket& p) {
+  return p.ip_id >= 0 && q.nak_ip_id >= 0 && p.ts - q.nak_ts < kIpIdClockSeconds && !sent_before(q.nak_ip_id, p.ip_id);
+}
+
+// The sender's previous packet (the IPv4 ID before) is captured, carried the
+// PSN before, and belongs to the last resend: this one goes on with that resend.
+bool continues_episode(const RequesterState& q, const SeqPacket& p) {
+  if (p.ip_id < 0 || q.episode_ip_id < 0 || p.ts - q.episode_ts > kIpIdClockSeconds) return false;
+  if (p.ip_id != q.episode_ip_id && !sent_before(q.episode_ip_id, p.ip_id)) return false;
+  const std::int32_t before = (p.ip_id - 1) & 0xFFFF;
+  const std::uint32_t psn_before = (p.psn - 1) & kPsnMask;
+  return q.recent.any([&](const RecentCopies::Copy& c) { return c.ip_id == before && c.psn == psn_before; });
+}
+
 // An older PSN than the next new one (IBA 9.7.5.2.2, 9.7.6): which kind of copy is it?
 RequesterEvent classify_older(const RequesterState& q, const SeqPacket& p) {
   RequesterEvent e;
@@ -84,6 +115,10 @@ RequesterEvent classify_older(const RequesterState& q, const SeqPacket& p) {
   }
   if (q.sent.holds(p.psn) && recovered_late(q, p)) {
     e.step = ReqStep::late_after_resend;
+    return e;
+  }
+  if (q.sent.holds(p.psn) && overtaken_by_copies(q, p)) {
+    e.step = ReqStep::late;  // the original, overtaken on the path by its own resend
     return e;
   }
   // A PSN the capture never held, sent before the packet that carried the
@@ -109,9 +144,10 @@ RequesterEvent classify_older(const RequesterState& q, const SeqPacket& p) {
   }
   // During a resend, an older PSN than its cursor but after a NAK's PSN: the resend
   // that NAK asked for, whose first packets were overtaken on the path.
+  const bool nak = q.nak_frame && !sent_before_nak(q, p);
   const bool nak_resend_ahead =
-      q.nak_frame && q.resending && psn_diff(p.psn, q.nak_psn) > 0 && psn_diff(p.psn, q.resend_next) < 0;
-  if (q.nak_frame && (p.psn == q.nak_psn || !q.resending || nak_resend_ahead)) {
+      nak && q.resending && psn_diff(p.psn, q.nak_psn) > 0 && psn_diff(p.psn, q.resend_next) < 0;
+  if (nak && (p.psn == q.nak_psn || !q.resending || nak_resend_ahead)) {
     // The resend the NAKs asked for; older than every NAKed PSN (and filling nothing): a delayed copy.
     if (psn_diff(p.psn, q.nak_first_psn) < 0 && !loss) e.step = ReqStep::stray;
     e.new_episode = true;
@@ -122,6 +158,8 @@ RequesterEvent classify_older(const RequesterState& q, const SeqPacket& p) {
     // Sent before the packet this resend was first seen at: the same go-back-N, reordered on the path.
     if (c < 0 && !loss) e.step = sent_before(p.ip_id, q.episode_ip_id) ? ReqStep::resend_early : ReqStep::stray;
     if (c > 0) e.ahead = static_cast<std::uint32_t>(c);  // the resend skipped PSNs
+  } else if (continues_episode(q, p)) {
+    e.step = ReqStep::resend_early;  // the next packet of the last resend, sent right after one captured
   } else {
     e.new_episode = true;  // a resend without a NAK: the requester's timer, or a READ re-issued
     e.cause = cause_without_nak(q, p, loss);
@@ -325,7 +363,9 @@ void apply_resend(RequesterState& q, const RequesterEvent& e, const SeqPacket& p
     // A new go-back-N episode starts at this PSN.
     q.resending = true;
     q.msg.kind = MessageState::Kind::unknown;  // go-back-N may restart in the middle of a message
-    q.spurious_episode = e.cause == ResendCause::timer;
+    // A timer resend of what the responder lacks (its earlier copy came out of
+    // sequence, or never) was needed: only one of what it holds may be needless.
+    q.spurious_episode = e.cause == ResendCause::timer && q.responder.holds(p.psn);
     q.resend_after_nak = q.nak_frame != 0;
     q.episode_anomaly = SIZE_MAX;
     q.episode_ip_id = p.ip_id;
@@ -336,7 +376,7 @@ void apply_resend(RequesterState& q, const RequesterEvent& e, const SeqPacket& p
   } else if (Anomaly* a = sink.anomaly(q.episode_anomaly)) {
     ++a->count;
   }
-  if (q.spurious_episode) {
+  if (q.spurious_episode && (p.kind == OpKind::read_request || q.responder.holds(p.psn))) {
     ++sink.stats().spurious_retransmissions;
     // A READ is re-issued in go-back-N rounds whose responses overlap: only the
     // count of answers (spurious_verdict) can tell, so the packet is not called spurious.
@@ -563,7 +603,14 @@ void apply_step(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, 
 }  // namespace
 
 void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink) {
+  const bool fresh = !p.corrupt && (!q.started || e.step == ReqStep::restart || !q.sent.holds(p.psn));
   apply_step(q, e, p, sink);
+  if (fresh) q.recent.mark_first_seen(p.psn, p.ip_id);
+  const bool stale = p.ts - q.newest_ts > kIpIdClockSeconds;
+  if (p.ip_id >= 0 && (q.newest_ip_id < 0 || stale || sent_before(q.newest_ip_id, p.ip_id))) {
+    q.newest_ip_id = p.ip_id;
+    q.newest_ts = p.ts;
+  }
   if (e.step == ReqStep::restart) q.responder = ResponderView{};
   if (!p.corrupt) q.responder.takes(p.psn, p.span);  // a corrupt packet is dropped by its receiver
 }

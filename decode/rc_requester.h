@@ -109,27 +109,35 @@ struct SpuriousCheck {
 };
 
 // The last 64 copies a flow sent (PSN, IPv4 ID, time), to tell a network's
-// copy from a resend. The first entry is inline and the other 63 are allocated
+// copy from a resend. The first entry (head) is inline and the other 63 are allocated
 // at the second copy: a many-QP capture holds many flows of one or two packets,
 // and the full ring (1 KB) was the largest part of their state.
 struct RecentCopies {
   struct Copy {
-    std::uint32_t psn;
+    std::uint32_t psn : 24;
+    std::uint32_t first_seen : 1;  // the copy that first brought its PSN to the capture point
     std::int32_t ip_id;
     double ts;
   };
   static constexpr std::size_t kSize = 64;
-  Copy first{};
+  Copy head{};
   std::unique_ptr<std::array<Copy, kSize - 1>> rest;  // entries 1..63 of the ring
   std::size_t pos = 0;
   void add(std::uint32_t psn, std::int32_t ip_id, double ts) {
     const std::size_t i = pos++ % kSize;
     if (i == 0) {
-      first = Copy{psn, ip_id, ts};
+      head = Copy{psn, 0, ip_id, ts};
       return;
     }
     if (!rest) rest = std::make_unique<std::array<Copy, kSize - 1>>();
-    (*rest)[i - 1] = Copy{psn, ip_id, ts};
+    (*rest)[i - 1] = Copy{psn, 0, ip_id, ts};
+  }
+  // Marks the copy added last (if it is that packet) as the first of its PSN.
+  void mark_first_seen(std::uint32_t psn, std::int32_t ip_id) {
+    if (!pos) return;
+    const std::size_t i = (pos - 1) % kSize;
+    Copy& c = i == 0 ? head : (*rest)[i - 1];
+    if (c.psn == psn && c.ip_id == ip_id) c.first_seen = 1;
   }
   // A copy made by the network keeps the IPv4 ID of its original; without an
   // IPv4 header, only a copy within `within` seconds of its original counts.
@@ -141,7 +149,7 @@ struct RecentCopies {
   // Whether `pred` holds for any copy held (stops at the first).
   template <typename Pred>
   bool any(Pred pred) const {
-    if (pred(first)) return true;
+    if (pred(head)) return true;
     if (rest)
       for (const Copy& c : *rest)
         if (pred(c)) return true;
@@ -212,6 +220,9 @@ struct RequesterState {
   std::uint32_t corrupt_ack_psn = 0;
   std::int32_t high_ip_id = -1;    // IPv4 ID of the packet that carried the highest PSN (the sender's clock)
   double high_ts = 0;              // when it was captured
+  std::int32_t newest_ip_id = -1;  // the newest IPv4 ID of a request captured (by the sender's clock)
+  double newest_ts = 0;
+  std::int32_t nak_ip_id = -1;     // the newest one captured before the pending NAK: sent before the NAK arrived
   std::int32_t episode_ip_id = -1; // IPv4 ID of the packet that started the resend in progress
   double episode_ts = 0;
   bool read_span_unknown = false;  // the last READ's span waits for the next PSN

@@ -149,6 +149,8 @@ void apply_nak(RequesterState* q, const SeqPacket& p, SeqSink& resp, SeqSink* re
     link_nak(*q, a, p, resp);
     // NAKs before the resend they ask for: go-back-N starts at the lowest PSN one asked for.
     if (!q->nak_frame || psn_diff(p.psn, q->nak_first_psn) < 0) q->nak_first_psn = p.psn;
+    // What the requester had sent when the first NAK came (the sender's clock, if fresh).
+    if (!q->nak_frame) q->nak_ip_id = p.ts - q->newest_ts < kIpIdClockSeconds ? q->newest_ip_id : -1;
     q->nak_frame = p.frame;
     q->nak_ts = p.ts;
     q->nak_psn = p.psn;

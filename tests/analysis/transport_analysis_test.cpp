@@ -343,14 +343,45 @@ TEST(TransportAnalysis, ResendOfAPsnTheResponderDiscardedIsNotSpurious) {
   req(12, 1002);
   req(33, 1027);       // out of sequence again
   w.ack(13, 0x60);     // NAK: 13 expected
-  req(14, 1004);       // the late original of 14
-  const PacketAnalysis r11 = req(11, 1005);
+  const PacketAnalysis late14 = req(14, 1004);  // the original of 14, overtaken by its resend (ID 1008)
+  EXPECT_TRUE(late14.out_of_order);
+  EXPECT_FALSE(late14.retransmission);
+  const PacketAnalysis r11 = req(11, 1005);  // the resend the first NAK asked for (sent after it came)
   const PacketAnalysis r12 = req(12, 1006);
   const PacketAnalysis r13 = req(13, 1007);
-  EXPECT_TRUE(r11.retransmission && r11.spurious_retransmission);  // the responder had 11 and 12
-  EXPECT_TRUE(r12.retransmission && r12.spurious_retransmission);
+  EXPECT_TRUE(r11.retransmission);
+  EXPECT_TRUE(r12.retransmission);
   EXPECT_TRUE(r13.retransmission);  // 13 was discarded and NAKed: needed
   EXPECT_FALSE(r13.spurious_retransmission);
+  w.finish();
+  EXPECT_EQ(w.log().count(AnomalyKind::retransmission), 1u);  // one go-back-N, as the sender's IDs show
+}
+
+// A packet sent before a NAK reached the requester (its IPv4 ID is older than
+// one captured before the NAK) is not the resend that NAK asks for; the next
+// packet of a resend under way, sent right after one captured, goes on with it.
+TEST(TransportAnalysis, PacketsSentBeforeANakAreNotItsResend) {
+  Wire w;
+  auto req = [&](std::uint32_t psn, int id) {
+    DecodedPacket p = w.base(true, kWriteOnly, psn);
+    p.ipv4->id = static_cast<std::uint16_t>(id);
+    p.payload_len = 8;
+    p.ib.reth.dma_len = 8;
+    return w.feed(p);
+  };
+  for (std::uint32_t i = 1; i <= 6; ++i) req(i, static_cast<int>(i));  // IDs 1..6
+  w.ack(3, 0x60);  // NAK: 3 expected
+  req(3, 7);       // its resend 3..6 (IDs 7..10), 4 delayed on the path
+  req(5, 9);
+  req(6, 10);
+  w.ack(4, 0x60);  // NAK: 4 expected (5 came out of sequence)
+  const PacketAnalysis r4 = req(4, 8);  // the delayed 4 of the first resend, sent before this NAK came
+  EXPECT_TRUE(r4.retransmission);
+  req(4, 11);      // the resend this NAK asked for
+  req(5, 12);
+  req(6, 13);
+  w.finish();
+  EXPECT_EQ(w.log().count(AnomalyKind::retransmission), 2u);  // two go-back-N rounds, as the IDs show
 }
 
 TEST(TransportAnalysis, MessageStructureAndLengths) {

@@ -252,9 +252,11 @@ class Judge:
         if earlier and not (me["ipid"] is not None and all(r["ipid"] is not None and sent_before(me["ipid"], r["ipid"])
                                                             for r in earlier)):
             return ("O1", f"PSN {me['psn']} was already on the wire: a copy or resend, not a late original")
-        later = [r for r in prior if psn_diff(r["psn"], me["psn"]) > 0]
+        # What arrived before it that it should have preceded: higher PSNs, and its
+        # own resends (which O1 has shown were all sent after it).
+        later = [r for r in prior if psn_diff(r["psn"], me["psn"]) >= 0]
         if not later:
-            return ("O2", "no higher PSN arrived before it")
+            return ("O2", "no higher PSN (nor its own resend) arrived before it")
         if me["ipid"] is not None and not any(r["ipid"] is not None and sent_before(me["ipid"], r["ipid"])
                                               for r in later):
             return ("O3", f"IPv4 ID {me['ipid']:#06x} is after every higher PSN's: sent later (a resend), not reordered")

@@ -61,6 +61,13 @@ def sequence_rules():
     expect("O1 silent on an original overtaken by its resend", fc.ROCE_RULES["psn_out_of_order"](j, {"frame": 4}), None)
     j = judge([pkt(1, 100, 1), pkt(2, 102, 3), pkt(3, 101, 4), pkt(4, 101, 5)])
     expect("O1 a second resend called out of order", fc.ROCE_RULES["psn_out_of_order"](j, {"frame": 4}), "O1")
+    # 101 (ID 2) delayed past its own resend (ID 3), nothing higher sent yet: still reordered.
+    j = judge([pkt(1, 100, 1), pkt(2, 101, 3), pkt(3, 101, 2)])
+    expect("O2/O3 silent on an original overtaken by its resend alone",
+           fc.ROCE_RULES["psn_out_of_order"](j, {"frame": 3}), None)
+    j = judge([pkt(1, 100, 1), pkt(2, 100, 2), pkt(3, 101, 3)])
+    expect("O2 a packet with nothing after it called out of order",
+           fc.ROCE_RULES["psn_out_of_order"](j, {"frame": 3}), "O2")
 
 
 def resend_rules():
