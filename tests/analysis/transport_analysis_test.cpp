@@ -58,6 +58,14 @@ struct Wire {
     p.ib.aeth.syndrome = 0x1F;
     return feed(p);
   }
+  // An 8-byte WRITE ONLY with the sender's IPv4 ID `id` (its clock).
+  PacketAnalysis write_with_id(std::uint32_t psn, int id) {
+    DecodedPacket p = base(true, kWriteOnly, psn);
+    p.ipv4->id = static_cast<std::uint16_t>(id);
+    p.payload_len = 8;
+    p.ib.reth.dma_len = 8;
+    return feed(p);
+  }
   void finish() { analyzer.finish(); }
   const AnomalyLog& log() const { return analyzer.anomalies(); }
   const FlowSummary& flow(std::size_t i) const { return analyzer.transport().flows().at(i); }
@@ -326,13 +334,7 @@ TEST(TransportAnalysis, ResendAskedByAnEarlierNakIsARetransmission) {
 // needless; the resend of the PSN it discarded and NAKed is the one it needed.
 TEST(TransportAnalysis, ResendOfAPsnTheResponderDiscardedIsNotSpurious) {
   Wire w;
-  auto req = [&](std::uint32_t psn, int id) {
-    DecodedPacket p = w.base(true, kWriteOnly, psn);
-    p.ipv4->id = static_cast<std::uint16_t>(id);
-    p.payload_len = 8;
-    p.ib.reth.dma_len = 8;
-    return w.feed(p);
-  };
+  auto req = [&](std::uint32_t psn, int id) { return w.write_with_id(psn, id); };
   req(10, 1000);       // taken: the responder expects 11
   req(13, 1003);       // 11 and 12 overtaken: out of sequence, discarded
   w.ack(11, 0x60);     // NAK: PSN sequence error, 11 expected
@@ -362,13 +364,7 @@ TEST(TransportAnalysis, ResendOfAPsnTheResponderDiscardedIsNotSpurious) {
 // packet of a resend under way, sent right after one captured, goes on with it.
 TEST(TransportAnalysis, PacketsSentBeforeANakAreNotItsResend) {
   Wire w;
-  auto req = [&](std::uint32_t psn, int id) {
-    DecodedPacket p = w.base(true, kWriteOnly, psn);
-    p.ipv4->id = static_cast<std::uint16_t>(id);
-    p.payload_len = 8;
-    p.ib.reth.dma_len = 8;
-    return w.feed(p);
-  };
+  auto req = [&](std::uint32_t psn, int id) { return w.write_with_id(psn, id); };
   for (std::uint32_t i = 1; i <= 6; ++i) req(i, static_cast<int>(i));  // IDs 1..6
   w.ack(3, 0x60);  // NAK: 3 expected
   req(3, 7);       // its resend 3..6 (IDs 7..10), 4 delayed on the path
