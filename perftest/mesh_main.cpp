@@ -45,12 +45,15 @@ void add_options(CLI::App& app, MeshOptions& o) {
   app.add_option("--metrics-file", o.metrics_file, "write Prometheus text (node exporter's textfile collector)");
   app.add_option("--metrics-listen", o.metrics_listen, "serve Prometheus text on HOST:PORT /metrics (rank 0)");
   app.add_option("--debug-stall-rank", o.stall_rank, "testing: this rank stops answering (a hung host)")->group("");
+  app.add_option("--debug-late-rank", o.late_rank, "testing: this rank starts late (a slow but healthy host)")->group("");
+  app.add_option("--debug-late-seconds", o.late_s, "testing: how late")->group("");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  int threads = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &threads);
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -66,7 +69,7 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return code == 0 ? 0 : 2;
   }
-  const int status = run_mesh(options, rank, size);
+  const int status = run_mesh(options, rank, size, threads >= MPI_THREAD_SERIALIZED);
   if (status == kMeshIncomplete) MPI_Abort(MPI_COMM_WORLD, kMeshIncomplete);  // a hung rank would block MPI_Finalize
   MPI_Finalize();
   return status;

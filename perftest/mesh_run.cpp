@@ -1,7 +1,8 @@
 // One rank of rdmadiag-mesh (mesh_run.h). Ranks never wait for each other in a collective
-// after the start: the two ranks of a pair meet through their own exchange (with the round
-// timeout), and rank 0 collects results with a deadline, so a hung host costs its peers one
-// timeout each and is then named, instead of stopping the mesh.
+// after the start: the two ranks of a pair meet through their own exchange, and rank 0
+// collects results; every such wait ends once the awaited rank has been silent for the
+// round timeout (mesh_liveness.h), so a hung host costs its peers one timeout each and is
+// then named, while a healthy rank that is only late (it waited out the hung one) is waited for.
 #include "perftest/mesh_run.h"
 
 #include <mpi.h>
@@ -11,6 +12,8 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include "exporters/mesh_report.h"
@@ -18,6 +21,7 @@
 #include "perftest/clock.h"
 #include "perftest/engine.h"
 #include "perftest/errors.h"
+#include "perftest/mesh_liveness.h"
 #include "perftest/mesh_mpi.h"
 #include "perftest/mesh_outliers.h"
 #include "perftest/mesh_schedule.h"
@@ -30,15 +34,21 @@ using exporters::MeshPairStatus;
 
 namespace {
 
-constexpr int kGoTag = 32000;    // rank 0 -> all: start the next sweep
-constexpr int kMaxTag = 30000;   // tags below this: rounds (pair exchange) and sweeps (results)
+constexpr int kGoTag = 32000;  // rank 0 -> all: start the next sweep (result_comm; results: tags below kMaxPairTag)
 
 struct Context {
   int rank = 0, size = 0;
-  MPI_Comm pair_comm = MPI_COMM_NULL, result_comm = MPI_COMM_NULL;
+  MPI_Comm result_comm = MPI_COMM_NULL;
   MpiSendQueue sends;
+  MpiLink link;
+  std::unique_ptr<LivenessResponder> responder;
   std::vector<MeshHost> hosts;
 };
+
+// Pair steps of sweep s are s x R + round (R rounds per sweep); a rank past its last pair is
+// on the step s x R + R, where rank 0 collects the results.
+std::uint64_t step_of(std::uint64_t sweep, std::size_t rounds, std::size_t round) { return sweep * rounds + round; }
+int result_tag(std::uint64_t sweep) { return static_cast<int>(sweep % kMaxPairTag); }
 
 // Fixed-size so one MPI_Allgather moves every host's description.
 struct HostRecord {
@@ -105,14 +115,11 @@ MeshPairResult failed_pair(const MeshPair& pair, const std::string& message) {
 }
 
 // The MPI exchange alone: the client sends a token, the server returns it.
-// A peer may reach a pair up to one round timeout late (it was waiting out a dead partner).
-int first_contact_ms(const MeshOptions& o) { return (2 * o.round_timeout_s + 5) * 1000; }
-
-MeshPairResult control_ping(Context& c, const MeshOptions& o, const MeshPair& pair, int tag) {
+MeshPairResult control_ping(Context& c, const MeshOptions& o, const MeshPair& pair, std::uint64_t step) {
   const bool client = c.rank == pair.client;
   const int peer = client ? pair.server : pair.client;
-  MpiPairTransport link(c.pair_comm, peer, tag, client, peer_label(c, peer), c.sends, first_contact_ms(o));
-  std::string token = "rdmadiag-mesh ping " + std::to_string(tag);
+  MpiPairTransport link(c.link, peer, step, client, peer_label(c, peer));
+  std::string token = "rdmadiag-mesh ping " + std::to_string(step);
   token.resize(32, ' ');
   try {
     const auto reply = link.exchange({token.data(), token.size()}, token.size(), "control ping", o.round_timeout_s * 1000);
@@ -125,7 +132,7 @@ MeshPairResult control_ping(Context& c, const MeshOptions& o, const MeshPair& pa
   return r;
 }
 
-TestOptions engine_options(Context& c, const MeshOptions& o, const MeshPair& pair, int tag) {
+TestOptions engine_options(Context& c, const MeshOptions& o, const MeshPair& pair, std::uint64_t step) {
   TestOptions t;
   t.test_name = o.test;
   t.verb = o.test == "read-lat" ? Verb::Read : o.test == "send-lat" ? Verb::Send : Verb::Write;
@@ -144,8 +151,8 @@ TestOptions engine_options(Context& c, const MeshOptions& o, const MeshPair& pai
   const std::string label = peer_label(c, peer);
   t.peer = client ? label : "";
   t.exchange_name = "mpi";
-  t.make_oob = [&c, peer, tag, client, label, first = first_contact_ms(o)]() -> std::unique_ptr<OobTransport> {
-    return std::make_unique<MpiPairTransport>(c.pair_comm, peer, tag, client, label, c.sends, first);
+  t.make_oob = [&c, peer, step, client, label]() -> std::unique_ptr<OobTransport> {
+    return std::make_unique<MpiPairTransport>(c.link, peer, step, client, label);
   };
   return t;
 }
@@ -179,10 +186,10 @@ MeshPairResult from_engine(const TestResult& t, const MeshPair& pair, bool bandw
   return r;
 }
 
-MeshPairResult run_pair(Context& c, const MeshOptions& o, const MeshPair& pair, int tag) {
-  if (o.control_only) return control_ping(c, o, pair, tag);
+MeshPairResult run_pair(Context& c, const MeshOptions& o, const MeshPair& pair, std::uint64_t step) {
+  if (o.control_only) return control_ping(c, o, pair, step);
   try {
-    const TestResult t = run_test(engine_options(c, o, pair, tag));
+    const TestResult t = run_test(engine_options(c, o, pair, step));
     return from_engine(t, pair, o.test == "write-bw");
   } catch (const std::exception& e) {
     return failed_pair(pair, e.what());
@@ -221,30 +228,46 @@ void file_side(SideResults& sides, const MeshPairResult& r, bool from_client) {
   (from_client ? slot.first : slot.second) = r;
 }
 
-// Rank 0: receives the other ranks' results of this sweep until all are in or the deadline.
-void collect_results(Context& c, int sweep_tag, std::size_t expected, SideResults& sides, std::uint64_t deadline_ns) {
-  std::size_t got = 0;
-  while (got < expected && monotonic_ns() < deadline_ns) {
-    int flag = 0;
-    MPI_Status status{};
-    MPI_Iprobe(MPI_ANY_SOURCE, sweep_tag, c.result_comm, &flag, &status);
-    if (!flag) {
-      c.sends.reap();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+// One result message of this sweep from any rank, if one has arrived: (source rank, text).
+std::optional<std::pair<int, std::string>> poll_result(Context& c, int tag) {
+  MpiLock lock(mesh_mpi_mutex());
+  int flag = 0;
+  MPI_Status status{};
+  MPI_Iprobe(MPI_ANY_SOURCE, tag, c.result_comm, &flag, &status);
+  if (!flag) return std::nullopt;
+  int count = 0;
+  MPI_Get_count(&status, MPI_BYTE, &count);
+  std::string text(static_cast<std::size_t>(count), '\0');
+  MPI_Recv(text.data(), count, MPI_BYTE, status.MPI_SOURCE, tag, c.result_comm, MPI_STATUS_IGNORE);
+  return std::pair{status.MPI_SOURCE, std::move(text)};
+}
+
+// Rank 0: receives the other ranks' results of this sweep until each rank has sent what it
+// owes or has been silent (no result, no liveness answer) for the round timeout.
+void collect_results(Context& c, const MeshOptions& o, std::uint64_t sweep, std::uint64_t end_step,
+                     std::map<int, std::size_t> owed, SideResults& sides) {
+  std::map<int, PeerWatch> waiting;
+  for (const auto& [rank, count] : owed)
+    if (count > 0) waiting.try_emplace(rank, c.link.alive_comm, rank, end_step, o.round_timeout_s * 1000, c.sends);
+  while (!waiting.empty()) {
+    if (auto message = poll_result(c, result_tag(sweep))) {
+      const auto& [source, text] = *message;
+      if (const auto it = waiting.find(source); it != waiting.end()) {
+        it->second.heard();
+        if (--owed[source] == 0) waiting.erase(it);
+      }
+      try {
+        const auto r = exporters::mesh_pair_from_json(nlohmann::json::parse(text).at("result"));
+        file_side(sides, r, source == r.client);
+      } catch (const std::exception& e) {
+        std::cerr << "rdmadiag-mesh: unreadable result from rank " << source << ": " << e.what() << "\n";
+      }
       continue;
     }
-    int count = 0;
-    MPI_Get_count(&status, MPI_BYTE, &count);
-    std::string text(static_cast<std::size_t>(count), '\0');
-    MPI_Recv(text.data(), count, MPI_BYTE, status.MPI_SOURCE, sweep_tag, c.result_comm, MPI_STATUS_IGNORE);
-    ++got;
-    try {
-      const auto j = nlohmann::json::parse(text);
-      const auto r = exporters::mesh_pair_from_json(j.at("result"));
-      file_side(sides, r, status.MPI_SOURCE == r.client);
-    } catch (const std::exception& e) {
-      std::cerr << "rdmadiag-mesh: unreadable result from rank " << status.MPI_SOURCE << ": " << e.what() << "\n";
-    }
+    for (auto it = waiting.begin(); it != waiting.end();) it = it->second.alive() ? std::next(it) : waiting.erase(it);
+    if (c.link.answer_in_waits) c.link.answer_in_waits->answer_pings();
+    c.sends.reap();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 
@@ -254,8 +277,9 @@ void run_sweep(Context& c, const MeshOptions& o, const std::vector<MeshRound>& r
     const auto& pairs = rounds[r].pairs;
     const auto mine = std::find_if(pairs.begin(), pairs.end(), [&](const MeshPair& p) { return p.client == c.rank || p.server == c.rank; });
     if (mine == pairs.end()) continue;
-    const int tag = 1 + static_cast<int>((sweep * rounds.size() + r) % kMaxTag);
-    MeshPairResult result = run_pair(c, o, *mine, tag);
+    const std::uint64_t step = step_of(sweep, rounds.size(), r);
+    c.responder->enter_step(step);
+    MeshPairResult result = run_pair(c, o, *mine, step);
     result.round = static_cast<int>(r);
     if (c.rank == 0) {
       file_side(sides, result, mine->client == 0);
@@ -263,15 +287,19 @@ void run_sweep(Context& c, const MeshOptions& o, const std::vector<MeshRound>& r
     }
     const nlohmann::ordered_json j{{"sweep", sweep}, {"result", exporters::mesh_pair_to_json(result)}};
     const std::string text = j.dump();
-    c.sends.send(c.result_comm, 0, static_cast<int>(sweep % kMaxTag), std::vector<char>(text.begin(), text.end()));
+    c.sends.send(c.result_comm, 0, result_tag(sweep), std::vector<char>(text.begin(), text.end()));
   }
+  c.responder->enter_step(step_of(sweep, rounds.size(), rounds.size()));
 }
 
-std::size_t results_expected_by_rank0(const std::vector<MeshRound>& rounds) {
-  std::size_t n = 0;
+// How many results each other rank sends rank 0 per sweep: one per pair it is in.
+std::map<int, std::size_t> results_owed_to_rank0(const std::vector<MeshRound>& rounds) {
+  std::map<int, std::size_t> owed;
   for (const auto& round : rounds)
-    for (const auto& p : round.pairs) n += p.client == 0 || p.server == 0 ? 1 : 2;
-  return n;
+    for (const auto& p : round.pairs)
+      for (int rank : {p.client, p.server})
+        if (rank != 0) ++owed[rank];
+  return owed;
 }
 
 bool write_output(const std::string& path, const std::string& text) {
@@ -336,8 +364,7 @@ exporters::MeshReport build_report(const Context& c, const MeshOptions& o, const
 // Rank 0 after its own rounds: gathers, judges, writes. Returns the sweep's exit status.
 int finish_sweep(Context& c, const MeshOptions& o, const std::vector<MeshRound>& rounds, std::size_t rounds_total,
                  std::uint64_t sweep, SideResults& sides, exporters::MeshMetrics& metrics, exporters::MetricsServer& server) {
-  const std::uint64_t deadline = monotonic_ns() + (3ull * static_cast<std::uint64_t>(o.round_timeout_s) + 10) * 1000000000ull;
-  collect_results(c, static_cast<int>(sweep % kMaxTag), results_expected_by_rank0(rounds), sides, deadline);
+  collect_results(c, o, sweep, step_of(sweep, rounds.size(), rounds.size()), results_owed_to_rank0(rounds), sides);
   bool incomplete = false;
   const auto report = build_report(c, o, rounds, rounds_total, sweep, sides, incomplete);
   metrics.add_sweep(report);
@@ -360,29 +387,55 @@ int finish_sweep(Context& c, const MeshOptions& o, const std::vector<MeshRound>&
 // Continuous mode: rank 0 starts each sweep `interval` after the previous one started.
 void wait_for_sweep(Context& c, const MeshOptions& o, std::uint64_t previous_start_ns) {
   if (c.rank != 0) {
-    char go = 0;
-    MPI_Recv(&go, 1, MPI_BYTE, 0, kGoTag, c.result_comm, MPI_STATUS_IGNORE);
-    return;
+    // Polled, not a blocking MPI_Recv: that would hold the MPI lock and stop the answers.
+    for (;;) {
+      {
+        MpiLock lock(mesh_mpi_mutex());
+        int flag = 0;
+        MPI_Iprobe(0, kGoTag, c.result_comm, &flag, MPI_STATUS_IGNORE);
+        if (flag) {
+          char go = 0;
+          MPI_Recv(&go, 1, MPI_BYTE, 0, kGoTag, c.result_comm, MPI_STATUS_IGNORE);
+          return;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
   const std::uint64_t next = previous_start_ns + static_cast<std::uint64_t>(o.interval_s) * 1000000000ull;
   while (monotonic_ns() < next) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   for (int r = 1; r < c.size; ++r) c.sends.send(c.result_comm, r, kGoTag, {1});
 }
 
-[[noreturn]] void stall_forever() {
+// --debug-stall-rank: a hung host answers nothing, not even liveness pings.
+[[noreturn]] void stall_forever(Context& c) {
+  c.responder->stop();
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+// A thread answers liveness pings where MPI allows it (MPI_THREAD_SERIALIZED), else the
+// waits do. It vouches for one step at most 10 round timeouts (at least a minute).
+void start_liveness(Context& c, const MeshOptions& o, bool mpi_threads) {
+  c.responder = std::make_unique<LivenessResponder>(c.link.alive_comm, std::max(60, 10 * o.round_timeout_s));
+  if (mpi_threads)
+    c.responder->start_thread();
+  else
+    c.link.answer_in_waits = c.responder.get();
 }
 
 }  // namespace
 
-int run_mesh(const MeshOptions& o, int rank, int size) {
+int run_mesh(const MeshOptions& o, int rank, int size, bool mpi_threads) {
   Context c;
   c.rank = rank;
   c.size = size;
-  MPI_Comm_dup(MPI_COMM_WORLD, &c.pair_comm);
+  MPI_Comm_dup(MPI_COMM_WORLD, &c.link.pair_comm);
+  MPI_Comm_dup(MPI_COMM_WORLD, &c.link.alive_comm);
   MPI_Comm_dup(MPI_COMM_WORLD, &c.result_comm);
+  c.link.sends = &c.sends;
   c.hosts = gather_hosts(o, size);
   MPI_Barrier(MPI_COMM_WORLD);  // every rank is up before the first pair waits on a peer
+  start_liveness(c, o, mpi_threads);
   const auto all_rounds = round_robin_rounds(size);
   const auto rounds = sample_rounds(all_rounds, o.max_rounds == 0 ? all_rounds.size() : o.max_rounds, o.seed);
   exporters::MeshMetrics metrics;
@@ -395,7 +448,8 @@ int run_mesh(const MeshOptions& o, int rank, int size) {
   for (std::uint64_t sweep = 0; o.sweeps == 0 || sweep < o.sweeps; ++sweep) {
     if (sweep > 0) wait_for_sweep(c, o, started);
     started = monotonic_ns();
-    if (rank == o.stall_rank) stall_forever();
+    if (rank == o.stall_rank) stall_forever(c);
+    if (rank == o.late_rank && sweep == 0) std::this_thread::sleep_for(std::chrono::seconds(o.late_s));
     SideResults sides;
     run_sweep(c, o, rounds, sweep, sides);
     if (rank == 0) status = finish_sweep(c, o, rounds, all_rounds.size(), sweep, sides, metrics, server);
@@ -403,8 +457,10 @@ int run_mesh(const MeshOptions& o, int rank, int size) {
   }
   if (rank != 0) {
     c.sends.drain(o.round_timeout_s * 1000);
+    c.responder->stop();
     return 0;
   }
+  c.responder->stop();
   server.stop();
   return status;
 }

@@ -23,13 +23,17 @@ struct MeshOptions {
   int interval_s = 0;
   std::uint64_t sweeps = 1;
   std::string json, csv, html, metrics_file, metrics_listen;
-  int stall_rank = -1;
+  int stall_rank = -1;       // testing: this rank hangs (answers nothing) at the first sweep
+  int late_rank = -1;        // testing: this rank starts its first sweep late_s late (alive meanwhile)
+  int late_s = 0;
 };
 
 // Exit status: 0 every pair ok and no outlier; 1 findings (failed pairs, bad hosts or links);
 // 2 an output could not be written; kMeshIncomplete when a rank never reported (the caller
 // must MPI_Abort: MPI_Finalize would wait for it).
 inline constexpr int kMeshIncomplete = 3;
-int run_mesh(const MeshOptions& options, int rank, int size);
+// mpi_threads: MPI_Init_thread provided MPI_THREAD_SERIALIZED (the liveness answers then
+// come from a thread of their own, also during a measurement).
+int run_mesh(const MeshOptions& options, int rank, int size, bool mpi_threads);
 
 }  // namespace rdmadiag::perftest
