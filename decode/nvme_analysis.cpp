@@ -97,10 +97,26 @@ double NvmeCommandResult::data_transfer_us() const {
 struct NvmeAnalyzer::QueuePair {
   bool controller_side = false;  // receives commands (else: receives completions)
   bool bound = false;            // its queue is known
+  std::uint64_t bound_frame = 0; // since this frame (a command ending earlier but reported later is not on it)
   NvmeQueueKey queue;
   std::int64_t last_ns = 0;
   // The other direction of the same connection (from the rdma_cm exchange; iWARP: the TCP connection).
   std::optional<NvmeQpKey> peer;
+  NvmeQpKey key;
+  // Mid-stream: the CIDs of its latest unbound commands and who sent them (find_peer).
+  std::array<std::uint16_t, 8> recent_cids{};
+  std::uint8_t recent_next = 0, recent_count = 0, peer_tries = 0;
+  IpAddress sender{};
+  void note_unbound(std::uint16_t cid, const IpAddress& from) {
+    recent_cids[recent_next] = cid;
+    recent_next = static_cast<std::uint8_t>((recent_next + 1) % recent_cids.size());
+    recent_count = static_cast<std::uint8_t>(std::min<std::size_t>(recent_count + 1u, recent_cids.size()));
+    sender = from;
+  }
+  bool recently(std::uint16_t cid) const {
+    const auto end = recent_cids.begin() + recent_count;
+    return std::find(recent_cids.begin(), end, cid) != end;
+  }
 };
 
 struct PendingCommand {
@@ -175,7 +191,7 @@ void NvmeAnalyzer::add_iwarp(const DecodedPacket& p, const IwarpFrame& units, st
     if (c.role == NvmeRdmaRole::data)
       add_iwarp_data(h, u.seg, frame, ts_ns);
     else
-      add_capsule(h, c, frame, ts_ns, false);
+      add_capsule(h, c, u.end_frame ? u.end_frame : frame, ts_ns, false);  // a unit framed late (resync) ended earlier
   }
 }
 
@@ -202,6 +218,7 @@ void NvmeAnalyzer::mark_connection(const NvmeQpKey& host, const NvmeQpKey& contr
     auto qp = std::make_unique<QueuePair>();
     qp->controller_side = controller_side;
     qp->peer = peer;
+    qp->key = k;
     qps_.insert(k, std::move(qp), [](const QueuePair& q) { return static_cast<double>(q.last_ns); },
                 [](std::uint32_t, QueuePair&) {});
     ++totals_.queue_pairs;
@@ -220,6 +237,7 @@ NvmeAnalyzer::QueuePair* NvmeAnalyzer::queue_pair(const NvmeQpKey& k, bool creat
     ++totals_.queue_pairs;
   }
   QueuePair* qp = qps_.at(slot);
+  qp->key = k;
   qp->last_ns = ts_ns;
   return qp;
 }
@@ -297,14 +315,16 @@ void NvmeAnalyzer::add_command(const Hop& h, const NvmeRdmaPayload& c, std::uint
     ++(st == ParseStatus::truncated ? totals_.truncated_capsules : totals_.malformed_capsules);
     return;
   }
-  if (rec.cmd.is(FabricsType::connect)) bind_connect(*qp, NvmeQueueKey{h.src, h.dst, rec.cmd.qid});
-  rec.queue = qp->bound ? qp->queue : NvmeQueueKey{h.src, h.dst, kNvmeUnknownQid};
+  if (rec.cmd.is(FabricsType::connect)) bind_connect(*qp, NvmeQueueKey{h.src, h.dst, rec.cmd.qid}, frame);
+  const bool on_queue = qp->bound && frame >= qp->bound_frame;
+  rec.queue = on_queue ? qp->queue : NvmeQueueKey{h.src, h.dst, kNvmeUnknownQid};
   NvmeCommandResult r = command_result(rec.cmd, rec.queue, frame, ts_ns);
   if (capsule_sink_) capsule_sink_(rec);
-  if (!qp->bound) {
+  if (!on_queue) {
     ++totals_.commands;
     ++by_opcode_[opcode_index(r)].commands;
     ++totals_.unbound_commands;
+    qp->note_unbound(r.cid, h.src);
     return;
   }
   if (rec.cmd.is(FabricsType::connect)) restart_queue(qp->queue, rec.cmd.cid);
@@ -334,19 +354,34 @@ void NvmeAnalyzer::add_command(const Hop& h, const NvmeRdmaPayload& c, std::uint
 
 // Connect binds the queue pair it arrives on, and the other direction of the
 // same connection (the host's, which the data and completions come to).
-void NvmeAnalyzer::bind_connect(QueuePair& qp, const NvmeQueueKey& key) {
+void NvmeAnalyzer::bind_connect(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame) {
   qp.controller_side = true;
-  bind_both(qp, key);
+  bind_both(qp, key, frame);
 }
 
-void NvmeAnalyzer::bind_both(QueuePair& qp, const NvmeQueueKey& key) {
-  qp.bound = true;
-  qp.queue = key;
-  if (!qp.peer) return;
-  QueuePair* other = qps_.at(qps_.find(*qp.peer));
-  if (!other) return;
-  other->bound = true;
-  other->queue = key;
+void NvmeAnalyzer::bind_both(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame) {
+  for (QueuePair* q : {&qp, qp.peer ? qps_.at(qps_.find(*qp.peer)) : nullptr}) {
+    if (!q) continue;
+    q->bound = true;
+    q->queue = key;
+    q->bound_frame = frame;
+  }
+}
+
+void NvmeAnalyzer::find_peer(QueuePair& host, const Hop& h, std::uint16_t cid) {
+  if (host.peer || host.peer_tries >= kPeerTries) return;
+  ++host.peer_tries;
+  QueuePair* found = nullptr;
+  std::size_t candidates = 0;
+  qps_.for_each([&](std::uint32_t, QueuePair& q) {
+    if (q.bound || q.peer || q.key.dst != h.src || q.sender != h.dst || !q.recently(cid)) return;
+    found = &q;
+    ++candidates;
+  });
+  if (candidates != 1) return;
+  host.peer = found->key;
+  found->peer = host.key;
+  found->controller_side = true;
 }
 
 // A Connect starts a queue afresh (after a reconnect the host reuses QIDs and
@@ -381,7 +416,10 @@ void NvmeAnalyzer::add_response(const Hop& h, const NvmeRdmaPayload& c, std::uin
   const auto it = q ? q->outstanding.find(rec.cqe.cid) : decltype(q->outstanding)::iterator{};
   if (!q || it == q->outstanding.end()) {
     ++(resent ? totals_.resent_responses : totals_.unmatched_responses);
-    if (!qp->bound) bind_both(*qp, rec.queue);  // mid-stream: the CQE names the queue
+    if (!qp->bound) {  // mid-stream: the CQE names the queue
+      find_peer(*qp, h, rec.cqe.cid);
+      bind_both(*qp, rec.queue, frame);
+    }
     if (capsule_sink_) capsule_sink_(rec);
     return;
   }
@@ -400,6 +438,7 @@ void NvmeAnalyzer::add_response(const Hop& h, const NvmeRdmaPayload& c, std::uin
   if (!qp->bound) {
     qp->bound = true;
     qp->queue = rec.queue;
+    qp->bound_frame = frame;
   }
   rec.paired_frame = r.command_frame;
   rec.latency_us = r.latency_us;

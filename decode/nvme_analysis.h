@@ -30,7 +30,10 @@
 // (the CQE's SQID): the host's queue pair, and the controller's when the
 // connection's two directions are known (iWARP's TCP connection, or rdma_cm),
 // are bound to it from then on, so later commands pair; the queue says its
-// Connect was not seen (queue size and keep-alive unknown).
+// Connect was not seen (queue size and keep-alive unknown). On RoCE without
+// rdma_cm the controller's queue pair is the one, between the same two
+// addresses, whose latest unbound commands hold the completion's CID, when
+// exactly one does (tried on a queue pair's first kPeerTries completions).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -198,6 +201,7 @@ class NvmeAnalyzer {
   static constexpr std::size_t kMaxOutstanding = 4096;
   static constexpr std::size_t kSlowest = 10;
   static constexpr std::size_t kMaxListed = 20;
+  static constexpr std::uint8_t kPeerTries = 16;
 
   NvmeAnalyzer();
   ~NvmeAnalyzer();
@@ -250,8 +254,9 @@ class NvmeAnalyzer {
   void mark_connection(const NvmeQpKey& host, const NvmeQpKey& controller);
   void note_invalidate(NvmeCommandResult& r, std::uint32_t key);
   static void note_connect_data(const DecodedPacket& p, NvmeQueueStats& stats);
-  void bind_connect(QueuePair& qp, const NvmeQueueKey& key);
-  void bind_both(QueuePair& qp, const NvmeQueueKey& key);
+  void bind_connect(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame);
+  void bind_both(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame);
+  void find_peer(QueuePair& host, const Hop& h, std::uint16_t cid);
   QueuePair* queue_pair(const NvmeQpKey& k, bool create, std::int64_t ts_ns);
   Queue* queue(const NvmeQueueKey& k, bool create, std::uint64_t frame, std::int64_t ts_ns);
   void complete(Queue& q, NvmeCommandResult& r, std::int64_t ts_ns);
