@@ -149,7 +149,13 @@ std::size_t NvmeAnalyzer::opcode_index(const NvmeCommandResult& r) {
   return kind * 256 + (r.fabrics ? r.fctype : r.opcode);
 }
 
+std::int64_t NvmeAnalyzer::time_of(std::uint64_t frame, std::int64_t fallback) const {
+  const auto& [f, ns] = frame_times_[frame % kFrameTimes];
+  return f == frame ? ns : fallback;
+}
+
 void NvmeAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, const PacketAnalysis* analysis) {
+  frame_times_[frame % kFrameTimes] = {frame, ts_ns};
   if (!p.has_bth) {
     if (p.tcp && analysis) add_iwarp(p, analysis->iwarp, frame, ts_ns);
     return;
@@ -188,10 +194,13 @@ void NvmeAnalyzer::add_iwarp(const DecodedPacket& p, const IwarpFrame& units, st
   for (const IwarpPdu& u : units) {
     if (u.kind != IwarpPdu::Kind::fpdu || !u.header_decoded) continue;
     const NvmeRdmaPayload c = classify_nvme_iwarp(u.seg, u.payload_head_bytes());
+    // A unit held behind a TCP hole or framed late (resync) crossed the wire in an earlier frame.
+    const std::uint64_t at = u.end_frame ? u.end_frame : frame;
+    const std::int64_t at_ns = time_of(at, ts_ns);
     if (c.role == NvmeRdmaRole::data)
-      add_iwarp_data(h, u.seg, frame, ts_ns);
+      add_iwarp_data(h, u.seg, at, at_ns);
     else
-      add_capsule(h, c, u.end_frame ? u.end_frame : frame, ts_ns, false);  // a unit framed late (resync) ended earlier
+      add_capsule(h, c, at, at_ns, false);
   }
 }
 

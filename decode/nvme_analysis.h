@@ -41,6 +41,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "decode/analyzer.h"
@@ -202,6 +203,9 @@ class NvmeAnalyzer {
   static constexpr std::size_t kSlowest = 10;
   static constexpr std::size_t kMaxListed = 20;
   static constexpr std::uint8_t kPeerTries = 16;
+  // Times of the latest frames: an iWARP unit reported after a TCP hole is
+  // timed by the frame that carried it (older ones: by the reporting frame).
+  static constexpr std::size_t kFrameTimes = 4096;
 
   NvmeAnalyzer();
   ~NvmeAnalyzer();
@@ -252,6 +256,7 @@ class NvmeAnalyzer {
   NvmeCommandResult* credit_data(Queue& q, const std::optional<NvmeDataPacket>& d, std::uint64_t frame,
                                  std::int64_t ts_ns);
   void mark_connection(const NvmeQpKey& host, const NvmeQpKey& controller);
+  std::int64_t time_of(std::uint64_t frame, std::int64_t fallback) const;
   void note_invalidate(NvmeCommandResult& r, std::uint32_t key);
   static void note_connect_data(const DecodedPacket& p, NvmeQueueStats& stats);
   void bind_connect(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame);
@@ -280,6 +285,7 @@ class NvmeAnalyzer {
   // rdma_cm REQs for NVMe waiting for their REP: local comm ID -> (host address, host QPN).
   std::unordered_map<std::uint32_t, std::pair<IpAddress, std::uint32_t>> pending_req_;
   NvmeTotals totals_;
+  std::array<std::pair<std::uint64_t, std::int64_t>, kFrameTimes> frame_times_{};
   std::array<NvmeOpcodeStats, 4 * 256> by_opcode_{};
   std::array<NvmeOpcodeStats, 2 * kNvmeSizeClasses> by_size_{};
   std::vector<NvmeCommandResult> slowest_;   // a min-heap on latency while running

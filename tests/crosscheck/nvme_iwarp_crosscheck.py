@@ -138,7 +138,8 @@ class Oracle:
         to_ctrl = row["tcp.dstport"] == str(PORT)
         conn = (row["ip.src"], row["tcp.srcport"]) if to_ctrl else (row["ip.dst"], row["tcp.dstport"])
         fpdus = frame_fpdus(row)
-        cut = cut_fpdus(bytes.fromhex(row["tcp.payload"])) if row["tcp.payload"] else None
+        wire = row["tcp.reassembled.data"] or row["tcp.payload"]  # an FPDU spanning segments: tshark's reassembly
+        cut = cut_fpdus(bytes.fromhex(wire)) if wire else None
         # The cut must give tshark's opcodes, and each Send's DDP MSN (bytes 10-13 of the ULPDU).
         if cut is not None and ([u[1] & 15 for u in cut] != [f["op"] for f in fpdus] or any(
                 f["op"] in SENDS and int.from_bytes(u[10:14], "big") != f["msn"] for u, f in zip(cut, fpdus))):
@@ -241,10 +242,35 @@ def check_commands(name, oracle, commands, errors):
     return len(set(got) & set(want)), with_data
 
 
+class Coverage:
+    """TCP sequence ranges seen per direction: a segment all of whose bytes
+    were seen before is a copy (its FPDUs were decoded already); a
+    retransmission of bytes lost before the capture point is not."""
+
+    def __init__(self):
+        self.seen = {}
+
+    def is_copy(self, row):
+        key = (row["ip.src"], row["tcp.srcport"], row["ip.dst"], row["tcp.dstport"])
+        lo, n = int(row["tcp.seq"]), int(row["tcp.len"] or 0)
+        ranges = self.seen.setdefault(key, [])
+        copy = n > 0 and any(a <= lo and lo + n <= b for a, b in ranges)
+        ranges.append((lo, lo + n))
+        ranges.sort()
+        merged = []
+        for a, b in ranges:
+            if merged and a <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+            else:
+                merged.append((a, b))
+        self.seen[key] = merged
+        return copy
+
+
 def run(rdmadiag, pcap_dir, name, errors):
-    oracle = Oracle()
+    oracle, coverage = Oracle(), Coverage()
     for row in nc.read_tsv(os.path.join(pcap_dir, name + ".iwarp_nvme.tsv")):
-        if row["tcp.analysis.retransmission"] or not row["iwarp_rdma.opcode"]:
+        if coverage.is_copy(row) or not row["iwarp_rdma.opcode"]:
             continue
         if row["iwarp_mpa.marker_flag"] == "1":
             errors.append(f"{name}: MPA markers in use: the oracle cannot cut FPDUs")
