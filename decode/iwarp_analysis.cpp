@@ -126,6 +126,7 @@ struct IwarpAnalyzer::Connection {
     bool hunt();
     void accept_resync(std::size_t pos, bool crc_verified);
     void emit(const Fpdu& f);
+    void keep_payload_head(const Fpdu& f, IwarpPdu& u) const;
     class DdpReport;
     void sequence_checks(IwarpPdu& u);
     Anomaly make_anomaly(AnomalyKind k, std::uint64_t fr) const;
@@ -619,6 +620,7 @@ void Dir::emit(const Fpdu& f) {
   const std::uint32_t start = seq;
   const bool header_lost = f.uncaptured && overlaps_uncaptured(start, start + 2 + 18 + kAtomicRequestLen + 4);
   u->header_decoded = !header_lost && decode_ddp_segment(f.ulpdu, u->seg) == ParseStatus::ok;
+  if (u->header_decoded) keep_payload_head(f, *u);
 
   IwarpStats& st = an->stats_;
   IwarpFlowInfo* fi = info();
@@ -644,6 +646,17 @@ void Dir::emit(const Fpdu& f) {
     sequence_checks(*u);
   }
   an->note_unit();
+}
+
+// Only bytes the capture holds (markers inside the range widen the check).
+void Dir::keep_payload_head(const Fpdu& f, IwarpPdu& u) const {
+  const std::size_t from = u.seg.header_len;
+  const std::size_t n = std::min<std::size_t>(IwarpPdu::kPayloadHead, u.seg.payload_len);
+  if (f.ulpdu.size() < from + n) return;
+  const auto end = static_cast<std::uint32_t>(2 + from + n + 4 * std::size_t{f.markers});
+  if (f.uncaptured && overlaps_uncaptured(seq, seq + end)) return;
+  std::copy_n(f.ulpdu.begin() + static_cast<std::ptrdiff_t>(from), n, u.payload_head.begin());
+  u.payload_head_len = static_cast<std::uint8_t>(n);
 }
 
 // What the DDP/RDMAP state machine finds, as anomalies and statistics of the

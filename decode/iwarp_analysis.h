@@ -47,6 +47,13 @@ struct IwarpPdu {
   MpaCrcStatus crc_status = MpaCrcStatus::not_negotiated;
   bool header_decoded = false;     // the DDP/RDMAP headers were captured
   DdpSegment seg;
+  // The first bytes of its ULP payload (after the DDP/RDMAP headers), for an
+  // upper layer that reads its own header from a Send: NVMe-oF's 64-byte
+  // command capsule (nvme_analysis.h). Empty when not captured.
+  static constexpr std::size_t kPayloadHead = 64;
+  std::array<std::uint8_t, kPayloadHead> payload_head{};
+  std::uint8_t payload_head_len = 0;
+  Bytes payload_head_bytes() const { return Bytes(payload_head.data(), payload_head_len); }
   // analysis
   std::uint64_t request_frame = 0; // Read Response (last segment) / Atomic Response: the request
   double latency_us = -1;

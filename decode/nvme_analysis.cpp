@@ -97,10 +97,26 @@ double NvmeCommandResult::data_transfer_us() const {
 struct NvmeAnalyzer::QueuePair {
   bool controller_side = false;  // receives commands (else: receives completions)
   bool bound = false;            // its queue is known
+  std::uint64_t bound_frame = 0; // since this frame (a command ending earlier but reported later is not on it)
   NvmeQueueKey queue;
   std::int64_t last_ns = 0;
-  // The other direction of the same RC connection (from the rdma_cm exchange).
-  std::optional<std::pair<IpAddress, std::uint32_t>> peer;
+  // The other direction of the same connection (from the rdma_cm exchange; iWARP: the TCP connection).
+  std::optional<NvmeQpKey> peer;
+  NvmeQpKey key;
+  // Mid-stream: the CIDs of its latest unbound commands and who sent them (find_peer).
+  std::array<std::uint16_t, 8> recent_cids{};
+  std::uint8_t recent_next = 0, recent_count = 0, peer_tries = 0;
+  IpAddress sender{};
+  void note_unbound(std::uint16_t cid, const IpAddress& from) {
+    recent_cids[recent_next] = cid;
+    recent_next = static_cast<std::uint8_t>((recent_next + 1) % recent_cids.size());
+    recent_count = static_cast<std::uint8_t>(std::min<std::size_t>(recent_count + 1u, recent_cids.size()));
+    sender = from;
+  }
+  bool recently(std::uint16_t cid) const {
+    const auto end = recent_cids.begin() + recent_count;
+    return std::find(recent_cids.begin(), end, cid) != end;
+  }
 };
 
 struct PendingCommand {
@@ -113,10 +129,12 @@ struct NvmeAnalyzer::Queue {
   NvmeQueueStats stats;
   std::unordered_map<std::uint16_t, PendingCommand> outstanding;
   NvmeDataMatcher data;
+  NvmeIwarpDataMatcher iwarp_data;
 };
 
-std::size_t NvmeAnalyzer::QpKeyHash::operator()(const std::pair<IpAddress, std::uint32_t>& k) const {
-  return mix(hash_address(0xCBF29CE484222325ULL, k.first), k.second);
+std::size_t NvmeAnalyzer::QpKeyHash::operator()(const NvmeQpKey& k) const {
+  const std::size_t h = mix(hash_address(0xCBF29CE484222325ULL, k.dst), k.qpn);
+  return k.tcp ? hash_address(mix(h, 1), k.src) : h;
 }
 
 std::size_t NvmeAnalyzer::QueueKeyHash::operator()(const NvmeQueueKey& k) const {
@@ -131,21 +149,59 @@ std::size_t NvmeAnalyzer::opcode_index(const NvmeCommandResult& r) {
   return kind * 256 + (r.fabrics ? r.fctype : r.opcode);
 }
 
-void NvmeAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, const PacketVerdict* verdict) {
+std::int64_t NvmeAnalyzer::time_of(std::uint64_t frame, std::int64_t fallback) const {
+  const auto& [f, ns] = frame_times_[frame % kFrameTimes];
+  return f == frame ? ns : fallback;
+}
+
+void NvmeAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, const PacketAnalysis* analysis) {
+  frame_times_[frame % kFrameTimes] = {frame, ts_ns};
   if (!p.has_bth) {
-    // NVMe-oF over iWARP runs on TCP to the same port; its capsules are not decoded (docs/nvme.md).
-    if (p.tcp && p.tcp_payload_len && (p.tcp->dst_port == port_ || p.tcp->src_port == port_)) ++totals_.iwarp_segments;
+    if (p.tcp && analysis) add_iwarp(p, analysis->iwarp, frame, ts_ns);
     return;
   }
   if (p.cm) add_cm(p);
   const NvmeRdmaPayload c = classify_nvme_rdma(p);
-  if (c.role == NvmeRdmaRole::command)
-    add_command(p, c, frame, ts_ns);
-  else if (c.role == NvmeRdmaRole::response)
-    add_response(p, c, frame, ts_ns, verdict && (verdict->duplicate || verdict->retransmission));
-  else if (c.role == NvmeRdmaRole::data)
+  const Endpoints e = endpoints_of(p);
+  const Hop h{NvmeQpKey{e.dst, p.ib.bth.dest_qp}, e.src, e.dst};
+  if (c.role == NvmeRdmaRole::data)
     add_data(p, frame, ts_ns);
-  if (const std::uint8_t kinds = transport_event_kinds(p, verdict)) add_transport_event(p, frame, ts_ns, kinds);
+  else
+    add_capsule(h, c, frame, ts_ns, analysis && (analysis->duplicate || analysis->retransmission));
+  if (const std::uint8_t kinds = transport_event_kinds(p, analysis)) add_transport_event(p, frame, ts_ns, kinds);
+}
+
+void NvmeAnalyzer::add_capsule(const Hop& h, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns,
+                               bool resent) {
+  if (c.role == NvmeRdmaRole::command)
+    add_command(h, c, frame, ts_ns);
+  else if (c.role == NvmeRdmaRole::response)
+    add_response(h, c, frame, ts_ns, resent);
+}
+
+// NVMe over iWARP: the DDP segments that ended in this TCP frame (iwarp_analysis.h).
+// The connection's two directions are bound as one queue pair's, as rdma_cm's
+// REQ/REP does on RoCE: the port says which end is the controller.
+void NvmeAnalyzer::add_iwarp(const DecodedPacket& p, const IwarpFrame& units, std::uint64_t frame, std::int64_t ts_ns) {
+  const bool to_controller = p.tcp->dst_port == port_, from_controller = p.tcp->src_port == port_;
+  if (p.tcp_payload_len && (to_controller || from_controller)) ++totals_.iwarp_segments;
+  if (units.empty() || (!to_controller && !from_controller && !assume_all_)) return;
+  const Endpoints e = endpoints_of(p);
+  const auto ports = [](std::uint16_t src, std::uint16_t dst) { return std::uint32_t{src} << 16 | dst; };
+  const Hop h{NvmeQpKey{e.dst, ports(p.tcp->src_port, p.tcp->dst_port), true, e.src}, e.src, e.dst};
+  const NvmeQpKey back{e.src, ports(p.tcp->dst_port, p.tcp->src_port), true, e.dst};
+  if (to_controller || from_controller) mark_connection(to_controller ? back : h.qp, to_controller ? h.qp : back);
+  for (const IwarpPdu& u : units) {
+    if (u.kind != IwarpPdu::Kind::fpdu || !u.header_decoded) continue;
+    const NvmeRdmaPayload c = classify_nvme_iwarp(u.seg, u.payload_head_bytes());
+    // A unit held behind a TCP hole or framed late (resync) crossed the wire in an earlier frame.
+    const std::uint64_t at = u.end_frame ? u.end_frame : frame;
+    const std::int64_t at_ns = time_of(at, ts_ns);
+    if (c.role == NvmeRdmaRole::data)
+      add_iwarp_data(h, u.seg, at, at_ns);
+    else
+      add_capsule(h, c, at, at_ns, false);
+  }
 }
 
 // rdma_cm over IB CM: the REQ names the host's QPN, the REP the controller's.
@@ -159,25 +215,28 @@ void NvmeAnalyzer::add_cm(const DecodedPacket& p) {
   if (cm.type != CmMessageType::rep) return;
   const auto it = pending_req_.find(cm.remote_comm_id);
   if (it == pending_req_.end()) return;
-  using QpKey = std::pair<IpAddress, std::uint32_t>;
-  const QpKey host = it->second, controller{e.src, cm.local_qpn};
-  const auto mark = [&](const QpKey& k, const QpKey& peer, bool controller_side) {
+  mark_connection(NvmeQpKey{it->second.first, it->second.second}, NvmeQpKey{e.src, cm.local_qpn});
+  pending_req_.erase(it);
+}
+
+// The two directions of one NVMe connection: the host's (completions and data
+// come to it) and the controller's (commands come to it).
+void NvmeAnalyzer::mark_connection(const NvmeQpKey& host, const NvmeQpKey& controller) {
+  const auto mark = [&](const NvmeQpKey& k, const NvmeQpKey& peer, bool controller_side) {
     if (qps_.find(k) != decltype(qps_)::kNone) return;
     auto qp = std::make_unique<QueuePair>();
     qp->controller_side = controller_side;
     qp->peer = peer;
+    qp->key = k;
     qps_.insert(k, std::move(qp), [](const QueuePair& q) { return static_cast<double>(q.last_ns); },
                 [](std::uint32_t, QueuePair&) {});
     ++totals_.queue_pairs;
   };
   mark(host, controller, false);
   mark(controller, host, true);
-  pending_req_.erase(it);
 }
 
-NvmeAnalyzer::QueuePair* NvmeAnalyzer::queue_pair(const DecodedPacket& p, bool create, std::int64_t ts_ns) {
-  const Endpoints e = endpoints_of(p);
-  const std::pair<IpAddress, std::uint32_t> k{e.dst, p.ib.bth.dest_qp};
+NvmeAnalyzer::QueuePair* NvmeAnalyzer::queue_pair(const NvmeQpKey& k, bool create, std::int64_t ts_ns) {
   std::uint32_t slot = qps_.find(k);
   if (slot == decltype(qps_)::kNone) {
     if (!create || !assume_all_) return nullptr;
@@ -187,6 +246,7 @@ NvmeAnalyzer::QueuePair* NvmeAnalyzer::queue_pair(const DecodedPacket& p, bool c
     ++totals_.queue_pairs;
   }
   QueuePair* qp = qps_.at(slot);
+  qp->key = k;
   qp->last_ns = ts_ns;
   return qp;
 }
@@ -240,6 +300,7 @@ NvmeCommandResult command_result(const NvmeCommand& cmd, const NvmeQueueKey& key
 // Connect binds the queue pair it arrives on to its queue; its data (when in
 // the capsule, as on Linux I/O queues) names the subsystem and the host.
 void note_connect(const NvmeCommand& cmd, const NvmeRdmaPayload& c, NvmeQueueStats& stats) {
+  stats.connect_seen = true;
   stats.sqsize = cmd.sqsize;
   stats.kato_ms = cmd.kato;
   if (!cmd.sgl.in_capsule() || c.capsule.size() < kNvmeSqeLength) return;
@@ -251,9 +312,8 @@ void note_connect(const NvmeCommand& cmd, const NvmeRdmaPayload& c, NvmeQueueSta
 
 }  // namespace
 
-void NvmeAnalyzer::add_command(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame,
-                               std::int64_t ts_ns) {
-  QueuePair* qp = queue_pair(p, true, ts_ns);
+void NvmeAnalyzer::add_command(const Hop& h, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns) {
+  QueuePair* qp = queue_pair(h.qp, true, ts_ns);
   if (!qp) return;
   NvmeCapsuleRecord rec;
   rec.frame = frame;
@@ -264,15 +324,16 @@ void NvmeAnalyzer::add_command(const DecodedPacket& p, const NvmeRdmaPayload& c,
     ++(st == ParseStatus::truncated ? totals_.truncated_capsules : totals_.malformed_capsules);
     return;
   }
-  const Endpoints e = endpoints_of(p);
-  if (rec.cmd.is(FabricsType::connect)) bind_connect(*qp, NvmeQueueKey{e.src, e.dst, rec.cmd.qid});
-  rec.queue = qp->bound ? qp->queue : NvmeQueueKey{e.src, e.dst, kNvmeUnknownQid};
+  if (rec.cmd.is(FabricsType::connect)) bind_connect(*qp, NvmeQueueKey{h.src, h.dst, rec.cmd.qid}, frame);
+  const bool on_queue = qp->bound && frame >= qp->bound_frame;
+  rec.queue = on_queue ? qp->queue : NvmeQueueKey{h.src, h.dst, kNvmeUnknownQid};
   NvmeCommandResult r = command_result(rec.cmd, rec.queue, frame, ts_ns);
   if (capsule_sink_) capsule_sink_(rec);
-  if (!qp->bound) {
+  if (!on_queue) {
     ++totals_.commands;
     ++by_opcode_[opcode_index(r)].commands;
     ++totals_.unbound_commands;
+    qp->note_unbound(r.cid, h.src);
     return;
   }
   if (rec.cmd.is(FabricsType::connect)) restart_queue(qp->queue, rec.cmd.cid);
@@ -302,15 +363,34 @@ void NvmeAnalyzer::add_command(const DecodedPacket& p, const NvmeRdmaPayload& c,
 
 // Connect binds the queue pair it arrives on, and the other direction of the
 // same connection (the host's, which the data and completions come to).
-void NvmeAnalyzer::bind_connect(QueuePair& qp, const NvmeQueueKey& key) {
+void NvmeAnalyzer::bind_connect(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame) {
   qp.controller_side = true;
-  qp.bound = true;
-  qp.queue = key;
-  if (!qp.peer) return;
-  QueuePair* host = qps_.at(qps_.find(*qp.peer));
-  if (!host) return;
-  host->bound = true;
-  host->queue = key;
+  bind_both(qp, key, frame);
+}
+
+void NvmeAnalyzer::bind_both(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame) {
+  for (QueuePair* q : {&qp, qp.peer ? qps_.at(qps_.find(*qp.peer)) : nullptr}) {
+    if (!q) continue;
+    q->bound = true;
+    q->queue = key;
+    q->bound_frame = frame;
+  }
+}
+
+void NvmeAnalyzer::find_peer(QueuePair& host, const Hop& h, std::uint16_t cid) {
+  if (host.peer || host.peer_tries >= kPeerTries) return;
+  ++host.peer_tries;
+  QueuePair* found = nullptr;
+  std::size_t candidates = 0;
+  qps_.for_each([&](std::uint32_t, QueuePair& q) {
+    if (q.bound || q.peer || q.key.dst != h.src || q.sender != h.dst || !q.recently(cid)) return;
+    found = &q;
+    ++candidates;
+  });
+  if (candidates != 1) return;
+  host.peer = found->key;
+  found->peer = host.key;
+  found->controller_side = true;
 }
 
 // A Connect starts a queue afresh (after a reconnect the host reuses QIDs and
@@ -328,9 +408,9 @@ void NvmeAnalyzer::restart_queue(const NvmeQueueKey& key, std::uint16_t cid) {
                     [this](std::uint32_t, Queue& q) { retire_queue(q); });
 }
 
-void NvmeAnalyzer::add_response(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame,
-                                std::int64_t ts_ns, bool resent) {
-  QueuePair* qp = queue_pair(p, true, ts_ns);
+void NvmeAnalyzer::add_response(const Hop& h, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns,
+                                bool resent) {
+  QueuePair* qp = queue_pair(h.qp, true, ts_ns);
   if (!qp) return;
   NvmeCapsuleRecord rec;
   rec.frame = frame;
@@ -340,12 +420,15 @@ void NvmeAnalyzer::add_response(const DecodedPacket& p, const NvmeRdmaPayload& c
     return;
   }
   ++totals_.responses;
-  const Endpoints e = endpoints_of(p);
-  rec.queue = NvmeQueueKey{e.dst, e.src, rec.cqe.sqid};
+  rec.queue = NvmeQueueKey{h.dst, h.src, rec.cqe.sqid};
   Queue* q = queue(rec.queue, false, frame, ts_ns);
   const auto it = q ? q->outstanding.find(rec.cqe.cid) : decltype(q->outstanding)::iterator{};
   if (!q || it == q->outstanding.end()) {
     ++(resent ? totals_.resent_responses : totals_.unmatched_responses);
+    if (!qp->bound) {  // mid-stream: the CQE names the queue
+      find_peer(*qp, h, rec.cqe.cid);
+      bind_both(*qp, rec.queue, frame);
+    }
     if (capsule_sink_) capsule_sink_(rec);
     return;
   }
@@ -364,6 +447,7 @@ void NvmeAnalyzer::add_response(const DecodedPacket& p, const NvmeRdmaPayload& c
   if (!qp->bound) {
     qp->bound = true;
     qp->queue = rec.queue;
+    qp->bound_frame = frame;
   }
   rec.paired_frame = r.command_frame;
   rec.latency_us = r.latency_us;
@@ -392,25 +476,46 @@ void NvmeAnalyzer::note_invalidate(NvmeCommandResult& r, std::uint32_t key) {
 
 // An RDMA READ/WRITE packet on an NVMe queue: credited to the outstanding
 // command whose keyed SGL it addresses (nvme_data.h).
-void NvmeAnalyzer::add_data(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns) {
-  const Endpoints e = endpoints_of(p);
-  const QueuePair* qp = qps_.at(qps_.find({e.dst, p.ib.bth.dest_qp}));
-  if (!qp || !qp->bound) return;
-  Queue* q = queue(qp->queue, false, frame, ts_ns);
-  if (!q) return;
-  const auto find = [q](std::uint32_t key, std::uint64_t address) -> std::optional<std::uint16_t> {
-    for (const auto& [cid, pending] : q->outstanding) {
+namespace {
+// The outstanding command whose keyed SGL holds (key, address).
+auto sgl_finder(const std::unordered_map<std::uint16_t, PendingCommand>& outstanding) {
+  return [&outstanding](std::uint32_t key, std::uint64_t address) -> std::optional<std::uint16_t> {
+    for (const auto& [cid, pending] : outstanding) {
       const NvmeCommandResult& r = pending.result;
       if (r.sgl_key == key && address >= r.sgl_address && address - r.sgl_address < std::max<std::uint32_t>(r.data_len, 1))
         return cid;
     }
     return std::nullopt;
   };
-  const std::optional<NvmeDataPacket> d = q->data.on_packet(p, find);
-  const auto it = d ? q->outstanding.find(d->target.cid) : q->outstanding.end();
-  if (it == q->outstanding.end() || it->second.result.sgl_key != d->target.key) {
+}
+}  // namespace
+
+NvmeAnalyzer::Queue* NvmeAnalyzer::data_queue(const NvmeQpKey& k, std::uint64_t frame, std::int64_t ts_ns) {
+  const QueuePair* qp = qps_.at(qps_.find(k));
+  return qp && qp->bound ? queue(qp->queue, false, frame, ts_ns) : nullptr;
+}
+
+void NvmeAnalyzer::add_data(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns) {
+  Queue* q = data_queue(NvmeQpKey{endpoints_of(p).dst, p.ib.bth.dest_qp}, frame, ts_ns);
+  if (!q) return;
+  NvmeCommandResult* r = credit_data(*q, q->data.on_packet(p, sgl_finder(q->outstanding)), frame, ts_ns);
+  if (r && r->fabrics && r->fctype == static_cast<std::uint8_t>(FabricsType::connect)) note_connect_data(p, q->stats);
+}
+
+// iWARP: Writes and Read Requests go to the host's direction, Read Responses
+// to the controller's; both are bound to the queue at Connect.
+void NvmeAnalyzer::add_iwarp_data(const Hop& h, const DdpSegment& seg, std::uint64_t frame, std::int64_t ts_ns) {
+  if (Queue* q = data_queue(h.qp, frame, ts_ns))
+    credit_data(*q, q->iwarp_data.on_segment(seg, sgl_finder(q->outstanding)), frame, ts_ns);
+}
+
+// Credits a data packet to the command the matcher named (nvme_data.h).
+NvmeCommandResult* NvmeAnalyzer::credit_data(Queue& q, const std::optional<NvmeDataPacket>& d, std::uint64_t frame,
+                                             std::int64_t ts_ns) {
+  const auto it = d ? q.outstanding.find(d->target.cid) : q.outstanding.end();
+  if (it == q.outstanding.end() || it->second.result.sgl_key != d->target.key) {
     ++totals_.unmatched_data_packets;
-    return;
+    return nullptr;
   }
   ++totals_.data_packets;
   NvmeCommandResult& r = it->second.result;
@@ -420,17 +525,14 @@ void NvmeAnalyzer::add_data(const DecodedPacket& p, std::uint64_t frame, std::in
   }
   r.data_last_frame = frame;
   r.data_last_ns = ts_ns;
-  if (r.fabrics && r.fctype == static_cast<std::uint8_t>(FabricsType::connect)) note_connect_data(p, q->stats);
-  if (!d->starts_operation) return;
-  ++r.data_operations;
-  r.data_bytes = std::max<std::uint64_t>(r.data_bytes, d->address - r.sgl_address + d->length);
+  if (d->starts_operation) ++r.data_operations;
+  if (d->names_range) r.data_bytes = std::max<std::uint64_t>(r.data_bytes, d->address - r.sgl_address + d->length);
+  return &r;
 }
 
 void NvmeAnalyzer::add_transport_event(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns,
                                        std::uint8_t kinds) {
-  const Endpoints e = endpoints_of(p);
-  const std::uint32_t slot = qps_.find({e.dst, p.ib.bth.dest_qp});
-  const QueuePair* qp = qps_.at(slot);
+  const QueuePair* qp = qps_.at(qps_.find(NvmeQpKey{endpoints_of(p).dst, p.ib.bth.dest_qp}));
   if (!qp || !qp->bound) return;
   Queue* q = queue(qp->queue, false, frame, ts_ns);
   if (!q) return;

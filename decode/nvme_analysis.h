@@ -18,10 +18,22 @@
 // uses up to 1024); aggregates are fixed-size arrays and histograms; the
 // slowest kSlowest commands and the first kMaxListed unanswered ones are kept.
 //
+// NVMe over iWARP (add_iwarp): the TCP connections to or from the NVMe-oF
+// port (or, with assume_all, any carrying capsule-shaped Sends) are queue
+// pairs, one per direction; the iWARP pass (iwarp_analysis.h) hands over the
+// DDP segments, and data is matched by STag and tagged offset (nvme_data.h).
+//
 // Mid-stream captures (no Connect seen): commands on a queue pair without a
 // QID are decoded and counted (queue kind unknown: opcodes are not named, an
 // admin 02h and an I/O Read look alike) but not paired; their completions count
-// as unmatched.
+// as unmatched. The first completion on such a queue pair names its queue
+// (the CQE's SQID): the host's queue pair, and the controller's when the
+// connection's two directions are known (iWARP's TCP connection, or rdma_cm),
+// are bound to it from then on, so later commands pair; the queue says its
+// Connect was not seen (queue size and keep-alive unknown). On RoCE without
+// rdma_cm the controller's queue pair is the one, between the same two
+// addresses, whose latest unbound commands hold the completion's CID, when
+// exactly one does (tried on a queue pair's first kPeerTries completions).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -29,6 +41,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "decode/analyzer.h"
@@ -49,6 +62,17 @@ struct NvmeQueueKey {
   IpAddress host{}, controller{};
   std::uint16_t qid = kNvmeUnknownQid;
   bool operator==(const NvmeQueueKey&) const = default;
+};
+
+// One direction of a queue pair: the receiver's address and QPN (RoCE/IB); for
+// iWARP one direction of a TCP connection (tcp set; qpn: source port << 16 |
+// destination port, and the source address).
+struct NvmeQpKey {
+  IpAddress dst{};
+  std::uint32_t qpn = 0;
+  bool tcp = false;
+  IpAddress src{};
+  bool operator==(const NvmeQpKey&) const = default;
 };
 
 // Latency histogram: 4 buckets per octave from 1 us; percentiles are the upper
@@ -131,6 +155,7 @@ struct NvmeCapsuleRecord {
 struct NvmeQueueStats {
   NvmeQueueKey key;
   std::uint64_t first_frame = 0;
+  bool connect_seen = false;         // false: QID learnt from a completion (mid-stream), sqsize/kato unknown
   std::uint16_t sqsize = 0;          // from Connect (0's based)
   std::uint32_t kato_ms = 0;
   std::string subnqn, hostnqn;       // from Connect's data (in the capsule, or read by the controller)
@@ -160,7 +185,7 @@ struct NvmeTotals {
   std::uint64_t resent_responses = 0;       // a completion again, in a frame the transport analysis calls a resend
   std::uint64_t duplicate_cids = 0;         // a CID reused for another command while still outstanding
   std::uint64_t queue_pairs = 0;            // NVMe queue pairs seen
-  std::uint64_t iwarp_segments = 0;         // TCP segments with data to or from the NVMe-oF port (iWARP: not decoded)
+  std::uint64_t iwarp_segments = 0;         // TCP segments with data to or from the NVMe-oF port (iWARP)
   std::uint64_t data_packets = 0;           // RDMA READ/WRITE packets matched to a command
   std::uint64_t unmatched_data_packets = 0; // on an NVMe queue, naming no outstanding command's keyed SGL
   std::uint64_t remote_invalidates = 0;     // completions by SEND with Invalidate
@@ -177,6 +202,10 @@ class NvmeAnalyzer {
   static constexpr std::size_t kMaxOutstanding = 4096;
   static constexpr std::size_t kSlowest = 10;
   static constexpr std::size_t kMaxListed = 20;
+  static constexpr std::uint8_t kPeerTries = 16;
+  // Times of the latest frames: an iWARP unit reported after a TCP hole is
+  // timed by the frame that carried it (older ones: by the reporting frame).
+  static constexpr std::size_t kFrameTimes = 4096;
 
   NvmeAnalyzer();
   ~NvmeAnalyzer();
@@ -191,8 +220,9 @@ class NvmeAnalyzer {
   // Called for every command that completed, at its completion (for --commands).
   void set_command_sink(std::function<void(const NvmeCommandResult&)> f) { command_sink_ = std::move(f); }
 
-  // One decoded frame; `verdict` is the transport analysis' view of it (or null).
-  void add(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, const PacketVerdict* verdict);
+  // One decoded frame; `analysis` is the transport analysis' view of it (or
+  // null; over iWARP without it nothing is decoded).
+  void add(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, const PacketAnalysis* analysis);
   void finish();
 
   const NvmeTotals& totals() const { return totals_; }
@@ -207,18 +237,32 @@ class NvmeAnalyzer {
 
   struct QueuePair;
   struct Queue;
+  // Where a capsule travelled: the queue pair it arrived on, sender and receiver.
+  struct Hop {
+    NvmeQpKey qp;
+    IpAddress src, dst;
+  };
 
  private:
   void add_cm(const DecodedPacket& p);
-  void add_command(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns);
-  void add_response(const DecodedPacket& p, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns,
-                    bool resent);
+  void add_iwarp(const DecodedPacket& p, const IwarpFrame& units, std::uint64_t frame, std::int64_t ts_ns);
+  void add_capsule(const Hop& h, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns, bool resent);
+  void add_command(const Hop& h, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns);
+  void add_response(const Hop& h, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns, bool resent);
   void add_transport_event(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, std::uint8_t kinds);
   void add_data(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns);
+  void add_iwarp_data(const Hop& h, const DdpSegment& seg, std::uint64_t frame, std::int64_t ts_ns);
+  Queue* data_queue(const NvmeQpKey& k, std::uint64_t frame, std::int64_t ts_ns);
+  NvmeCommandResult* credit_data(Queue& q, const std::optional<NvmeDataPacket>& d, std::uint64_t frame,
+                                 std::int64_t ts_ns);
+  void mark_connection(const NvmeQpKey& host, const NvmeQpKey& controller);
+  std::int64_t time_of(std::uint64_t frame, std::int64_t fallback) const;
   void note_invalidate(NvmeCommandResult& r, std::uint32_t key);
   static void note_connect_data(const DecodedPacket& p, NvmeQueueStats& stats);
-  void bind_connect(QueuePair& qp, const NvmeQueueKey& key);
-  QueuePair* queue_pair(const DecodedPacket& p, bool create, std::int64_t ts_ns);
+  void bind_connect(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame);
+  void bind_both(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame);
+  void find_peer(QueuePair& host, const Hop& h, std::uint16_t cid);
+  QueuePair* queue_pair(const NvmeQpKey& k, bool create, std::int64_t ts_ns);
   Queue* queue(const NvmeQueueKey& k, bool create, std::uint64_t frame, std::int64_t ts_ns);
   void complete(Queue& q, NvmeCommandResult& r, std::int64_t ts_ns);
   void keep_slowest(const NvmeCommandResult& r);
@@ -226,7 +270,7 @@ class NvmeAnalyzer {
   void restart_queue(const NvmeQueueKey& key, std::uint16_t cid);
 
   struct QpKeyHash {
-    std::size_t operator()(const std::pair<IpAddress, std::uint32_t>& k) const;
+    std::size_t operator()(const NvmeQpKey& k) const;
   };
   struct QueueKeyHash {
     std::size_t operator()(const NvmeQueueKey& k) const;
@@ -236,11 +280,12 @@ class NvmeAnalyzer {
   std::uint16_t port_ = kNvmeRdmaPort;
   std::function<void(const NvmeCapsuleRecord&)> capsule_sink_;
   std::function<void(const NvmeCommandResult&)> command_sink_;
-  FlowSlots<std::pair<IpAddress, std::uint32_t>, QpKeyHash, QueuePair> qps_;
+  FlowSlots<NvmeQpKey, QpKeyHash, QueuePair> qps_;
   FlowSlots<NvmeQueueKey, QueueKeyHash, Queue> queues_;
   // rdma_cm REQs for NVMe waiting for their REP: local comm ID -> (host address, host QPN).
   std::unordered_map<std::uint32_t, std::pair<IpAddress, std::uint32_t>> pending_req_;
   NvmeTotals totals_;
+  std::array<std::pair<std::uint64_t, std::int64_t>, kFrameTimes> frame_times_{};
   std::array<NvmeOpcodeStats, 4 * 256> by_opcode_{};
   std::array<NvmeOpcodeStats, 2 * kNvmeSizeClasses> by_size_{};
   std::vector<NvmeCommandResult> slowest_;   // a min-heap on latency while running

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "decode/ddp_rdmap.h"
 #include "decode/ib_transport.h"
 
 namespace rdmadiag::decode {
@@ -27,7 +28,7 @@ std::optional<NvmeDataPacket> NvmeDataMatcher::start(const DecodedPacket& p, con
   }
   *same = op;
   if (!op.target) return std::nullopt;
-  return NvmeDataPacket{*op.target, true, reth.va, reth.dma_len};
+  return NvmeDataPacket{*op.target, true, true, reth.va, reth.dma_len};
 }
 
 // The operation whose PSN range holds `psn`: the latest start at or before it.
@@ -79,6 +80,43 @@ std::optional<NvmeDataPacket> NvmeDataMatcher::on_packet(const DecodedPacket& p,
   const Operation* o = continued(p.ib.bth.psn, read);
   if (!o || !o->target) return std::nullopt;
   return NvmeDataPacket{*o->target};
+}
+
+std::optional<NvmeDataPacket> NvmeIwarpDataMatcher::on_segment(const DdpSegment& seg, const FindByKey& find) {
+  const DdpHeader& d = seg.ddp;
+  switch (static_cast<RdmapOpcode>(d.opcode())) {
+    case RdmapOpcode::rdma_write: {
+      if (!d.tagged) return std::nullopt;
+      const bool first = !write_open_;
+      write_open_ = !d.last;
+      const std::optional<std::uint16_t> cid = find(d.stag, d.to);
+      if (!cid) return std::nullopt;
+      return NvmeDataPacket{{*cid, d.stag}, first, true, d.to, seg.payload_len};
+    }
+    case RdmapOpcode::read_request: {
+      if (!seg.has_read_request) return std::nullopt;
+      const RdmaReadRequest& rq = seg.read;
+      Read& slot = reads_[next_];
+      next_ = (next_ + 1) % kSlots;
+      slot = Read{true, rq.sink_stag, rq.sink_to, rq.read_size, std::nullopt};
+      if (const std::optional<std::uint16_t> cid = find(rq.src_stag, rq.src_to))
+        slot.target = NvmeDataTarget{*cid, rq.src_stag};
+      if (!slot.target) return std::nullopt;
+      return NvmeDataPacket{*slot.target, true, true, rq.src_to, rq.read_size};
+    }
+    case RdmapOpcode::read_response: {
+      if (!d.tagged) return std::nullopt;
+      // Newest first: a sink STag the controller reuses names its latest request.
+      for (std::size_t i = 1; i <= kSlots; ++i) {
+        const Read& r = reads_[(next_ + kSlots - i) % kSlots];
+        if (r.used && r.sink_stag == d.stag && d.to - r.sink_to < std::max<std::uint32_t>(r.size, 1))
+          return r.target ? std::optional<NvmeDataPacket>(NvmeDataPacket{*r.target}) : std::nullopt;
+      }
+      return std::nullopt;
+    }
+    default:
+      return std::nullopt;
+  }
 }
 
 }  // namespace rdmadiag::decode

@@ -12,6 +12,14 @@
 // The path MTU is learnt from the first and middle packets (exactly one PMTU of
 // payload); until one is seen, 256 bytes (the smallest) bounds the range.
 //
+// Over iWARP (RFC 5040 sections 4.3-4.4, RFC 5041 section 4.2) every segment
+// of an RDMA Write names the STag and tagged offset it places (the keyed SGL's
+// key and an address inside it); a Read Request names the source STag and
+// offset (the SGL's) and the sink STag and offset its Read Responses carry, so
+// each response segment is known by (sink STag, offset). A Write message's
+// segments go one after the other on the TCP stream: its first segment is
+// the first after a segment with the Last flag.
+//
 // One matcher per NVMe queue: fixed size (a ring of the last kSlots
 // operations), whatever the traffic.
 #pragma once
@@ -35,7 +43,8 @@ struct NvmeDataTarget {
 struct NvmeDataPacket {
   NvmeDataTarget target;
   bool starts_operation = false;  // a READ request or the first packet of a WRITE
-  std::uint64_t address = 0;      // RETH: address and length of the operation
+  bool names_range = false;       // address and length say where in the SGL it reaches
+  std::uint64_t address = 0;      // RETH (iWARP: Read Request source, Write segment's tagged offset)
   std::uint32_t length = 0;
 };
 
@@ -63,6 +72,29 @@ class NvmeDataMatcher {
   std::array<Operation, kSlots> ops_{};
   std::size_t next_ = 0;
   std::uint32_t pmtu_ = 0;  // learnt; 0 unknown
+};
+
+struct DdpSegment;
+
+class NvmeIwarpDataMatcher {
+ public:
+  static constexpr std::size_t kSlots = 32;
+  using FindByKey = NvmeDataMatcher::FindByKey;
+
+  // An RDMA Write, Read Request or Read Response segment of this queue's connection.
+  std::optional<NvmeDataPacket> on_segment(const DdpSegment& seg, const FindByKey& find);
+
+ private:
+  struct Read {
+    bool used = false;
+    std::uint32_t sink_stag = 0;
+    std::uint64_t sink_to = 0;
+    std::uint32_t size = 0;
+    std::optional<NvmeDataTarget> target;
+  };
+  std::array<Read, kSlots> reads_{};
+  std::size_t next_ = 0;
+  bool write_open_ = false;  // the last Write segment seen did not end its message
 };
 
 }  // namespace rdmadiag::decode

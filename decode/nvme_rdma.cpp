@@ -33,6 +33,39 @@ NvmeRdmaPayload classify_nvme_rdma(const DecodedPacket& p) {
   return out;
 }
 
+namespace {
+bool is_send_invalidate(std::uint8_t op) {
+  return op == static_cast<std::uint8_t>(RdmapOpcode::send_invalidate) ||
+         op == static_cast<std::uint8_t>(RdmapOpcode::send_se_invalidate);
+}
+bool is_send(std::uint8_t op) {
+  return op == static_cast<std::uint8_t>(RdmapOpcode::send) || op == static_cast<std::uint8_t>(RdmapOpcode::send_se) ||
+         is_send_invalidate(op);
+}
+}  // namespace
+
+NvmeRdmaPayload classify_nvme_iwarp(const DdpSegment& seg, Bytes payload_head) {
+  NvmeRdmaPayload out;
+  const std::uint8_t op = seg.ddp.opcode();
+  if (op == static_cast<std::uint8_t>(RdmapOpcode::rdma_write) ||
+      op == static_cast<std::uint8_t>(RdmapOpcode::read_request) ||
+      op == static_cast<std::uint8_t>(RdmapOpcode::read_response)) {
+    out.role = NvmeRdmaRole::data;
+    return out;
+  }
+  if (!is_send(op) || seg.ddp.tagged || seg.ddp.qn != kQueueSend || seg.ddp.mo != 0) return out;
+  out.capsule = payload_head;
+  out.capsule_len = seg.payload_len;
+  out.invalidate = is_send_invalidate(op);
+  out.invalidated_key = seg.ddp.ulp;
+  out.continues = !seg.ddp.last;
+  if (!out.continues && seg.payload_len == kNvmeCqeLength)
+    out.role = NvmeRdmaRole::response;
+  else if (seg.payload_len >= kNvmeSqeLength && !out.invalidate)
+    out.role = NvmeRdmaRole::command;
+  return out;
+}
+
 bool is_nvme_service(std::uint64_t service_id, std::uint16_t port) {
   return service_id == (kRdmaCmTcpServiceBase | port);
 }

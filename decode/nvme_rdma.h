@@ -9,12 +9,17 @@
 //    the Connect data of the admin queue) and RDMA WRITE (the controller writes
 //    host memory: reads), addressed by the keyed SGL's key and address.
 // The NVMe-oF port of rdma_cm is 4420 (service ID 0x0106xxxx: RDMA_PS_TCP).
+// Over iWARP (RFC 5040 RDMAP on RFC 5041 DDP): the same messages, as RDMAP
+// Send / Send with Invalidate (the Invalidate STag in DDP's ULP field, RFC
+// 5040 section 4.2), RDMA Write and Read Request / Response segments; a
+// Send's first DDP segment (MO 0) begins the capsule.
 // One packet at a time and stateless: which queue pair belongs to NVMe, and
 // which NVMe queue it is, is the analysis' business (nvme_analysis.h).
 #pragma once
 #include <cstdint>
 
 #include "decode/byte_reader.h"
+#include "decode/ddp_rdmap.h"
 #include "decode/packet.h"
 
 namespace rdmadiag::decode {
@@ -43,6 +48,11 @@ struct NvmeRdmaPayload {
 // packets qualify; a SEND too short to hold an SQE and not 16 bytes long is
 // `none` (so not every RC SEND is taken for a capsule).
 NvmeRdmaPayload classify_nvme_rdma(const DecodedPacket& p);
+
+// What one iWARP DDP segment (headers decoded; `payload_head`: the first
+// bytes of its ULP payload) is to an NVMe connection. A Send's later segments
+// (MO > 0: in-capsule data) are `none`.
+NvmeRdmaPayload classify_nvme_iwarp(const DdpSegment& seg, Bytes payload_head);
 
 // Whether an rdma_cm service ID names the NVMe-oF port (or `port`).
 bool is_nvme_service(std::uint64_t service_id, std::uint16_t port = kNvmeRdmaPort);

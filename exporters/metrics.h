@@ -78,6 +78,6 @@ std::string render_perftest_metrics(const nlohmann::ordered_json& report);
 
 namespace rdmadiag::exporters {
 // Counters, gauges and per-command latency histograms of an `rdmadiag nvme`
-// JSON report (nvme_schema_version 1.1), for the textfile collector.
+// JSON report (nvme_schema_version 1.2), for the textfile collector.
 std::string render_nvme_metrics(const nlohmann::ordered_json& report);
 }  // namespace rdmadiag::exporters

@@ -132,8 +132,9 @@ Json queue_json(const decode::NvmeQueueStats& q) {
   Json j = queue_key_json(q.key);
   j["first_frame"] = q.first_frame;
   j["first_ns"] = q.first_ns;  // capture clock
-  j["sqsize"] = q.sqsize;
-  j["kato_ms"] = q.kato_ms;
+  j["connect_seen"] = q.connect_seen;
+  j["sqsize"] = q.connect_seen ? Json(q.sqsize) : Json(nullptr);
+  j["kato_ms"] = q.connect_seen ? Json(q.kato_ms) : Json(nullptr);
   if (!q.subnqn.empty()) j["subnqn"] = q.subnqn;
   if (!q.hostnqn.empty()) j["hostnqn"] = q.hostnqn;
   j["commands"] = q.commands;
@@ -244,7 +245,8 @@ namespace {
 void write_queues_text(std::ostream& out, const NvmeAnalyzer& a) {
   for (const auto& q : a.queues()) {
     out << "  queue " << qid_text(q.key.qid) << "  host " << address(q.key.host) << " -> controller "
-        << address(q.key.controller) << "  sqsize " << q.sqsize + 1 << "  commands " << q.commands << "  completed "
+        << address(q.key.controller) << "  sqsize "
+        << (q.connect_seen ? std::to_string(q.sqsize + 1) : "unknown (no Connect seen: QID from a completion)") << "  commands " << q.commands << "  completed "
         << q.completed << "  errors " << q.errors << "  unanswered " << q.unanswered << "  max outstanding "
         << q.max_outstanding << "  transport events " << q.transport_events << '\n';
     const double span_s = static_cast<double>(q.last_ns - q.first_ns) / 1e9;
@@ -315,7 +317,8 @@ void write_nvme_text(std::ostream& out, const NvmeAnalyzer& a) {
         << t.invalidate_mismatches << ")\n";
   if (t.iwarp_segments)
     out << "  " << t.iwarp_segments
-        << " TCP segments with data on the NVMe-oF port: NVMe over iWARP, whose capsules are not decoded (RoCE/IB only)\n";
+        << " TCP segments with data on the NVMe-oF port (NVMe over iWARP: capsules and data decoded; transport events not "
+           "attributed)\n";
   if (t.queue_pairs == 0 && !t.iwarp_segments)
     out << "  no NVMe queue pair found: no rdma_cm REQ/REP for the NVMe-oF port was captured (--port, or --assume-all "
            "to take capsule-shaped RC SENDs for NVMe)\n";

@@ -215,6 +215,38 @@ def transport_events(frames):
     return events
 
 
+def cause_kinds(frames):
+    """(destination, QPN) -> [(frame, kind)] from tshark's fields alone, kinds as
+    the transport analysis names them: a request whose PSN is ahead of the next
+    expected one is a psn_gap, behind it a retransmission (a resend); a READ
+    response whose (QP, PSN) an earlier response had is a retransmission, a
+    middle/last response more than one PSN past the highest seen a psn_gap (a
+    response to a READ re-requested from a lost PSN on fills the hole: neither)."""
+    expected, high, seen, out = {}, {}, set(), {}
+    for r in frames:
+        if not r["infiniband.bth.opcode"]:
+            continue
+        f, op = int(r["frame.number"]), int(r["infiniband.bth.opcode"])
+        qp, psn = (r["ip.dst"], int(r["infiniband.bth.destqp"], 16)), int(r["infiniband.bth.psn"])
+        if op in REQUEST_OPCODES:
+            ahead = (psn - expected.get(qp, psn)) & 0xFFFFFF
+            if ahead:
+                out.setdefault(qp, []).append((f, "psn_gap" if ahead < 0x800000 else "retransmission"))
+            span = -(-int(r["infiniband.reth.dmalen"] or 0) // PMTU) if op == 12 else 1
+            if ahead < 0x800000:
+                expected[qp] = (psn + max(span, 1)) & 0xFFFFFF
+        if op in READ_RESPONSE_OPCODES:
+            past = (psn - high.get(qp, psn)) & 0xFFFFFF
+            if (qp, psn) in seen:
+                out.setdefault(qp, []).append((f, "retransmission"))
+            elif 1 < past < 0x800000 and op in (14, 15):
+                out.setdefault(qp, []).append((f, "psn_gap"))
+            if qp not in high or 0 < past < 0x800000:
+                high[qp] = psn
+            seen.add((qp, psn))
+    return out
+
+
 def nak_frames(frames):
     """kind -> (destination, QPN) -> frames whose AETH syndrome is a NAK (bits 6:5 = 11b) or RNR NAK (01b)."""
     out = {"nak": {}, "rnr_nak": {}}
@@ -239,7 +271,8 @@ def check_attribution(name, commands, frames, errors):
     qp_of = {int(r["frame.number"]): (r["ip.dst"], int(r["infiniband.bth.destqp"], 16))
              for r in frames if r["infiniband.bth.destqp"]}
     naks = nak_frames(frames)
-    agree = attributed = 0
+    kinds = cause_kinds(frames)
+    agree = attributed = kinds_checked = 0
     for c in commands:
         lo, hi = int(c["command_frame"]), int(c["response_frame"])
         qps = {qp_of.get(lo), qp_of.get(hi)}
@@ -251,6 +284,11 @@ def check_attribution(name, commands, frames, errors):
             want = sum(1 for qp in qps for f in naks[kind].get(qp, []) if lo <= f < hi)
             if int(causes.get(kind, 0)) != want:
                 errors.append(f"{name}: command frame {lo}: {kind} ours {causes.get(kind, 0)}, AETH syndromes {want}")
+        for kind in ("psn_gap", "retransmission", "duplicate", "out_of_order"):
+            want = sum(1 for qp in qps for f, k in kinds.get(qp, []) if k == kind and lo <= f < hi)
+            if int(causes.get(kind, 0)) != want:
+                errors.append(f"{name}: command frame {lo}: {kind} ours {causes.get(kind, 0)}, tshark's PSNs {want}")
+        kinds_checked += any(int(v) for v in causes.values())
         if oracle and ours and min(inside) != int(c["first_event_frame"]):
             errors.append(f"{name}: command frame {lo}: first transport event at frame {c['first_event_frame']} (ours), "
                           f"{min(inside)} (independent list)")
@@ -260,7 +298,9 @@ def check_attribution(name, commands, frames, errors):
                           f"{c['transport_events']}, independent list {'some' if oracle else 'none'}")
         else:
             agree += 1
-    return f"attribution: {agree} of {len(commands)} commands agree ({attributed} attributed)"
+    return (f"attribution: {agree} of {len(commands)} commands agree ({attributed} attributed); per kind (psn_gap, "
+            f"retransmission, duplicate, out_of_order from tshark's PSNs; nak, rnr_nak from its AETHs) on every command, "
+            f"{kinds_checked} with causes")
 
 
 WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY, READ_REQUEST = 6, 7, 8, 10, 12
@@ -557,8 +597,8 @@ def check_nqns(name, pcap_dir, report, errors):
 
 def check_iwarp(rdmadiag, pcap_dir, errors):
     """NVMe over iWARP captures (a fio run, no RoCE NVMe decode beside them):
-    `rdmadiag nvme` must say its capsules are not decoded, counting the TCP
-    segments with data on port 4420 exactly as tshark's tcp fields do."""
+    `rdmadiag nvme` counts the TCP segments with data on port 4420 exactly as
+    tshark's tcp fields do (the capsules: nvme_iwarp_crosscheck.py)."""
     lines = []
     for fio in sorted(glob.glob(os.path.join(pcap_dir, "*.fio.json"))):
         name = os.path.basename(fio)[: -len(".fio.json")]
@@ -570,7 +610,7 @@ def check_iwarp(rdmadiag, pcap_dir, errors):
         got = json.loads(out.stdout)["totals"]["iwarp_segments"] if out.returncode == 0 else None
         if got != want:
             errors.append(f"{name}: iWARP segments on port 4420 ours {got}, tshark {want}")
-        lines.append(f"{name}: {got} iWARP segments reported as not decoded (tshark: {want})")
+        lines.append(f"{name}: {got} iWARP segments on port 4420 (tshark: {want})")
     return lines
 
 

@@ -7,6 +7,7 @@
 // tshark's fields by nvme_crosscheck.
 #include <gtest/gtest.h>
 
+#include "decode/ddp_rdmap.h"
 #include "decode/ib_opcodes.h"
 #include "decode/nvme_data.h"
 #include "decode/nvme_timeline.h"
@@ -72,6 +73,59 @@ TEST(NvmeDataMatcher, AddressOutsideTheSglIsNotMatched) {
   NvmeDataMatcher m;
   EXPECT_FALSE(m.on_packet(with_reth(packet(kWriteFirst, 1), 0x55, 0x1000 + 8192, 1024), find));
   EXPECT_FALSE(m.on_packet(packet(kWriteLast, 2), find));
+}
+
+// iWARP (RFC 5040 4.3-4.4, RFC 5041 4.2): a tagged Write / Read Response segment, an untagged Read Request.
+DdpSegment tagged(RdmapOpcode op, std::uint32_t stag, std::uint64_t to, std::uint32_t len, bool last) {
+  DdpSegment s;
+  s.ddp.tagged = true;
+  s.ddp.last = last;
+  s.ddp.rdmap_control = static_cast<std::uint8_t>(0x40 | static_cast<std::uint8_t>(op));
+  s.ddp.stag = stag;
+  s.ddp.to = to;
+  s.payload_len = len;
+  return s;
+}
+
+DdpSegment read_request(std::uint32_t sink_stag, std::uint64_t sink_to, std::uint32_t size, std::uint32_t src_stag,
+                        std::uint64_t src_to) {
+  DdpSegment s;
+  s.ddp.last = true;
+  s.ddp.qn = kQueueReadRequest;
+  s.ddp.rdmap_control = 0x40 | static_cast<std::uint8_t>(RdmapOpcode::read_request);
+  s.has_read_request = true;
+  s.read = RdmaReadRequest{sink_stag, sink_to, size, src_stag, src_to};
+  return s;
+}
+
+TEST(NvmeIwarpDataMatcher, WriteSegmentsByStagAndOffsetTheFirstAfterALastStartsAnOperation) {
+  NvmeIwarpDataMatcher m;
+  const auto a = m.on_segment(tagged(RdmapOpcode::rdma_write, 0x55, 0x1000, 1428, false), find);
+  const auto b = m.on_segment(tagged(RdmapOpcode::rdma_write, 0x55, 0x1594, 1240, true), find);
+  const auto c = m.on_segment(tagged(RdmapOpcode::rdma_write, 0x55, 0x1A6C, 100, true), find);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(a->target.cid, 7);
+  EXPECT_TRUE(a->starts_operation);
+  EXPECT_FALSE(b->starts_operation);
+  EXPECT_TRUE(c->starts_operation);
+  EXPECT_EQ(b->address + b->length, 0x1A6Cu);
+  EXPECT_FALSE(m.on_segment(tagged(RdmapOpcode::rdma_write, 0x56, 0x1000, 100, true), find));  // another STag
+}
+
+TEST(NvmeIwarpDataMatcher, ReadResponsesFollowTheirRequestsSinkStag) {
+  NvmeIwarpDataMatcher m;
+  const auto rq = m.on_segment(read_request(0xAB, 0x9000, 2048, 0x55, 0x1800), find);
+  ASSERT_TRUE(rq);
+  EXPECT_TRUE(rq->starts_operation);
+  EXPECT_EQ(rq->address, 0x1800u);
+  const auto r1 = m.on_segment(tagged(RdmapOpcode::read_response, 0xAB, 0x9000, 1428, false), find);
+  const auto r2 = m.on_segment(tagged(RdmapOpcode::read_response, 0xAB, 0x9594, 620, true), find);
+  ASSERT_TRUE(r1 && r2);
+  EXPECT_EQ(r2->target.cid, 7);
+  EXPECT_FALSE(r2->starts_operation);
+  EXPECT_FALSE(m.on_segment(tagged(RdmapOpcode::read_response, 0xAB, 0x9800, 16, true), find));  // past the request
+  EXPECT_FALSE(m.on_segment(read_request(0xAC, 0, 16, 0x55, 0x4000), find));  // source outside the SGL
+  EXPECT_FALSE(m.on_segment(tagged(RdmapOpcode::read_response, 0xAC, 0, 16, true), find));
 }
 
 TEST(NvmeTimeline, BinsHoldTheMostOutstandingAndCarryItOver) {
