@@ -62,7 +62,7 @@ bool sent_before(std::int32_t ip_id, std::int32_t than) {
 const OpenLoss* recovered_late(const RequesterState& q, const SeqPacket& p) {
   auto late_in = [&](const OpenLoss& l) {
     return l.part_count && !l.corrupt && !l.resend_hole && !l.response && l.contains(p.psn) &&
-           sent_before(p.ip_id, l.ip_id_at);
+           p.ts - l.ts < kIpIdClockSeconds && sent_before(p.ip_id, l.ip_id_at);
   };
   for (const OpenLoss& l : q.losses)
     if (late_in(l)) return &l;
@@ -200,7 +200,12 @@ void close_loss(RequesterState& q, std::size_t i, const SeqPacket& at, SeqSink& 
   sink.relate(l.anomaly, at.frame);
   if (Anomaly* e = sink.anomaly(q.episode_anomaly)) e->duration_us = std::max(e->duration_us, us);
   // Its originals may still come, overtaken by the resend: kept a while to tell.
-  if (!l.corrupt && !l.resend_hole && l.ip_id_at >= 0) q.recovered[q.recovered_next++ % q.recovered.size()] = l;
+  if (!l.corrupt && !l.resend_hole && l.ip_id_at >= 0) {
+    if (q.recovered.size() < kMaxRecovered)
+      q.recovered.push_back(l);
+    else
+      q.recovered[q.recovered_next++ % kMaxRecovered] = l;
+  }
   q.losses.erase(q.losses.begin() + static_cast<std::ptrdiff_t>(i));
 }
 
@@ -457,7 +462,8 @@ void RequesterState::restart(std::uint32_t psn) {
   resending = false;
   nak_frame = 0;
   losses.clear();
-  recovered = {};
+  recovered.clear();
+  recovered_next = 0;
   pending.clear();
   sent.reset(psn);
   answered.reset(psn);

@@ -15,7 +15,7 @@
 //
 // Memory per flow: two PSN windows (2 x 256 bytes), a ring of the last 64
 // requests' IP IDs (1 KB, from the second request on), at most 4096 outstanding requests, 64 open losses
-// and the last 4 recovered ones.
+// and the last 32 recovered ones (only once a gap was recovered).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -33,6 +33,7 @@ namespace rdmadiag::decode {
 inline constexpr std::int32_t kRestartJump = 1 << 20;  // a PSN jump this large is a new connection, not loss
 inline constexpr std::size_t kMaxPending = 4096;
 inline constexpr std::size_t kMaxOpenLosses = 64;
+inline constexpr std::size_t kMaxRecovered = 32;  // under heavy reordering many gaps recover before their originals come
 inline constexpr double kTimeoutSilenceSeconds = 0.001;
 inline constexpr std::int32_t kCorruptAhead = 4096;  // how far ahead a corrupt packet's PSN is believed
 inline constexpr double kIpIdClockSeconds = 0.5;  // how long an IPv4 ID orders packets (a 16-bit counter per host pair)
@@ -210,7 +211,9 @@ struct RequesterState {
   PsnWindow answered;               // READ response / atomic ACK PSNs seen
   FlowRing<PendingRequest> pending;
   std::vector<OpenLoss> losses;
-  std::array<OpenLoss, 4> recovered{};  // the last gaps a resend recovered: their originals may still come
+  // The last gaps a resend recovered (at most kMaxRecovered, allocated at the
+  // first): their originals may still come, overtaken by the resend.
+  std::vector<OpenLoss> recovered;
   std::uint8_t recovered_next = 0;
   RecentCopies recent;
   ResponderView responder;
