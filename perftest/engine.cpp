@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <thread>
 #include <limits>
 #include <functional>
 #include <memory>
@@ -548,6 +549,16 @@ class BwSender {
   }
 
   bool finished() const { return retired_ == iters_ * flows_.size(); }
+
+  // After an endless run: let what is still in flight complete (until the CQ is quiet for
+  // 100 ms, at most wait_ms) before the QPs go; statuses no longer matter.
+  static void drain(ibv_cq* cq, int wait_ms) {
+    const std::uint64_t end = monotonic_ns() + static_cast<std::uint64_t>(wait_ms) * 1000000;
+    std::uint64_t quiet_since = monotonic_ns();
+    std::array<ibv_wc, 16> wcs{};
+    for (std::uint64_t now = quiet_since; now < end && now - quiet_since < 100000000; now = monotonic_ns())
+      if (ibv_poll_cq(cq, 16, wcs.data()) != 0) quiet_since = now;
+  }
   std::uint64_t retired() const { return retired_; }
 
   // --perform_warm_up (perftest's perform_warm_up): per QP, -t signalled operations and their
@@ -765,39 +776,148 @@ SizeResult run_send_bw_server(Session& s, std::uint64_t size, std::uint64_t rece
 volatile std::sig_atomic_t g_interrupted = 0;
 extern "C" void on_sigint(int) { g_interrupted = 1; }
 
-// --run_infinitely, the sender (perftest's run_iter_bw_infinitely): send without end; every -D
-// seconds (default 5) report that period's messages and bandwidth; stop at SIGINT, then go on
-// with the end-of-test exchange (a perftest server waits there and then closes).
+// --run_infinitely's periods (perftest's print thread: a row every -D s, default 5): the
+// messages counted since the last report, handed to on_period (row, JSON line, metrics). The
+// result is the last whole period (the run so far if none ended) with the whole run in infinite.
+class InfinitePeriods {
+ public:
+  InfinitePeriods(const Session& s, const SizeResult& base, const CycleClock& clock)
+      : on_period_(s.opt.on_period), base_(base), cycles_per_sec_(clock.cycles_per_usec * 1e6),
+        period_cycles_(static_cast<std::uint64_t>((s.opt.duration_s > 0 ? s.opt.duration_s : 5) * cycles_per_sec_)),
+        start_(read_cycles()), period_start_(start_) {}
+
+  // messages: the running total. True when a period ended (a moment to look at the peer).
+  bool update(std::uint64_t messages, std::uint64_t now) {
+    if (now - period_start_ < period_cycles_) return false;
+    last_ = figures(messages - at_period_start_, now - period_start_);
+    ++periods_;
+    if (on_period_) on_period_(last_);
+    period_start_ = now;
+    at_period_start_ = messages;
+    return true;
+  }
+
+  SizeResult finish(std::uint64_t messages, std::uint64_t now, const std::string& ended_by) const {
+    SizeResult out = periods_ ? last_ : figures(messages, now - start_);
+    out.infinite = InfiniteRun{periods_, messages, static_cast<double>(now - start_) / cycles_per_sec_, ended_by};
+    return out;
+  }
+
+ private:
+  SizeResult figures(std::uint64_t messages, std::uint64_t cycles) const {
+    SizeResult period = base_;
+    const double seconds = std::max(1e-9, static_cast<double>(cycles) / cycles_per_sec_);
+    period.iterations = messages;
+    period.msg_rate_mpps = static_cast<double>(messages) / seconds / 1e6;
+    period.bw_avg_mb_per_sec = static_cast<double>(base_.size) * static_cast<double>(messages) / seconds / 1048576.0;
+    period.bw_peak_mb_per_sec = 0;  // perftest: noPeak with --run_infinitely
+    period.elapsed_usec = seconds * 1e6;
+    return period;
+  }
+
+  std::function<void(const SizeResult&)> on_period_;
+  SizeResult base_, last_;
+  double cycles_per_sec_;
+  std::uint64_t period_cycles_, start_, period_start_, at_period_start_ = 0, periods_ = 0;
+};
+
+// What ends a --run_infinitely loop: SIGINT here, or the peer closing the exchange (a perftest
+// peer is killed; an rdmadiag peer stopped by its own SIGINT). The peer is looked at every
+// 100 ms, not per completion (a system call).
+class InfiniteStop {
+ public:
+  InfiniteStop(Session& s, const CycleClock& clock)
+      : oob_(s.oob), check_cycles_(static_cast<std::uint64_t>(clock.cycles_per_usec * 1e5)), previous_(std::signal(SIGINT, on_sigint)) {
+    g_interrupted = 0;
+  }
+  ~InfiniteStop() { std::signal(SIGINT, previous_); }
+  InfiniteStop(const InfiniteStop&) = delete;
+  InfiniteStop& operator=(const InfiniteStop&) = delete;
+
+  bool now(std::uint64_t cycles) {
+    if (g_interrupted) reason_ = "SIGINT";
+    else if (cycles - last_check_ >= check_cycles_) {
+      last_check_ = cycles;
+      if (oob_.peer_closed()) reason_ = "peer closed";
+    }
+    return !reason_.empty();
+  }
+  // A completion error once the peer is gone (its QP destroyed) ends the run too: wait up to 3 s
+  // for the exchange to show it; otherwise the error stands.
+  bool explains_error() {
+    for (int i = 0; i < 30 && reason_.empty(); ++i) {
+      if (oob_.peer_closed()) reason_ = "peer closed";
+      else std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return !reason_.empty();
+  }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  OobTransport& oob_;
+  std::uint64_t check_cycles_, last_check_ = 0;
+  void (*previous_)(int);
+  std::string reason_;
+};
+
+// --run_infinitely, a sender (perftest's run_iter_bw_infinitely; write/read/send-bw client,
+// both sides of write/read-bw -b): send without end, report every period, stop at SIGINT or
+// when the peer is gone, then wait (at most 2 s) for what is still in flight.
 SizeResult run_bw_infinitely(Session& s, std::uint64_t size, const CycleClock& clock) {
   SizeRun run(s, size, clock, bw_opcode(s.opt.verb), s.opt.test_name + " --run_infinitely");
   run.iters = std::numeric_limits<std::uint64_t>::max() >> 24;  // unbounded, fits the wr_id field
   BwSender sender(run, s);
-  g_interrupted = 0;
-  const auto previous = std::signal(SIGINT, on_sigint);
-  const double period_s = s.opt.duration_s > 0 ? s.opt.duration_s : 5;
-  const auto period_cycles = static_cast<std::uint64_t>(period_s * clock.cycles_per_usec * 1e6);
-  std::uint64_t period_start = read_cycles(), retired_at_start = 0;
-  SizeResult total = run.out;
-  while (!g_interrupted) {
+  InfinitePeriods periods(s, run.out, clock);
+  InfiniteStop stop(s, clock);
+  std::array<ibv_wc, 16> wcs{};
+  std::uint64_t now = read_cycles();
+  while (!stop.now(now)) {
     sender.post_round();
-    const ibv_wc wc = wait_completion(s.res.send_cq(), s.res.channel(), false, run.watchdog, "a --run_infinitely operation");
-    const std::uint64_t now = read_cycles();
-    sender.retire(wc, now);
-    if (now - period_start < period_cycles) continue;
-    SizeResult period = run.out;
-    period.iterations = sender.retired() - retired_at_start;
-    const double seconds = static_cast<double>(now - period_start) / (clock.cycles_per_usec * 1e6);
-    period.msg_rate_mpps = static_cast<double>(period.iterations) / seconds / 1e6;
-    period.bw_avg_mb_per_sec = static_cast<double>(size) * static_cast<double>(period.iterations) / seconds / 1048576.0;
-    period.bw_peak_mb_per_sec = 0;  // perftest: noPeak with --run_infinitely
-    period.elapsed_usec = seconds * 1e6;
-    if (s.opt.on_period) s.opt.on_period(period);
-    total = period;
-    period_start = now;
-    retired_at_start = sender.retired();
+    const int n = ibv_poll_cq(s.res.send_cq(), 16, wcs.data());
+    if (n < 0) throw RunError("ibv_poll_cq failed in --run_infinitely");
+    now = read_cycles();
+    for (int k = 0; k < n; ++k) {
+      if (wcs[k].status != IBV_WC_SUCCESS) {
+        if (stop.explains_error()) return periods.finish(sender.retired(), now, stop.reason());
+        throw RunError("completion error in --run_infinitely: " + completion_status_name(wcs[k].status) + " - " +
+                       completion_status_hint(wcs[k].status));
+      }
+      sender.retire(wcs[k], now);
+    }
+    if (n > 0) run.watchdog.progressed();
+    else run.watchdog.check("a --run_infinitely operation");
+    periods.update(sender.retired(), now);
   }
-  std::signal(SIGINT, previous);
-  return total;  // the last whole period
+  SizeResult out = periods.finish(sender.retired(), now, stop.reason());
+  if (stop.reason() == "SIGINT") BwSender::drain(s.res.send_cq(), 2000);
+  return out;
+}
+
+// --run_infinitely, send-bw server (perftest's run_iter_bw_infinitely_server): consume the
+// client's SENDs, re-post each receive, report every period; stop at SIGINT or when the client
+// is gone (perftest's client is killed; ours closes after its SIGINT).
+SizeResult run_send_bw_infinitely_server(Session& s, std::uint64_t size, const CycleClock& clock) {
+  auto& res = s.res;
+  SizeRun run(s, size, clock, IBV_WR_SEND, "send-bw --run_infinitely");
+  InfinitePeriods periods(s, run.out, clock);
+  InfiniteStop stop(s, clock);
+  std::array<ibv_wc, 16> wcs{};
+  std::uint64_t arrived = 0, now = read_cycles();
+  while (!stop.now(now)) {
+    const int n = ibv_poll_cq(res.recv_cq(), 16, wcs.data());
+    if (n < 0) throw RunError("ibv_poll_cq failed in send-bw --run_infinitely");
+    now = read_cycles();
+    for (int k = 0; k < n; ++k) {
+      if (wcs[k].status != IBV_WC_SUCCESS) {
+        if (stop.explains_error()) return periods.finish(arrived, now, stop.reason());
+        throw RunError("completion error on a receive in --run_infinitely: " + completion_status_name(wcs[k].status));
+      }
+      ++arrived;
+      post_receives(res, size, 1, qp_index_of(res, wcs[k].qp_num));
+    }
+    periods.update(arrived, now);  // no watchdog: a quiet client is not an error here
+  }
+  return periods.finish(arrived, now, stop.reason());
 }
 
 // -b send-bw, perftest's run_iter_bi: each side sends its -n per QP (figures as a sender) and
@@ -862,6 +982,15 @@ oob::BwReport exchange_bw_report(Session& s, const SizeResult* mine_result) {
   return remote;
 }
 
+// --run_infinitely: a run the peer ended (it closed the exchange) has nothing more to
+// exchange; said as a warning (perftest's peer is simply killed, that is its normal end).
+bool ended_by_peer(Session& s) {
+  const auto& last = s.result.sizes.back();
+  if (!last.infinite || last.infinite->ended_by != "peer closed") return false;
+  s.result.warnings.push_back("--run_infinitely: the peer closed the connection (stopped); the figures are this side's");
+  return true;
+}
+
 // write-bw/read-bw without -b: the client runs, the server waits; then the client's report goes
 // to the server, which prints it (perftest 4.5's write_bw.c / read_bw.c).
 void run_rdma_bw_one_way(Session& s, const std::vector<std::uint64_t>& sizes, const CycleClock& clock,
@@ -870,6 +999,7 @@ void run_rdma_bw_one_way(Session& s, const std::vector<std::uint64_t>& sizes, co
     for (auto size : sizes) {
       announce(size);
       s.result.sizes.push_back(s.opt.run_infinitely ? run_bw_infinitely(s, size, clock) : run_bw_client(s, size, clock));
+      if (ended_by_peer(s)) return;
     }
   if (s.is_server() && s.opt.run_infinitely) {
     // The client runs until it is stopped (a day at most here); a perftest client is simply
@@ -907,6 +1037,12 @@ void run_rdma_bw_bidirectional(Session& s, const std::vector<std::uint64_t>& siz
   for (auto size : sizes) {
     announce(size);
     s.barrier("start of size " + std::to_string(size));
+    if (s.opt.run_infinitely) {
+      // perftest 4.5: both sides send until killed, no report exchange; each side reports its own.
+      s.result.sizes.push_back(run_bw_infinitely(s, size, clock));
+      (void)ended_by_peer(s);
+      return;
+    }
     auto r = run_bw_client(s, size, clock);
     if (s.opt.all_sizes) s.barrier("end of size " + std::to_string(size));
     r.remote_report = exchange_bw_report(s, &r);
@@ -924,6 +1060,13 @@ void run_send_bw_sizes(Session& s, const std::vector<std::uint64_t>& sizes, std:
     announce(size);
     if (s.is_server() || s.opt.bidirectional) post_receives_on_every_qp(s.res, size, receive_depth);
     s.barrier("receives posted (size " + std::to_string(size) + ")");
+    if (s.opt.run_infinitely) {
+      // perftest 4.5's send_bw: after this barrier the client sends and the server receives until
+      // killed; nothing more is exchanged.
+      s.result.sizes.push_back(s.is_server() ? run_send_bw_infinitely_server(s, size, clock) : run_bw_infinitely(s, size, clock));
+      (void)ended_by_peer(s);
+      return;
+    }
     SizeResult r = s.opt.bidirectional ? run_send_bw_bidirectional(s, size, receive_depth, clock)
                    : s.is_server()     ? run_send_bw_server(s, size, receive_depth, clock)
                                        : run_bw_client(s, size, clock);
@@ -1129,8 +1272,6 @@ void check_bandwidth_options(const TestOptions& opt) {
     if (opt.all_sizes) throw RunError("--run_infinitely runs one size: not with -a");
     if (opt.bidirectional && opt.verb == Verb::Send)
       throw RunError("--run_infinitely is not supported in the SEND bidirectional test (as perftest)");
-    if (opt.bidirectional || opt.verb == Verb::Send)
-      throw RunError("--run_infinitely is implemented for write-bw and read-bw without -b only (send-bw and -b: not yet)");
   }
   if (!latency && opt.latency_gap_usec > 0)
     throw RunError("--latency_gap: the latency gap is only for latency tests (as perftest)");

@@ -96,6 +96,7 @@ class CmOobChannel : public OobTransport {
   bool message_based() const override { return true; }
   std::vector<char> drain(int wait_ms) override;
   void let_peer_close_first(int wait_ms) override;
+  bool peer_closed() override { return connection_ && connection_->poll_disconnected(); }
 
  private:
   CmConnectParams create_resources(rdma_cm_id* id);

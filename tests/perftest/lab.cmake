@@ -219,6 +219,25 @@ add_test(NAME lab_perftest_siw_cm_negotiation_json
           --exchange rdma_cm --require-ok --negotiated)
 set_tests_properties(lab_perftest_siw_cm_negotiation_json PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_siw_cm_negotiation)
 
+# write-bw -q 4 -b against Debian's ib_write_bw both ways on Soft-RoCE (issue 18), one boot with
+# step markers: ib<->ib, ib server / rdmadiag client, rdmadiag server / ib client, ib<->ib.
+# lab_q4b_check.py: the capture of each rdmadiag step shows 4 QP pairs both ways (tshark, and
+# rdmadiag analyze agreeing), ib_write_bw's printed QPNs are the ones written to, and the
+# client's -b sum row lies within the spread of the two ib<->ib runs. -s 1024: single-packet
+# WRITEs (see the rxe go-back-N note above).
+set(PT_Q4B "-q 4 -b -n 200 -s 1024")
+add_test(NAME lab_perftest_q4b
+  COMMAND ${PT_LAB_RUN} --mode rxe --out ${PT_LAB_OUT}/q4b --replace --timeout 200 --mark-steps -q
+          --server "ib_write_bw ${PT_DEV} -F ${PT_Q4B}" --client "ib_write_bw ${PT_DEV} -F ${PT_Q4B} $LAB_SERVER_IP"
+          --server "ib_write_bw ${PT_DEV} -F ${PT_Q4B}" --client "${PT_RD} perftest write-bw ${PT_DEV} ${PT_Q4B} $LAB_SERVER_IP"
+          --server "${PT_RD} perftest write-bw ${PT_DEV} ${PT_Q4B}" --client "ib_write_bw ${PT_DEV} -F ${PT_Q4B} $LAB_SERVER_IP"
+          --server "ib_write_bw ${PT_DEV} -F ${PT_Q4B}" --client "ib_write_bw ${PT_DEV} -F ${PT_Q4B} $LAB_SERVER_IP")
+set_tests_properties(lab_perftest_q4b PROPERTIES LABELS lab FIXTURES_REQUIRED lab FIXTURES_SETUP lab_perftest_q4b
+  TIMEOUT 260 RESOURCE_LOCK lab_vms)
+add_test(NAME lab_perftest_q4b_check
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/lab_q4b_check.py ${PT_LAB_OUT}/q4b ${PT_RD})
+set_tests_properties(lab_perftest_q4b_check PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_q4b)
+
 # The timing comparison is a measurement, not a pass/fail test: emulated VMs on a
 # shared machine are too noisy for a 10 % bound to hold on every CI run. It is
 # built only on request: cmake -DRDMADIAG_LAB_ACCEPTANCE=ON, then
@@ -240,3 +259,4 @@ perftest_lab(acceptance TIMEOUT 3000 STEPS ${steps})
 add_test(NAME lab_perftest_acceptance_compare
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/lab_compare.py ${PT_LAB_OUT}/acceptance)
 set_tests_properties(lab_perftest_acceptance_compare PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_acceptance)
+

@@ -43,6 +43,7 @@ expect "post list is supported in bandwidth tests only" write-lat -l 2
 expect "--latency_gap: the latency gap is only for latency tests" write-bw --latency_gap 10
 # run_infinitely_dependencies: "run_infinitely exists only in BW tests", "does not support events".
 expect "--run_infinitely does not support -e" write-bw --run_infinitely -e
+expect "--run_infinitely is not supported in the SEND bidirectional test" send-bw --run_infinitely -b
 # perftest's parser: -C "Available only on Latency tests", -H and -U likewise.
 expect "-C/--report-cycles: available only in latency tests" write-bw -C
 expect "-U/--report-unsorted: available only in latency tests" read-bw -U
