@@ -826,13 +826,13 @@ class InfinitePeriods {
 // 100 ms, not per completion (a system call).
 class InfiniteStop {
  public:
+  // The handler stays for the rest of the process: a second SIGINT (timeout(1) signals the
+  // child and then its process group) during the teardown must not cut off the final report.
   InfiniteStop(Session& s, const CycleClock& clock)
-      : oob_(s.oob), check_cycles_(static_cast<std::uint64_t>(clock.cycles_per_usec * 1e5)), previous_(std::signal(SIGINT, on_sigint)) {
+      : oob_(s.oob), check_cycles_(static_cast<std::uint64_t>(clock.cycles_per_usec * 1e5)) {
     g_interrupted = 0;
+    std::signal(SIGINT, on_sigint);
   }
-  ~InfiniteStop() { std::signal(SIGINT, previous_); }
-  InfiniteStop(const InfiniteStop&) = delete;
-  InfiniteStop& operator=(const InfiniteStop&) = delete;
 
   bool now(std::uint64_t cycles) {
     if (g_interrupted) reason_ = "SIGINT";
@@ -856,7 +856,6 @@ class InfiniteStop {
  private:
   OobTransport& oob_;
   std::uint64_t check_cycles_, last_check_ = 0;
-  void (*previous_)(int);
   std::string reason_;
 };
 
@@ -1036,13 +1035,14 @@ void run_rdma_bw_bidirectional(Session& s, const std::vector<std::uint64_t>& siz
                                const std::function<void(std::uint64_t)>& announce) {
   for (auto size : sizes) {
     announce(size);
-    s.barrier("start of size " + std::to_string(size));
     if (s.opt.run_infinitely) {
-      // perftest 4.5: both sides send until killed, no report exchange; each side reports its own.
+      // perftest 4.5: no barrier, both sides send until killed, no report exchange; each side
+      // reports its own (a barrier here waited for ever on ib_write_bw -b in the lab).
       s.result.sizes.push_back(run_bw_infinitely(s, size, clock));
       (void)ended_by_peer(s);
       return;
     }
+    s.barrier("start of size " + std::to_string(size));
     auto r = run_bw_client(s, size, clock);
     if (s.opt.all_sizes) s.barrier("end of size " + std::to_string(size));
     r.remote_report = exchange_bw_report(s, &r);
@@ -1085,22 +1085,28 @@ void run_send_bw_sizes(Session& s, const std::vector<std::uint64_t>& sizes, std:
 // The QP and its resources are created on the device rdma_cm resolved, into cm_resources.
 VerbsResources& connect_test_qp_with_rdma_cm(const TestOptions& opt, const ResourceRequest& req, OobTransport& oob,
                                              bool cm_tail_markers, int timeout_ms,
-                                             std::optional<CmConnection>& connection,
+                                             std::vector<CmConnection>& connections,
                                              std::optional<VerbsResources>& cm_resources) try {
+  std::optional<CmConnection> listener;  // server: one listener for every QP's connection (-q)
   if (oob.is_client()) {
     exchange_key(oob, {}, false, cm_tail_markers, "sync before the rdma_cm connection", timeout_ms);
   } else {
     // The client connects as soon as it has our answer: listen before answering (perftest
     // listens after, and a fast client - seen with ib_send_lat -R on siw - is refused).
     (void)oob::parse_cm_key_message(oob.receive_message("sync before the rdma_cm connection", timeout_ms));
-    connection.emplace(CmConnection::listen(opt.tcp_port, "test connection"));
+    listener.emplace(CmConnection::listen(opt.tcp_port, "test connection", opt.qp_count));
     oob.send(oob::encode_cm_key_message({}, cm_tail_markers), "sync before the rdma_cm connection");
   }
   CmHooks hooks;
   hooks.create_qp = [&](rdma_cm_id* id) {
-    ResourceRequest cm_request = req;
-    cm_request.cm_id = id;
-    cm_resources.emplace(cm_request);
+    // The first id brings the device: all resources; each further one (-q) adds its QP.
+    if (connections.empty()) {
+      ResourceRequest cm_request = req;
+      cm_request.cm_id = id;
+      cm_resources.emplace(cm_request);
+    } else {
+      cm_resources->add_cm_qp(id, req);
+    }
     CmConnectParams params;
     if (opt.verb == Verb::Read || opt.verb == Verb::Atomic) {
       // rdma_cm grants the QP remote read/atomic access only with responder resources.
@@ -1109,13 +1115,21 @@ VerbsResources& connect_test_qp_with_rdma_cm(const TestOptions& opt, const Resou
     }
     return params;
   };
-  hooks.destroy_qp = [&] { cm_resources.reset(); };
+  hooks.destroy_qp = [&] {
+    if (connections.empty()) cm_resources.reset();
+    else cm_resources->remove_last_cm_qp();
+  };
   hooks.tos = opt.tos;
   hooks.ack_timeout = opt.qp_timeout;
-  if (oob.is_client())
-    connection.emplace(CmConnection::connect(opt.peer, opt.tcp_port, timeout_ms, hooks, "test connection"));
-  else
-    connection->accept_one(timeout_ms, hooks, "test connection");
+  // One rdma_cm connection per QP, one after the other: QP i of the client is QP i of the
+  // server (perftest's server numbers them in arrival order, its client in connect order).
+  for (int q = 0; q < std::max(opt.qp_count, 1); ++q) {
+    const std::string what = opt.qp_count > 1 ? "test connection (QP " + std::to_string(q) + ")" : "test connection";
+    if (oob.is_client())
+      connections.push_back(CmConnection::connect(opt.peer, opt.tcp_port, timeout_ms, hooks, what));
+    else
+      connections.push_back(listener->accept_next(timeout_ms, hooks, what));
+  }
   exchange_key(oob, {}, false, cm_tail_markers, "sync after the rdma_cm connection", timeout_ms);
   return *cm_resources;
 } catch (const oob::ProtocolError& e) {
@@ -1286,10 +1300,6 @@ void check_bandwidth_options(const TestOptions& opt) {
                    "silently - run without it, or use perftest built with GPU support)");
   if (opt.verb != Verb::Send && opt.rx_depth_given && opt.rx_depth > 1)
     throw RunError("-r: on RDMA verbs the rx depth can only be 1 (as perftest); -r applies to SEND tests");
-  if (opt.qp_count > 1 && opt.rdma_cm)
-    throw RunError("-q " + std::to_string(opt.qp_count) +
-                   " with -R/--rdma_cm is not supported yet by rdmadiag perftest (one rdma_cm connection per QP is not done; "
-                   "use the TCP exchange)");
   if (opt.qp_count > 1 && opt.transport == Transport::UD)
     throw RunError("-q with -c UD is not supported yet by rdmadiag perftest");
 }
@@ -1355,7 +1365,7 @@ TestResult run_test(const TestOptions& opt) {
   VerbsResources local(first_request);
   check_report_counters(opt, local.device_name(), local.port());
   // With -R: the test's rdma_cm connection (declared before its resources, which go first).
-  std::optional<CmConnection> test_connection;
+  std::vector<CmConnection> test_connections;
   std::optional<VerbsResources> cm_resources;
   VerbsResources* resources = &local;
 
@@ -1468,7 +1478,7 @@ TestResult run_test(const TestOptions& opt) {
 
   const bool cm_tail_markers = std::atof(opt.announce_version.c_str()) >= oob::kCmTailMarkersVersion;
   if (opt.rdma_cm) {
-    resources = &connect_test_qp_with_rdma_cm(opt, req, oob, cm_tail_markers, timeout_ms, test_connection, cm_resources);
+    resources = &connect_test_qp_with_rdma_cm(opt, req, oob, cm_tail_markers, timeout_ms, test_connections, cm_resources);
     describe_resources(info, *resources);
     if (!opt.device.empty() && opt.device != resources->device_name())
       result.warnings.push_back("-d " + opt.device + " was given, but rdma_cm reaches the peer through " +
