@@ -826,8 +826,8 @@ class InfinitePeriods {
 // 100 ms, not per completion (a system call).
 class InfiniteStop {
  public:
-  // The handler stays for the rest of the process: a second SIGINT (timeout(1) signals the
-  // child and then its process group) during the teardown must not cut off the final report.
+  // The handler stays for the rest of the process: a SIGINT arriving after the loop ended (the
+  // peer closed first; seen in the lab) must not kill the process before its final report.
   InfiniteStop(Session& s, const CycleClock& clock)
       : oob_(s.oob), check_cycles_(static_cast<std::uint64_t>(clock.cycles_per_usec * 1e5)) {
     g_interrupted = 0;
