@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <csignal>
 #include <chrono>
 #include <cmath>
@@ -527,7 +528,8 @@ class BwSender {
   BwSender(SizeRun& run, Session& s)
       : run_(run), timed_(run.window.active || s.opt.run_infinitely), depth_(static_cast<std::uint64_t>(std::max(1, s.opt.tx_depth))),
         cq_mod_(static_cast<std::uint64_t>(effective_cq_mod(s.opt))), iters_(run.iters),
-        post_list_(static_cast<std::uint64_t>(std::max(1, s.opt.post_list))) {
+        post_list_(static_cast<std::uint64_t>(std::max(1, s.opt.post_list))),
+        credit_window_(send_credit_window(s)), res_(s.res) {
     const unsigned inline_flag = (s.opt.verb != Verb::Read && run.inline_ok) ? IBV_SEND_INLINE : 0;
     for (std::size_t q = 0; q < s.res.qp_count(); ++q) {
       Flow f;
@@ -549,6 +551,9 @@ class BwSender {
   }
 
   bool finished() const { return retired_ == iters_ * flows_.size(); }
+  // The last post_round stopped at a QP's send credit (iWARP send-bw): nothing may complete
+  // until the peer's credit arrives, so do not wait for a completion.
+  bool gated_by_credit() const { return gated_; }
 
   // After an endless run: let what is still in flight complete (until the CQ is quiet for
   // 100 ms, at most wait_ms) before the QPs go; statuses no longer matter.
@@ -579,9 +584,10 @@ class BwSender {
   // perftest's inner loop: every QP posts while it has room (-t) and operations left; with -l
   // the work requests of one post are chained (one ibv_post_send, one post time each).
   void post_round() {
+    gated_ = false;
     for (std::size_t q = 0; q < flows_.size(); ++q) {
       Flow& f = flows_[q];
-      while (f.sent < iters_ && f.sent - f.done + post_list_ <= depth_) {
+      while (f.sent < iters_ && f.sent - f.done + post_list_ <= depth_ && credit_allows(q, f.sent)) {
         const std::uint64_t count = std::min(post_list_, iters_ - f.sent);
         f.chain.assign(count, f.wr);
         f.sges.assign(count, f.sge);
@@ -690,10 +696,32 @@ class BwSender {
     if (!all.empty()) run_.out.completion_latency = compute_statistics(to_usec_samples(all, clock));
   }
 
+  // perftest's send credit on iWARP (see SendCreditWriter): the peer writes its receive count
+  // for QP q into the first word of our receive slot q (our key message's vaddr); at most
+  // credit_window_ SENDs beyond it. 0: no credit (not iWARP, not one-way send-bw).
+  static std::uint64_t send_credit_window(const Session& s) {
+    if (s.opt.verb != Verb::Send || s.opt.bidirectional || s.is_server() ||
+        s.res.context()->device->transport_type != IBV_TRANSPORT_IWARP)
+      return 0;
+    return std::min<std::uint64_t>(s.opt.iterations, static_cast<std::uint64_t>(s.opt.rx_depth));
+  }
+  bool credit_allows(std::size_t q, std::uint64_t sent) {
+    if (credit_window_ == 0) return true;
+    std::atomic_thread_fence(std::memory_order_acquire);  // the word is written by the peer's RDMA WRITE
+    std::uint32_t credit = 0;
+    std::memcpy(&credit, res_.recv_region(q), sizeof credit);
+    if (sent + post_list_ - credit < credit_window_) return true;
+    gated_ = true;
+    return false;
+  }
+
   SizeRun& run_;
   bool timed_;
   std::uint64_t depth_, cq_mod_, iters_;
   std::uint64_t post_list_;
+  std::uint64_t credit_window_;
+  const VerbsResources& res_;
+  bool gated_ = false;
   std::vector<Flow> flows_;
   std::vector<std::uint64_t> posted_, completed_;
   std::uint64_t retired_ = 0, in_window_ = 0;
@@ -711,6 +739,19 @@ SizeResult run_bw_client(Session& s, std::uint64_t size, const CycleClock& clock
   try {
     while (!sender.finished() && !(run.window.active && run.time_up())) {
       sender.post_round();
+      if (sender.gated_by_credit()) {
+        ibv_wc wc{};
+        const int n = ibv_poll_cq(s.res.send_cq(), 1, &wc);
+        if (n < 0 || (n == 1 && wc.status != IBV_WC_SUCCESS))
+          throw RunError("completion error on a SEND: " + completion_status_name(wc.status) + " - " + completion_status_hint(wc.status));
+        if (n == 1) {
+          sender.retire(wc, read_cycles());
+          run.watchdog.progressed();
+        } else {
+          run.watchdog.check("the peer's send credit (iWARP; its receives)");
+        }
+        continue;
+      }
       const ibv_wc wc = wait_completion(s.res.send_cq(), s.res.channel(), s.opt.use_events, run.watchdog,
                                         "completion of a " + s.opt.test_name + " operation");
       sender.retire(wc, read_cycles());
@@ -729,6 +770,45 @@ std::size_t qp_index_of(const VerbsResources& res, std::uint32_t qp_num) {
   return 0;
 }
 
+// perftest's send-bw on iWARP (send_rcredit): an iWARP SEND with no receive posted ends the
+// connection (iWARP has no RNR NAK), so perftest's client keeps at most rx_depth SENDs per QP
+// beyond the receive count its server last RDMA WRITE-s into the client's credit word (a
+// host-order uint32; its address and rkey are the client's key-message vaddr and rkey), which
+// the server does when (count mod rx_depth) mod (rx_depth / 3) is 0. Found in the lab: without
+// the writes ib_send_bw -R -n 60 on siw sent 59 SENDs and waited for ever.
+class SendCreditWriter {
+ public:
+  SendCreditWriter(Session& s, std::uint64_t receive_depth, const CycleClock& clock)
+      : s_(s), clock_(clock), active_(s.res.context()->device->transport_type == IBV_TRANSPORT_IWARP),
+        depth_(std::max<std::uint64_t>(receive_depth, 1)), every_(std::max<std::uint64_t>(receive_depth / 3, 1)) {}
+
+  // After a receive on QP q; count: that QP's receives so far.
+  void received(std::size_t q, std::uint64_t count) {
+    if (!active_ || (count % depth_) % every_ != 0) return;
+    const auto value = static_cast<std::uint32_t>(count);
+    char* word = s_.res.send_region(q);  // unused by a one-way send-bw server
+    std::memcpy(word, &value, sizeof value);
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(word), sizeof value, s_.res.mr()->lkey};
+    ibv_send_wr wr{};
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    const auto& key = s_.remote_key_of(q);
+    wr.wr.rdma = {key.vaddr, key.rkey};
+    post_send(s_.res.qp(q), wr);
+    ProgressWatchdog watchdog(s_.opt.timeout_s, "send credit", clock_);
+    (void)wait_completion(s_.res.send_cq(), s_.res.channel(), s_.opt.use_events, watchdog,
+                          "the send credit RDMA WRITE (iWARP)");
+  }
+
+ private:
+  Session& s_;
+  const CycleClock& clock_;
+  bool active_;
+  std::uint64_t depth_, every_;
+};
+
 // Server side of send-bw: count receives on every QP, re-post on the QP that consumed one.
 SizeResult run_send_bw_server(Session& s, std::uint64_t size, std::uint64_t receive_depth, const CycleClock& clock) {
   auto& res = s.res;
@@ -738,6 +818,7 @@ SizeResult run_send_bw_server(Session& s, std::uint64_t size, std::uint64_t rece
   const std::uint64_t expected = timed ? per_qp : per_qp * res.qp_count();
   std::vector<std::uint64_t> received(res.qp_count(), 0);
   std::uint64_t first = 0, last = 0, arrived = 0, in_window = 0;
+  SendCreditWriter credits(s, receive_depth, clock);
   try {
     for (std::uint64_t i = 0; i < expected && !(timed && run.time_up()); ++i) {
       const ibv_wc wc = wait_completion(res.recv_cq(), res.channel(), s.opt.use_events, run.watchdog,
@@ -750,6 +831,7 @@ SizeResult run_send_bw_server(Session& s, std::uint64_t size, std::uint64_t rece
       const std::size_t q = qp_index_of(res, wc.qp_num);
       ++received[q];
       if (timed || received[q] + receive_depth <= per_qp) post_receives(res, size, 1, q);
+      credits.received(q, received[q]);
     }
   } catch (const TimeUp&) {
   }
@@ -895,8 +977,10 @@ SizeResult run_bw_infinitely(Session& s, std::uint64_t size, const CycleClock& c
 // --run_infinitely, send-bw server (perftest's run_iter_bw_infinitely_server): consume the
 // client's SENDs, re-post each receive, report every period; stop at SIGINT or when the client
 // is gone (perftest's client is killed; ours closes after its SIGINT).
-SizeResult run_send_bw_infinitely_server(Session& s, std::uint64_t size, const CycleClock& clock) {
+SizeResult run_send_bw_infinitely_server(Session& s, std::uint64_t size, std::uint64_t receive_depth, const CycleClock& clock) {
   auto& res = s.res;
+  SendCreditWriter credits(s, receive_depth, clock);
+  std::vector<std::uint64_t> received(res.qp_count(), 0);
   SizeRun run(s, size, clock, IBV_WR_SEND, "send-bw --run_infinitely");
   InfinitePeriods periods(s, run.out, clock);
   InfiniteStop stop(s, clock);
@@ -912,7 +996,9 @@ SizeResult run_send_bw_infinitely_server(Session& s, std::uint64_t size, const C
         throw RunError("completion error on a receive in --run_infinitely: " + completion_status_name(wcs[k].status));
       }
       ++arrived;
-      post_receives(res, size, 1, qp_index_of(res, wcs[k].qp_num));
+      const std::size_t q = qp_index_of(res, wcs[k].qp_num);
+      post_receives(res, size, 1, q);
+      credits.received(q, ++received[q]);
     }
     periods.update(arrived, now);  // no watchdog: a quiet client is not an error here
   }
@@ -1063,7 +1149,7 @@ void run_send_bw_sizes(Session& s, const std::vector<std::uint64_t>& sizes, std:
     if (s.opt.run_infinitely) {
       // perftest 4.5's send_bw: after this barrier the client sends and the server receives until
       // killed; nothing more is exchanged.
-      s.result.sizes.push_back(s.is_server() ? run_send_bw_infinitely_server(s, size, clock) : run_bw_infinitely(s, size, clock));
+      s.result.sizes.push_back(s.is_server() ? run_send_bw_infinitely_server(s, size, receive_depth, clock) : run_bw_infinitely(s, size, clock));
       (void)ended_by_peer(s);
       return;
     }
