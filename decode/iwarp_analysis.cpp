@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "decode/crc32c.h"
 #include "decode/ddp_sequence.h"
@@ -31,14 +32,15 @@ constexpr std::size_t kStrideDecideBytes = 64u << 10;  // bytes after which the 
 struct Endpoint {
   std::array<std::uint8_t, 16> addr{};
   std::uint16_t port = 0;
-  bool operator==(const Endpoint&) const = default;
+  auto operator<=>(const Endpoint&) const = default;
 };
 
-std::uint64_t hash_endpoint(const Endpoint& e) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (auto b : e.addr) h = (h ^ b) * 1099511628211ull;
-  h = (h ^ (e.port & 0xFF)) * 1099511628211ull;
-  return (h ^ (e.port >> 8)) * 1099511628211ull;
+// The connection's key whichever way the segment travels.
+IwarpConnKey connection_key(const Endpoint& src, const Endpoint& dst) {
+  const bool src_low = src <= dst;
+  const Endpoint& lo = src_low ? src : dst;
+  const Endpoint& hi = src_low ? dst : src;
+  return IwarpConnKey{lo.addr, hi.addr, lo.port, hi.port};
 }
 
 // The cheap checks a byte position must pass to be taken for an FPDU header
@@ -62,6 +64,14 @@ int plausible_header(const ByteReader& r, std::size_t at) {
 }
 
 }  // namespace
+
+std::size_t IwarpConnKeyHash::operator()(const IwarpConnKey& k) const {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a over both endpoints
+  for (auto b : k.lo_addr) h = (h ^ b) * 1099511628211ull;
+  for (auto b : k.hi_addr) h = (h ^ b) * 1099511628211ull;
+  h = (h ^ k.lo_port) * 1099511628211ull;
+  return static_cast<std::size_t>((h ^ k.hi_port) * 1099511628211ull);
+}
 
 struct IwarpAnalyzer::Connection {
   struct Direction final : TcpStreamSink {
@@ -135,13 +145,12 @@ struct IwarpAnalyzer::Connection {
   };
 
   std::array<std::unique_ptr<Direction>, 2> dir;
-  std::uint64_t key = 0;
-  bool counted = false;
   bool negotiated = false;
   bool have_request = false;
   MpaNegotiation request;
   std::uint32_t flow_base = UINT32_MAX;  // flows_[flow_base + direction]
   std::uint64_t created_frame = 0;
+  double last_ts = 0;  // of its last segment (the least recently active are retired at the cap)
   IwarpAnalyzer* an = nullptr;
 
   Connection(IwarpAnalyzer* a, const Endpoint& s, const Endpoint& d) : an(a) {
@@ -172,6 +181,11 @@ struct IwarpAnalyzer::Connection {
       an->flow_order_keys_.push_back(an->log_.order_key());
     }
     ++an->stats_.connections;
+  }
+  // Retiring it loses nothing a report would show: it carries no MPA, holds no bytes.
+  bool idle_state() const {
+    return !iwarp_known() && !dir[0]->tcp.held_bytes() && !dir[1]->tcp.held_bytes() && dir[0]->buf.empty() &&
+           dir[1]->buf.empty();
   }
   bool ipv6 = false;
 };
@@ -736,7 +750,7 @@ void Dir::sequence_checks(IwarpPdu& u) {
   ddp_apply(ddp, e, u.seg, report);
 }
 
-IwarpAnalyzer::IwarpAnalyzer(AnomalyLog& log) : log_(log) { scratch_.reserve(70000); }
+IwarpAnalyzer::IwarpAnalyzer(AnomalyLog& log) : log_(log), conns_(kMaxConnections) { scratch_.reserve(70000); }
 IwarpAnalyzer::~IwarpAnalyzer() = default;
 
 void IwarpAnalyzer::note_unit() { unit_in_frame_ = true; }
@@ -756,17 +770,29 @@ Endpoint endpoint_of(const DecodedPacket& p, bool source) {
 }
 }  // namespace
 
-void IwarpAnalyzer::close(std::size_t idx) {
-  Connection& c = *conns_[idx];
+// Ends a connection's streams at the last frame; its flows keep their TCP counts.
+void IwarpAnalyzer::close(Connection& c) {
   for (auto& d : c.dir) d->tcp.flush(last_frame_, last_ts_, *d);
   if (c.iwarp_known())
     for (int i = 0; i < 2; ++i) flows_[c.flow_base + static_cast<std::uint32_t>(i)].tcp = c.dir[i]->tcp.stats();
   for (const auto& d : c.dir) stats_.tcp_retransmitted_segments += d->tcp.stats().retransmitted_segments;
-  auto& bucket = index_[c.key];
-  std::erase(bucket, static_cast<std::uint32_t>(idx));
-  if (bucket.empty()) index_.erase(c.key);
-  conns_[idx].reset();
-  free_.push_back(static_cast<std::uint32_t>(idx));
+}
+
+// A new connection; the sender of its first segment (the key's lower endpoint
+// or not) is its direction 0.
+IwarpAnalyzer::Connection& IwarpAnalyzer::connection_for(const IwarpConnKey& key, bool from_lo, bool ipv6,
+                                                         std::uint64_t frame) {
+  const Endpoint lo{key.lo_addr, key.lo_port}, hi{key.hi_addr, key.hi_port};
+  auto c = std::make_unique<Connection>(this, from_lo ? lo : hi, from_lo ? hi : lo);
+  c->ipv6 = ipv6;
+  c->created_frame = frame;
+  const std::uint32_t slot = conns_.insert(
+      key, std::move(c), [](const Connection& x) { return x.last_ts; },
+      [this](std::uint32_t, Connection& x) {  // only at kMaxConnections
+        ++stats_.retired_at_cap;
+        close(x);
+      });
+  return *conns_.at(slot);
 }
 
 void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, IwarpFrame& out) {
@@ -776,46 +802,31 @@ void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, 
   last_ts_ = ts;
   const TcpHeader& t = *p.tcp;
   const Endpoint src = endpoint_of(p, true), dst = endpoint_of(p, false);
-  const std::uint64_t key = hash_endpoint(src) ^ hash_endpoint(dst);
-  std::size_t idx = SIZE_MAX;
-  int d = 0;
-  if (auto it = index_.find(key); it != index_.end()) {
-    for (std::uint32_t i : it->second) {
-      const Connection& c = *conns_[i];
-      if (c.dir[0]->src == src && c.dir[0]->dst == dst) { idx = i; d = 0; break; }
-      if (c.dir[1]->src == src && c.dir[1]->dst == dst) { idx = i; d = 1; break; }
-    }
-  }
+  const IwarpConnKey key = connection_key(src, dst);
+  constexpr std::uint32_t kNone = decltype(conns_)::kNone;
+  std::uint32_t slot = conns_.find(key);
   // A new SYN on a tuple in use starts a new connection.
-  if (idx != SIZE_MAX && t.syn() && !t.ack_flag() && conns_[idx]->dir[d]->tcp.started() &&
-      conns_[idx]->dir[d]->tcp.next_seq() != t.seq + 1) {
-    close(idx);
-    idx = SIZE_MAX;
-  }
-  if (idx == SIZE_MAX) {
-    if (!t.syn() && p.tcp_payload_len == 0) return;
-    if (live_ >= kMaxConnections) {
-      ++stats_.untracked_connections;
-      return;
+  if (slot != kNone && t.syn() && !t.ack_flag()) {
+    const Connection& old = *conns_.at(slot);
+    const Dir& od = *old.dir[old.dir[0]->src == src ? 0 : 1];
+    if (od.tcp.started() && od.tcp.next_seq() != t.seq + 1) {
+      conns_.erase(slot, [this](std::uint32_t, Connection& x) { close(x); });
+      slot = kNone;
     }
-    auto c = std::make_unique<Connection>(this, src, dst);
-    c->key = key;
-    c->ipv6 = p.ipv6.has_value();
-    c->created_frame = frame;
-    if (!free_.empty()) {
-      idx = free_.back();
-      free_.pop_back();
-      conns_[idx] = std::move(c);
-    } else {
-      idx = conns_.size();
-      conns_.push_back(std::move(c));
-    }
-    index_[key].push_back(static_cast<std::uint32_t>(idx));
-    ++live_;
-    peak_live_ = std::max(peak_live_, live_);
-    d = 0;
   }
-  Connection& c = *conns_[idx];
+  if (slot == kNone && !t.syn() && p.tcp_payload_len == 0) return;
+  Connection& c = slot != kNone ? *conns_.at(slot) : connection_for(key, src <= dst, p.ipv6.has_value(), frame);
+  c.last_ts = ts;
+  const int d = c.dir[0]->src == src ? 0 : 1;
+  segment(c, d, p, frame, ts, out);
+  if (t.rst() || (c.dir[0]->fin && c.dir[1]->fin))
+    conns_.erase(conns_.find(key), [this](std::uint32_t, Connection& x) { close(x); });
+}
+
+// One TCP segment of a live connection, in direction `d`.
+void IwarpAnalyzer::segment(Connection& c, int d, const DecodedPacket& p, std::uint64_t frame, double ts,
+                            IwarpFrame& out) {
+  const TcpHeader& t = *p.tcp;
   Dir& dir = *c.dir[d];
   cur_out_ = &out;
   unit_in_frame_ = false;
@@ -831,10 +842,11 @@ void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, 
   cur_out_ = nullptr;
   peak_buffered_ = std::max(peak_buffered_, budget_.used);
   if (t.fin()) dir.fin = true;
-  if (t.rst() || (c.dir[0]->fin && c.dir[1]->fin)) {
-    close(idx);
-    --live_;
-  }
+}
+
+void IwarpAnalyzer::sweep(double now) {
+  conns_.retire_if([now](const Connection& c) { return now - c.last_ts > kIdleRetireSeconds && c.idle_state(); },
+                   [this](std::uint32_t, Connection& c) { close(c); });
 }
 
 void IwarpAnalyzer::finish() {
@@ -843,15 +855,46 @@ void IwarpAnalyzer::finish() {
   // In creation order (slots are reused as connections close, so slot order
   // depends on the history); the results then do not depend on how the
   // connections were spread over the shards of analyze -j.
-  std::vector<std::pair<std::uint64_t, std::size_t>> open;
-  for (std::size_t i = 0; i < conns_.size(); ++i)
-    if (conns_[i]) open.emplace_back(conns_[i]->created_frame, i);
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> open;
+  conns_.for_each([&](std::uint32_t slot, const Connection& c) { open.emplace_back(c.created_frame, slot); });
   std::sort(open.begin(), open.end());
-  for (const auto& [created, i] : open) {
+  for (const auto& [created, slot] : open) {
     log_.set_order_key(kFinishOrderKey + created);
-    close(i);
-    --live_;
+    conns_.erase(slot, [this](std::uint32_t, Connection& c) { close(c); });
   }
+}
+
+IwarpAnalyzer::Bounds IwarpAnalyzer::bounds() const {
+  return Bounds{conns_.peak(), conns_.cap_reached(), peak_buffered_, budget_.limit};
+}
+
+// Flows in order of identification (the log's order key then, ties by part and
+// position); the totals summed, the READ latency sum exactly.
+void IwarpAnalyzer::merge(std::span<const IwarpAnalyzer* const> parts, std::vector<std::vector<std::uint32_t>>& flow_index) {
+  struct ConnRef {
+    std::uint64_t key;
+    std::size_t part, pos;  // pos: index of the connection's first flow
+  };
+  std::vector<ConnRef> conns;
+  flow_index.assign(parts.size(), {});
+  for (std::size_t s = 0; s < parts.size(); ++s) {
+    const IwarpAnalyzer& x = *parts[s];
+    flow_index[s].assign(x.flows_.size(), UINT32_MAX);
+    for (std::size_t i = 0; i + 1 < x.flows_.size(); i += 2) conns.push_back({x.flow_order_keys_[i], s, i});
+    stats_.merge(x.stats_);
+    read_latency_sum_.add(x.read_latency_sum_);
+  }
+  stats_.read_latency_sum_us = read_latency_sum_.value();
+  std::sort(conns.begin(), conns.end(), [](const ConnRef& a, const ConnRef& b) {
+    return std::tie(a.key, a.part, a.pos) < std::tie(b.key, b.part, b.pos);
+  });
+  for (const ConnRef& c : conns)
+    for (std::size_t d = 0; d < 2; ++d) {
+      flow_index[c.part][c.pos + d] = static_cast<std::uint32_t>(flows_.size());
+      flows_.push_back(parts[c.part]->flows_[c.pos + d]);
+      flow_order_keys_.push_back(c.key);
+    }
+  finished_ = true;
 }
 
 void IwarpStats::merge(const IwarpStats& o) {
@@ -862,7 +905,7 @@ void IwarpStats::merge(const IwarpStats& o) {
   connections += o.connections;
   negotiated += o.negotiated;
   rejected += o.rejected;
-  untracked_connections += o.untracked_connections;
+  retired_at_cap += o.retired_at_cap;
   fpdus += o.fpdus;
   frames += o.frames;
   crc.merge(o.crc);
