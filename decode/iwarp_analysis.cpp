@@ -7,6 +7,7 @@
 #include "decode/crc32c.h"
 #include "decode/ddp_sequence.h"
 #include "decode/flow_ring.h"
+#include "decode/mpa_direction.h"
 
 namespace rdmadiag::decode {
 
@@ -75,23 +76,21 @@ std::size_t IwarpConnKeyHash::operator()(const IwarpConnKey& k) const {
 
 struct IwarpAnalyzer::Connection {
   struct Direction final : TcpStreamSink {
-    enum class Mode : std::uint8_t { start, negotiation, await_reply, fpdu, hunting, not_iwarp };
+    using Mode = MpaMode;
     IwarpAnalyzer* an = nullptr;
     Connection* conn = nullptr;
     int index = 0;
     Endpoint src, dst;
     TcpStream tcp;
-    Mode mode = Mode::start;
+    MpaDirState mpa;  // the framing mode (mpa_direction.h)
     bool fin = false;
     bool markers = false;
     bool marker_base_known = false;
     std::uint32_t marker_base = 0;
     std::uint32_t marker_stride = kMpaMarkerInterval;
     bool stride_settled = false;   // the markers were checked against the stream once
-    bool quiet_framing = false;    // markers at no stride found (said once): no framing report after that
     bool crc = false, crc_known = false;
     bool resynced = false;
-    bool reliable = false;     // framed from the negotiation and no byte lost since
     std::uint32_t after_negotiation = 0;
     std::vector<std::uint8_t> buf;
     std::size_t off = 0;
@@ -116,8 +115,9 @@ struct IwarpAnalyzer::Connection {
     void stream_hole(const TcpHoleEvent& hole) override;
     void consume(std::size_t n);
     void process();
+    class FramingReport;
+    void step(MpaUnit::Kind kind, std::uint32_t count = 0);
     void negotiation_done(const MpaNegotiation& m);
-    void start_framing(bool from_negotiation);
     void settle_framing(bool use_markers, bool use_crc, std::uint32_t first_fpdu);
     enum class Cut : std::uint8_t { ok, need_more, bad };
     struct Fpdu {
@@ -240,7 +240,7 @@ std::uint64_t Dir::frame_of_end(std::uint32_t end) const {
 }
 
 void Dir::stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, std::uint64_t f, double t) {
-  if (mode == Mode::not_iwarp) return;
+  if (mpa.mode == Mode::not_iwarp) return;
   if (!have_seq || avail() == 0) {
     have_seq = true;
     seq = s - static_cast<std::uint32_t>(avail());
@@ -259,7 +259,7 @@ void Dir::stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, s
 }
 
 void Dir::stream_hole(const TcpHoleEvent& h) {
-  if (mode == Mode::not_iwarp) return;
+  if (mpa.mode == Mode::not_iwarp) return;
   if (conn->iwarp_known()) {
     Anomaly a = make_anomaly(AnomalyKind::tcp_hole, h.frame_detected);
     a.count = h.bytes;
@@ -283,15 +283,40 @@ void Dir::stream_hole(const TcpHoleEvent& h) {
   have_seq = true;
   seq = h.seq + h.bytes;
   hunt_from = 0;
-  reliable = false;
-  ddp_reset(ddp, false);
-  if (mode == Mode::fpdu || mode == Mode::start || mode == Mode::await_reply || mode == Mode::negotiation)
-    mode = Mode::hunting;
+  step(MpaUnit::Kind::bytes_lost);
+}
+
+// What the framing machine finds goes to the anomaly log, the flow and the DDP state.
+class Dir::FramingReport final : public MpaDirSink {
+ public:
+  explicit FramingReport(Dir& dir) : dir_(dir) {}
+  void identified() override { dir_.conn->identify(dir_.conn->ipv6, dir_.frame); }
+  void framing_started() override {
+    if (IwarpFlowInfo* fi = dir_.info()) {
+      fi->markers = dir_.markers;
+      fi->crc = dir_.crc;
+    }
+  }
+  void bad_framing(std::uint32_t wrong_markers) override {
+    dir_.anomaly(AnomalyKind::mpa_bad_framing, dir_.frame, wrong_markers);
+  }
+  void resync(std::uint32_t bytes_skipped) override { dir_.anomaly(AnomalyKind::iwarp_resync, dir_.frame, bytes_skipped); }
+  void reset_ddp(bool msns_known) override { ddp_reset(dir_.ddp, msns_known); }  // RFC 5041 section 5.3: MSNs from 1
+
+ private:
+  Dir& dir_;
+};
+
+void Dir::step(MpaUnit::Kind kind, std::uint32_t count) {
+  mpa.identified = conn->iwarp_known();  // a connection's, set by either direction
+  const MpaStep st = mpa_dir_classify(mpa, MpaUnit{kind, count});
+  FramingReport report(*this);
+  mpa_dir_apply(mpa, st, report);
 }
 
 void Dir::process() {
   for (;;) {
-    switch (mode) {
+    switch (mpa.mode) {
       case Mode::not_iwarp:
         buf.clear();
         off = 0;
@@ -299,9 +324,9 @@ void Dir::process() {
       case Mode::start:
         switch (mpa_classify_start(view(), tcp.saw_syn())) {
           case MpaStreamStart::need_more: return;
-          case MpaStreamStart::negotiation: mode = Mode::negotiation; break;
-          case MpaStreamStart::hunt: mode = Mode::hunting; break;
-          case MpaStreamStart::not_mpa: mode = Mode::not_iwarp; break;
+          case MpaStreamStart::negotiation: step(MpaUnit::Kind::start_negotiation); break;
+          case MpaStreamStart::hunt: step(MpaUnit::Kind::start_mid_stream); break;
+          case MpaStreamStart::not_mpa: step(MpaUnit::Kind::start_not_mpa); break;
         }
         break;
       case Mode::negotiation: {
@@ -309,8 +334,7 @@ void Dir::process() {
         const auto st = parse_mpa_negotiation(view(), m);
         if (st == ParseStatus::truncated) return;
         if (st == ParseStatus::malformed) {
-          mode = conn->iwarp_known() ? Mode::hunting : Mode::not_iwarp;
-          if (conn->iwarp_known()) anomaly(AnomalyKind::mpa_bad_framing, frame);
+          step(MpaUnit::Kind::negotiation_malformed);
           break;
         }
         consume(m.total_length());
@@ -318,7 +342,7 @@ void Dir::process() {
         break;
       }
       case Mode::await_reply:
-        if (avail() > kMaxBuffered) mode = Mode::hunting;
+        if (avail() > kMaxBuffered) step(MpaUnit::Kind::reply_overdue);
         else return;
         break;
       case Mode::fpdu:
@@ -332,46 +356,44 @@ void Dir::process() {
 }
 
 void Dir::negotiation_done(const MpaNegotiation& m) {
-  conn->identify(conn->ipv6, frame);
+  const bool request = m.type == MpaFrameType::request;
+  const MpaSettlement settled = request ? MpaSettlement{} : mpa_settle(conn->have_request ? &conn->request : nullptr, m);
+  if (!request && !settled.rejected) {  // before FPDU mode starts: the flow shows the settled framing
+    after_negotiation = seq;
+    settle_framing(settled.markers_from_responder, settled.crc, seq);
+  }
+  step(request ? MpaUnit::Kind::request : settled.rejected ? MpaUnit::Kind::reply_rejected : MpaUnit::Kind::reply_accepted);
   IwarpFlowInfo* fi = info();
   fi->negotiated = true;
   if (IwarpPdu* u = an->cur_out_ ? an->cur_out_->push() : nullptr) {
-    u->kind = m.type == MpaFrameType::request ? IwarpPdu::Kind::mpa_request : IwarpPdu::Kind::mpa_reply;
+    u->kind = request ? IwarpPdu::Kind::mpa_request : IwarpPdu::Kind::mpa_reply;
     u->flow = flow();
     u->end_frame = frame;
     u->seq = seq - m.total_length();
     u->negotiation = m;
   }
   an->note_unit();
-  if (m.type == MpaFrameType::request) {
+  if (request) {
     fi->initiator = true;
     conn->have_request = true;
     conn->request = m;
     after_negotiation = seq;
-    mode = Mode::await_reply;
     return;
   }
   Dir& ini = peer();
-  const MpaSettlement settled = mpa_settle(conn->have_request ? &conn->request : nullptr, m);
   if (settled.rejected) {
     fi->rejected = true;
     ++an->stats_.rejected;
-    mode = Mode::not_iwarp;
-    ini.mode = Mode::not_iwarp;
+    ini.step(MpaUnit::Kind::peer_rejected);
     return;
   }
   if (!conn->negotiated) ++an->stats_.negotiated;
   conn->negotiated = true;
-  after_negotiation = seq;
-  settle_framing(settled.markers_from_responder, settled.crc, seq);
-  start_framing(true);
-  if (conn->have_request) {
-    ini.settle_framing(settled.markers_from_initiator, settled.crc, ini.after_negotiation);
-    if (ini.mode == Mode::await_reply) {
-      ini.start_framing(true);
-      ini.process();
-    }
-  }
+  if (!conn->have_request) return;
+  ini.settle_framing(settled.markers_from_initiator, settled.crc, ini.after_negotiation);
+  const bool waiting = ini.mpa.mode == Mode::await_reply;
+  ini.step(MpaUnit::Kind::peer_accepted);
+  if (waiting) ini.process();
 }
 
 // Framing as the negotiation settled it; markers count from the first FPDU.
@@ -381,16 +403,6 @@ void Dir::settle_framing(bool use_markers, bool use_crc, std::uint32_t first_fpd
   marker_base = first_fpdu;
   crc = use_crc;
   crc_known = true;
-}
-
-void Dir::start_framing(bool from_negotiation) {
-  mode = Mode::fpdu;
-  reliable = from_negotiation;
-  ddp_reset(ddp, from_negotiation);  // MSNs start at 1 on every queue (RFC 5041 section 5.3)
-  if (IwarpFlowInfo* fi = info()) {
-    fi->markers = markers;
-    fi->crc = crc;
-  }
 }
 
 // Cuts the FPDU that starts `pos` bytes into the buffer, removing markers.
@@ -490,7 +502,7 @@ Dir::Probe Dir::settle_marker_stride() {
     marker_stride = found;
     return Probe::fits;
   }
-  quiet_framing = true;
+  mpa.quiet_framing = true;
   markers = false;  // hunt for FPDUs by their headers; those a marker falls in are lost
   return Probe::fails;
 }
@@ -512,11 +524,9 @@ bool Dir::frame_one() {
     // Without a good CRC to vouch for it, a header that cannot be right means the framing is lost.
     if (plausible == 0 && !crc_ok) bad = true;
   }
-  if ((bad || f.marker_errors) && !quiet_framing) anomaly(AnomalyKind::mpa_bad_framing, frame, f.marker_errors);
+  step(bad ? MpaUnit::Kind::not_an_fpdu : MpaUnit::Kind::fpdu, f.marker_errors);
   if (bad) {
-    mode = Mode::hunting;
     hunt_from = 1;
-    reliable = false;
     return true;
   }
   emit(f);
@@ -525,19 +535,18 @@ bool Dir::frame_one() {
 }
 
 void Dir::accept_resync(std::size_t pos, bool crc_verified) {
-  conn->identify(conn->ipv6, frame);
-  if (!quiet_framing) anomaly(AnomalyKind::iwarp_resync, frame, static_cast<std::uint32_t>(pos));
+  const bool infer_crc = !crc_known;
+  if (infer_crc) {  // before FPDU mode starts: the flow shows it
+    crc_known = true;
+    crc = crc_verified;
+  }
+  resynced = true;
+  step(MpaUnit::Kind::boundary_found, static_cast<std::uint32_t>(pos));
   ++an->stats_.resyncs;
   IwarpFlowInfo* fi = info();
   ++fi->resyncs;
+  if (infer_crc) fi->crc_inferred = true;
   consume(pos);
-  if (!crc_known) {
-    crc_known = true;
-    crc = crc_verified;
-    fi->crc_inferred = true;
-  }
-  resynced = true;
-  start_framing(false);
 }
 
 // Finds the next FPDU boundary without the negotiation's help. Returns true when
@@ -603,7 +612,7 @@ bool Dir::hunt() {
     hunt_from = avail() > 3 ? avail() - 3 : 0;
   }
   if (!known && hunted > kHuntGiveUp) {
-    mode = Mode::not_iwarp;
+    step(MpaUnit::Kind::hunt_exhausted);
     buf.clear();
     off = 0;
     return false;
@@ -744,7 +753,7 @@ class Dir::DdpReport final : public DdpSink {
 };
 
 void Dir::sequence_checks(IwarpPdu& u) {
-  ddp.requests_complete = reliable && peer().reliable;
+  ddp.requests_complete = mpa.reliable && peer().mpa.reliable;
   const DdpEvent e = ddp_classify(ddp, u.seg);
   DdpReport report(*this, u, an->stats_);
   ddp_apply(ddp, e, u.seg, report);
