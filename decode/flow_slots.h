@@ -1,9 +1,8 @@
 // A bounded table of live per-flow states for the stateful analysis passes
 // (IB/RoCE transport analysis, congestion, pause stalls, NVMe-oF, iWARP TCP
-// connections): states
-// live in slots that are reused, a key index finds a flow's slot in O(1)
-// (flow_table.h), idle flows are retired, and past a cap of live flows the
-// least recently active are retired to make room. The table counts what the
+// connections): states live in slots that are reused, a key index finds a
+// flow's slot in O(1) (flow_table.h), idle flows are retired, and past a cap
+// of live flows the least recently active are retired to make room. The table counts what the
 // sharded analysis must know (AnalyzerMerge::bounds_reached): the peak of live
 // flows and whether the cap ever forced a retirement. What a retired flow
 // leaves behind (a summary) is the owner's business: retirement calls back.
