@@ -12,12 +12,16 @@
 namespace rdmadiag::cli {
 
 namespace {
+constexpr std::size_t kPcapFileHeaderLen = 24;
 // Headers in a row that must look right before a position counts as a record start.
 constexpr unsigned kChain = 16;
-// A record start's timestamp lies within this of the segment's first record
-// (plausibility only: a record outside it is found by the confirming walk).
-constexpr std::int64_t kTsSlackBefore = 60, kTsSlackAfter = 30LL * 86400;
+// A record start's timestamp lies within this of the file's first record
+// (plausibility only: a part whose start it misses is walked again).
+constexpr std::int64_t kTsSlackBefore = 60, kTsSlackAfter = 365LL * 86400;
 constexpr std::size_t kPrefetchAhead = 4096;
+// Parts in flight per thread: how far a thread may walk ahead of the slowest one's analysis.
+constexpr std::size_t kSlotsPerThread = 4;
+const std::size_t kPage = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 }  // namespace
 
 SplitRead::SplitRead(std::vector<std::unique_ptr<ShardPass>>& passes, const std::string& path,
@@ -26,82 +30,76 @@ SplitRead::SplitRead(std::vector<std::unique_ptr<ShardPass>>& passes, const std:
       path_(path),
       layout_(layout),
       linktype_(linktype),
-      segment_ready_(static_cast<std::ptrdiff_t>(passes.size()), Step{this, &SplitRead::begin_segment}),
-      walked_(static_cast<std::ptrdiff_t>(passes.size()), Step{this, &SplitRead::confirm}),
-      parts_(passes.size()) {
-  // For the tests: small segments, so that a small capture crosses many segment and part boundaries.
-  if (const char* bytes = std::getenv("RDMADIAG_JOBS_SEGMENT_BYTES"))
-    segment_bytes_ = std::max<std::size_t>(64, std::strtoull(bytes, nullptr, 10));
-  next_start_ = 24;  // after the file header
+      slots_(passes.size() * kSlotsPerThread),
+      next_walk_(passes.size()) {
+  // For the tests: small parts, so that a small capture crosses many part boundaries.
+  if (const char* bytes = std::getenv("RDMADIAG_JOBS_PART_BYTES"))
+    part_bytes_ = std::max<std::size_t>(64, std::strtoull(bytes, nullptr, 10));
+  const std::size_t body = layout_.file_size > kPcapFileHeaderLen ? layout_.file_size - kPcapFileHeaderLen : 0;
+  parts_ = (body + part_bytes_ - 1) / part_bytes_;
+  for (std::size_t t = 0; t < next_walk_.size(); ++t) next_walk_[t] = t;
+  last_landing_ = kPcapFileHeaderLen;
+  std::uint8_t head[capture::kPcapRecordHeaderLen];
+  if (body >= sizeof head && ::pread(layout_.fd, head, sizeof head, kPcapFileHeaderLen) == sizeof head)
+    first_ts_ = capture::record_at(head, layout_).ts_sec;
 }
 
-SplitRead::~SplitRead() { unmap(); }
-
-void SplitRead::unmap() {
-  if (map_) ::munmap(const_cast<std::uint8_t*>(map_), map_len_);
-  map_ = nullptr;
+SplitRead::~SplitRead() {
+  for (Part& p : slots_)
+    if (p.map) ::munmap(const_cast<std::uint8_t*>(p.map), p.map_len);
 }
 
-// Maps the next segment (from the record the last one's walk landed on) and
-// divides its bytes among the threads.
-void SplitRead::begin_segment() {
-  unmap();
-  for (const Part& p : parts_) frames_before_ += p.records.size();
-  for (Part& p : parts_) p.records.clear();
-  if (split_end_ != kNone || next_start_ >= layout_.file_size) {
-    done_ = true;
-    return;
-  }
-  seg_start_ = next_start_;
-  seg_end_ = std::min(layout_.file_size, seg_start_ + segment_bytes_);
-  // The last record that starts in the segment may end up to one record past it.
-  const std::size_t map_end = std::min(layout_.file_size, seg_end_ + capture::kPcapRecordHeaderLen + layout_.max_caplen);
-  static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  map_base_ = seg_start_ / page * page;
-  map_len_ = map_end - map_base_;
-  void* m = ::mmap(nullptr, map_len_, PROT_READ, MAP_SHARED, layout_.fd, static_cast<off_t>(map_base_));
-  if (m == MAP_FAILED) {  // the rest as before: every thread reads it (FileReader)
-    map_ = nullptr;
-    split_end_ = seg_start_;
-    done_ = true;
-    return;
-  }
-  map_ = static_cast<const std::uint8_t*>(m);
-  seg_first_ts_ = capture::plain_record(at(seg_start_), layout_.file_size - seg_start_, layout_)
-                      ? capture::record_at(at(seg_start_), layout_).ts_sec
-                      : 0;
-  const std::size_t n = parts_.size(), share = (seg_end_ - seg_start_) / n;
-  for (std::size_t i = 0; i < n; ++i) {
-    parts_[i].begin = seg_start_ + i * share;
-    parts_[i].end = i + 1 == n ? seg_end_ : seg_start_ + (i + 1) * share;
-  }
+void SplitRead::notify() {
+  progress_.fetch_add(1, std::memory_order_release);
+  progress_.notify_all();
 }
 
-// Thread t's part: its first plausible record start, then the walk.
-void SplitRead::find_and_walk(unsigned t) {
-  Part& part = parts_[t];
-  // Page tables for the part's bytes in one call (a fault every few pages costs more).
-  static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  const std::size_t from_page = part.begin / page * page;
-  const std::size_t to = t + 1 == parts_.size() ? map_base_ + map_len_ : part.end;
-  if (to > from_page) ::madvise(const_cast<std::uint8_t*>(at(from_page)), to - from_page, MADV_POPULATE_READ);
-  std::size_t start = t == 0 ? seg_start_ : kNone;
-  const std::size_t map_end = map_base_ + map_len_;
-  for (std::size_t p = part.begin; start == kNone && p < part.end; ++p) {
-    const capture::Record probe = capture::plain_record(at(p), layout_.file_size - p, layout_)
-                                      ? capture::record_at(at(p), layout_)
-                                      : capture::Record{};
-    if (probe.caplen == 0 || probe.ts_sec < seg_first_ts_ - kTsSlackBefore ||
-        probe.ts_sec > seg_first_ts_ + kTsSlackAfter)
-      continue;
-    if (capture::plausible_record_chain(at(p), map_end - p, layout_.file_size - p, layout_, kChain)) start = p;
+// Whether the slot of `part` holds nothing that a thread still reads.
+bool SplitRead::slot_free(std::size_t part) const {
+  const Part& slot = slots_[part % slots_.size()];
+  return slot.index.load(std::memory_order_relaxed) == kNone || (slot.walked.load(std::memory_order_acquire) &&
+                                 slot.analysed.load(std::memory_order_acquire) == passes_.size());
+}
+
+// Thread t's next part, mapped and walked from its first plausible record
+// start, if its slot is free; false when there was nothing to do.
+bool SplitRead::walk_next(unsigned t) {
+  const std::size_t index = next_walk_[t];
+  if (index >= parts_ || index > last_part_.load(std::memory_order_acquire) || !slot_free(index)) return false;
+  next_walk_[t] += passes_.size();
+  Part& part = slots_[index % slots_.size()];
+  if (part.map) ::munmap(const_cast<std::uint8_t*>(part.map), part.map_len);
+  part.map = nullptr;
+  part.walked.store(false, std::memory_order_relaxed);
+  part.analysed.store(0, std::memory_order_relaxed);
+  part.index.store(index, std::memory_order_release);  // a reader that sees it sees walked == false
+  part.begin = kPcapFileHeaderLen + index * part_bytes_;
+  part.end = std::min(layout_.file_size, part.begin + part_bytes_);
+  // The last record that starts in the part may end up to one record past it.
+  part.map_base = part.begin / kPage * kPage;
+  part.map_len = std::min(layout_.file_size, part.end + capture::kPcapRecordHeaderLen + layout_.max_caplen) -
+                 part.map_base;
+  void* m = ::mmap(nullptr, part.map_len, PROT_READ, MAP_SHARED, layout_.fd, static_cast<off_t>(part.map_base));
+  part.start = kNone;
+  part.records.clear();
+  if (m != MAP_FAILED) {
+    part.map = static_cast<const std::uint8_t*>(m);
+    // Page tables in one call (a fault every few pages costs more).
+    ::madvise(m, part.map_len, MADV_POPULATE_READ);
+    const std::size_t map_end = part.map_base + part.map_len;
+    std::size_t start = index == 0 ? part.begin : kNone;
+    for (std::size_t p = part.begin; start == kNone && p < part.end; ++p) {
+      if (!capture::plain_record(part.at(p), layout_.file_size - p, layout_)) continue;
+      const capture::Record probe = capture::record_at(part.at(p), layout_);
+      if (probe.caplen == 0 || probe.ts_sec < first_ts_ - kTsSlackBefore || probe.ts_sec > first_ts_ + kTsSlackAfter)
+        continue;
+      if (capture::plausible_record_chain(part.at(p), map_end - p, layout_.file_size - p, layout_, kChain)) start = p;
+    }
+    if (start != kNone) walk(part, start);
   }
-  if (start == kNone) {
-    part.start = kNone;
-    part.records.clear();
-    return;
-  }
-  walk(part, start);
+  part.walked.store(true, std::memory_order_release);
+  notify();
+  return true;
 }
 
 // The records from `from` (a record start) until the first one that starts at
@@ -112,13 +110,13 @@ void SplitRead::walk(Part& part, std::size_t from) const {
   part.landing = kNone;
   part.damage = kNone;
   std::size_t off = from, prefetched = from;
-  const std::size_t map_end = map_base_ + map_len_;
+  const std::size_t map_end = part.map_base + part.map_len;
   while (off < part.end && off < layout_.file_size) {
     // Each next header is where this one says: a chain of misses to memory
     // unless the bytes ahead are already on their way (each line once).
     for (const std::size_t until = std::min(off + kPrefetchAhead, map_end); prefetched < until; prefetched += 64)
-      __builtin_prefetch(at(prefetched));
-    const std::uint8_t* h = at(off);
+      __builtin_prefetch(part.at(prefetched));
+    const std::uint8_t* h = part.at(off);
     if (!capture::plain_record(h, layout_.file_size - off, layout_)) {
       part.damage = off;
       return;
@@ -133,67 +131,104 @@ void SplitRead::walk(Part& part, std::size_t from) const {
   part.landing = off;
 }
 
-// One thread, all others waiting: each part must start where the one before it
-// ended (or is walked again from there); damage ends the split at its record.
-void SplitRead::confirm() {
-  for (std::size_t i = 0; i < parts_.size(); ++i) {
-    Part& part = parts_[i];
-    if (part.damage != kNone) {
-      split_end_ = part.damage;
-      for (std::size_t k = i + 1; k < parts_.size(); ++k) parts_[k].records.clear();
-      return;
-    }
-    if (i + 1 == parts_.size()) {
-      next_start_ = part.landing;
-      return;
-    }
-    Part& next = parts_[i + 1];
-    if (next.start != part.landing) {
-      walk(next, part.landing);
+// Confirms the parts up to `part` in order (each must start where the one
+// before it landed, or is walked again from there); false while one of them is
+// not walked yet. Damage in a confirmed part ends the split at its record.
+bool SplitRead::confirmed(std::size_t part) {
+  std::lock_guard<std::mutex> lock(confirm_mutex_);
+  while (confirmed_ <= part && confirmed_ <= last_part_.load(std::memory_order_relaxed)) {
+    Part& p = slots_[confirmed_ % slots_.size()];
+    if (p.index.load(std::memory_order_acquire) != confirmed_ || !p.walked.load(std::memory_order_acquire))
+      return false;
+    if (!p.map) {  // could not be mapped: every thread reads the rest itself, as before
+      p.records.clear();
+      p.damage = last_landing_;
+    } else if (p.start != last_landing_) {
+      walk(p, last_landing_);
       ++rewalks_;
     }
+    frames_ += p.records.size();
+    if (p.damage != kNone) {
+      split_end_ = p.damage;
+      last_part_.store(confirmed_, std::memory_order_release);
+    }
+    last_landing_ = p.landing;
+    ++confirmed_;
+    notify();  // threads waiting for this part
+  }
+  return true;
+}
+
+// Waits until `part` is confirmed (or the split ended before it), walking this
+// thread's own next parts meanwhile: the part waited for may be one of them.
+void SplitRead::wait_confirmed(unsigned t, std::size_t part) {
+  for (;;) {
+    const std::uint64_t seen = progress_.load(std::memory_order_acquire);
+    if (confirmed(part)) return;
+    if (walk_next(t)) continue;
+    progress_.wait(seen, std::memory_order_acquire);
   }
 }
 
-// Every record of the segment through thread t's ShardPass, in frame order:
-// only its own are read.
-void SplitRead::analyse_segment(unsigned t) {
+// Every record of a confirmed part through thread t's ShardPass, in frame
+// order: only its own are read.
+void SplitRead::analyse(unsigned t, Part& part) {
   ShardPass& pass = *passes_[t];
-  constexpr std::size_t kAhead = 8;  // records: their headers are on their way when this thread needs them
-  for (const Part& part : parts_)
-    for (std::size_t i = 0; i < part.records.size(); ++i) {
-      if (i + kAhead < part.records.size()) __builtin_prefetch(at(part.records[i + kAhead].offset_flags & kOffsetMask));
-      const Indexed& r = part.records[i];
-      const std::size_t offset = r.offset_flags & kOffsetMask;
-      decode::ShardKey key;
-      key.has_addresses = (r.offset_flags & kHasAddresses) != 0;
-      key.hash = r.key_hash;
-      pass.frame_keyed(
-          key, linktype_, [&] { return capture::record_at(at(offset), layout_); },
-          (r.offset_flags & kPauseState) != 0);
-    }
+  const std::size_t n = part.records.size();
+  const std::size_t map_end = part.map_base + part.map_len;
+  std::size_t prefetched = n ? part.records[0].offset_flags & kOffsetMask : 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Indexed& r = part.records[i];
+    const std::size_t offset = r.offset_flags & kOffsetMask;
+    // Which records are this thread's is known only frame by frame (ShardPass):
+    // the bytes ahead stream in, as for a lone reader (FileReader), else each
+    // own record is a miss to memory (it was walked on another core).
+    for (const std::size_t until = std::min(offset + kPrefetchAhead, map_end); prefetched < until; prefetched += 64)
+      __builtin_prefetch(part.at(prefetched));
+    decode::ShardKey key;
+    key.has_addresses = (r.offset_flags & kHasAddresses) != 0;
+    key.hash = r.key_hash;
+    pass.frame_keyed(
+        key, linktype_, [&] { return capture::record_at(part.at(offset), layout_); },
+        (r.offset_flags & kPauseState) != 0);
+  }
+}
+
+// This thread is done with `part`: the last one to be frees its slot.
+void SplitRead::finish(Part& part) {
+  if (part.analysed.fetch_add(1, std::memory_order_acq_rel) + 1 == passes_.size()) notify();
 }
 
 ParallelAnalysis::Input SplitRead::run(unsigned t, bool progress) {
   exporters::ProgressBar bar(progress);
-  for (;;) {
-    segment_ready_.arrive_and_wait();
-    if (done_) break;
-    find_and_walk(t);
-    walked_.arrive_and_wait();
-    analyse_segment(t);
-    if (bar.on()) bar.update(path_, seg_end_, layout_.file_size, frames_before_);
+  std::uint64_t frames = 0;
+  for (std::size_t j = 0; j < parts_; ++j) {
+    // Its own parts up to one round ahead: walked while the others analyse.
+    while (next_walk_[t] <= j + passes_.size() && walk_next(t)) {
+    }
+    wait_confirmed(t, j);
+    if (j > last_part_.load(std::memory_order_acquire)) break;
+    Part& part = slots_[j % slots_.size()];
+    analyse(t, part);
+    frames += part.records.size();
+    finish(part);
+    if (bar.on()) bar.update(path_, part.end, layout_.file_size, frames);
   }
   bar.clear();
   ParallelAnalysis::Input in;
   in.path = path_;
   in.linktype = linktype_;
-  in.records = frames_before_;
-  if (split_end_ == kNone) return in;
+  std::size_t split_end = kNone;
+  {
+    std::lock_guard<std::mutex> lock(confirm_mutex_);
+    in.records = frames_;
+    split_end = split_end_;
+  }
+  if (split_end == kNone) return in;
   // The rest (from a record that is not plainly well-formed) as a lone reader would read it.
   capture::FileReader reader;
-  if (!reader.open(path_) || !reader.seek_record(split_end_, frames_before_)) {
-    in.stop_reason = "stopped after record " + std::to_string(frames_before_) + ": cannot read on";
+  if (!reader.open(path_) || !reader.seek_record(split_end, in.records)) {
+    in.stop_reason = "stopped after record " + std::to_string(in.records) + ": cannot read on";
     return in;
   }
   capture::Record rec;

@@ -1,22 +1,26 @@
 // `analyze -j N` over one classic pcap file without any thread walking the
-// others' records (issue 16). The file is read a segment (kSegmentBytes) at a time:
-//  1. thread i walks the i-th N-th of the segment's bytes, from the first
-//     plausible record start in it (capture::plausible_record_chain) to the first
-//     record starting past its part, and keeps each record's offset and shard
-//     key (16 bytes a record: bounded by the segment, not the file);
-//  2. at the barrier one thread confirms the split: thread i's first record must
-//     be the one thread i-1's walk landed on (a pcap file has no sync marker; a
-//     walk from a known record is the proof), otherwise the part is walked again
-//     from that record; a record that is not plainly well-formed ends the split;
-//  3. every thread goes over the keys of the whole segment in frame order (its
-//     ShardPass decides which are its own, as when it read every record) and
-//     reads only its own records, the pause frames and one header per sweep point.
-// After a record that is not plainly well-formed every thread reads the rest of
-// the file itself (capture::FileReader::seek_record, then libpcap's verdict).
+// others' records (issue 16). The file's bytes are cut into parts of
+// kPartBytes, part j walked by thread j % N:
+//  - the walk starts at the first plausible record start in the part
+//    (capture::plausible_record_chain), runs to the first record starting past
+//    the part's end, and keeps each record's offset and shard key (16 bytes a
+//    record, for the parts in flight only: bounded, not growing with the file);
+//  - a part is confirmed when the walk of the part before it (itself confirmed)
+//    landed on its first record: a pcap file has no sync marker, a walk from a
+//    known record is the proof; otherwise it is walked again from there. A
+//    record that is not plainly well-formed ends the split at that record;
+//  - every thread goes over the keys of every confirmed part in frame order (its
+//    ShardPass decides which records are its own, as when it read them all) and
+//    reads only its own records, the pause frames and a header per sweep point.
+// The threads meet only at parts not yet walked or confirmed (no lockstep: a
+// thread descheduled on a busy machine holds the others up only when they run
+// kSlots parts ahead). After damage every thread reads the rest of the file
+// itself (capture::FileReader::seek_record, then libpcap's verdict).
 #pragma once
-#include <barrier>
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -36,58 +40,60 @@ class SplitRead {
   // Thread `t`'s share of the whole file (every thread of the team calls it);
   // returns what it read, as ParallelAnalysis' readers report it.
   ParallelAnalysis::Input run(unsigned t, bool progress);
-  // Parts of segments walked again because their first record was not confirmed.
+  // Parts walked again because their first record was not confirmed.
   std::uint64_t rewalks() const { return rewalks_; }
 
-  static constexpr std::size_t kSegmentBytes = std::size_t{8} << 20;
+  static constexpr std::size_t kPartBytes = std::size_t{2} << 20;
 
  private:
-  struct Indexed {  // a record of the segment
+  struct Indexed {  // a record of a part
     std::uint64_t offset_flags;  // file offset | kHasAddresses | kPauseState
     std::uint64_t key_hash;
   };
   static constexpr std::uint64_t kHasAddresses = std::uint64_t{1} << 62, kPauseState = std::uint64_t{1} << 63;
   static constexpr std::uint64_t kOffsetMask = kHasAddresses - 1;
   static constexpr std::size_t kNone = ~std::size_t{0};
-  struct Part {
-    std::size_t begin = 0, end = 0;  // its bytes: records that start here are its own
-    std::size_t start = kNone;      // its first record (kNone: no plausible start found)
-    std::size_t landing = kNone;    // the first record start at or past `end`
-    std::size_t damage = kNone;     // a record that is not plainly well-formed
+  struct Part {  // one slot of the ring of parts in flight
+    std::atomic<std::size_t> index{kNone};  // which part it holds (set before its fields, read before them)
+    std::size_t begin = 0, end = 0;  // its bytes: the records that start here are its own
+    const std::uint8_t* map = nullptr;
+    std::size_t map_base = 0, map_len = 0;
+    std::size_t start = kNone;    // its first record (kNone: no plausible start found)
+    std::size_t landing = kNone;  // the first record start at or past `end`
+    std::size_t damage = kNone;   // a record that is not plainly well-formed
     std::vector<Indexed> records;
+    std::atomic<bool> walked{false};
+    std::atomic<unsigned> analysed{0};  // threads done with it
+    const std::uint8_t* at(std::size_t offset) const { return map + (offset - map_base); }
   };
 
-  void begin_segment();
-  void unmap();
-  void find_and_walk(unsigned t);
+  bool slot_free(std::size_t part) const;
+  bool walk_next(unsigned t);
   void walk(Part& part, std::size_t from) const;
-  void confirm();
-  void analyse_segment(unsigned t);
-  const std::uint8_t* at(std::size_t offset) const { return map_ + (offset - map_base_); }
+  bool confirmed(std::size_t part);
+  void wait_confirmed(unsigned t, std::size_t part);
+  void analyse(unsigned t, Part& part);
+  void finish(Part& part);
+  void notify();
 
   std::vector<std::unique_ptr<ShardPass>>& passes_;
   std::string path_;
   capture::PcapLayout layout_;
   std::uint32_t linktype_;
-  std::size_t segment_bytes_ = kSegmentBytes;
-  struct Step {  // what one thread does when all have arrived at a barrier
-    SplitRead* read;
-    void (SplitRead::*what)();
-    void operator()() noexcept { (read->*what)(); }
-  };
-  std::barrier<Step> segment_ready_;  // begin_segment(): the next segment mapped (or the end)
-  std::barrier<Step> walked_;         // confirm()
-  // The segment being read, written only between barriers by one thread.
-  std::size_t seg_start_ = 0, seg_end_ = 0;
-  std::int64_t seg_first_ts_ = 0;
-  const std::uint8_t* map_ = nullptr;
-  std::size_t map_base_ = 0, map_len_ = 0;
-  std::vector<Part> parts_;
-  std::size_t next_start_ = 0;   // of the next segment
-  std::size_t split_end_ = kNone;  // where damage ended the split
-  std::uint64_t frames_before_ = 0;  // records of the segments before this one
+  std::size_t part_bytes_ = kPartBytes;
+  std::size_t parts_ = 0;  // in the file
+  std::int64_t first_ts_ = 0;
+  std::vector<Part> slots_;
+  std::vector<std::size_t> next_walk_;  // per thread: its next part to walk
+  std::atomic<std::uint64_t> progress_{0};
+  // Confirmation, in part order, under the mutex:
+  std::mutex confirm_mutex_;
+  std::size_t confirmed_ = 0;             // parts [0, confirmed_) confirmed
+  std::size_t last_landing_ = 0;          // where the last confirmed part's walk landed
+  std::atomic<std::size_t> last_part_{kNone};  // damage in this part ends the split
+  std::size_t split_end_ = kNone;         // that record
+  std::uint64_t frames_ = 0;              // records of the confirmed parts
   std::uint64_t rewalks_ = 0;
-  bool done_ = false;  // no segment left
 };
 
 }  // namespace rdmadiag::cli
