@@ -64,7 +64,18 @@ class ShardPass {
   // The same, its shard key already read (SplitRead): `read()` gives the record
   // and is called only when this shard needs its bytes or its time.
   template <class ReadRecord>
-  void frame_keyed(decode::ShardKey key, std::uint32_t linktype, ReadRecord&& read, bool pause_state);
+  void frame_keyed(decode::ShardKey key, std::uint32_t linktype, ReadRecord&& read, bool pause_state) {
+    const bool own = assign(key);
+    frame_assigned(own, key, linktype, read, pause_state);
+  }
+  // The two halves of frame_keyed, so the assignment can run ahead of the
+  // analysis (SplitRead: a part's frames first, then only the own ones' bytes are
+  // streamed in): whether the next frame to be assigned is this shard's (`key`
+  // becomes what the analysis checks it against), then the next frame to be analysed.
+  bool assign(decode::ShardKey& key);
+  template <class ReadRecord>
+  void frame_assigned(bool own, const decode::ShardKey& key, std::uint32_t linktype, ReadRecord&& read,
+                      bool pause_state);
 
   decode::Analyzer& analyzer() { return *analyzer_; }
   exporters::FlowTally* tally() { return tally_.get(); }
@@ -84,17 +95,23 @@ class ShardPass {
   std::unique_ptr<decode::DecodedPacket> pkt_;
   std::unique_ptr<decode::PacketAnalysis> pa_;  // ~12 KB, reused
   std::uint64_t frame_ = 0, frames_ = 0, misrouted_ = 0;
+  std::uint64_t assigned_ = 0;  // frames assigned (assign() may run ahead of frame_)
   std::uint64_t bad_key_frame_ = 0;  // RDMADIAG_JOBS_TEST_BAD_KEY
   double origin_ = 0;
   bool sweep_pending_ = false;
   double sweep_now_ = 0;
 };
 
+inline bool ShardPass::assign(decode::ShardKey& key) {
+  ++assigned_;
+  if (assigned_ == bad_key_frame_) key.hash ^= 1;
+  return assigner_.shard(assigned_, key) == index_;
+}
+
 template <class ReadRecord>
-void ShardPass::frame_keyed(decode::ShardKey key, std::uint32_t linktype, ReadRecord&& read, bool pause_state) {
+void ShardPass::frame_assigned(bool own, const decode::ShardKey& key, std::uint32_t linktype, ReadRecord&& read,
+                               bool pause_state) {
   ++frame_;
-  if (frame_ == bad_key_frame_) key.hash ^= 1;
-  const bool own = assigner_.shard(frame_, key) == index_;
   const bool sweep_point = frame_ % decode::Analyzer::kSweepFrames == 0;
   if (!own && !pause_state && !sweep_point && frame_ != 1) return;  // none of its bytes touched
   const capture::Record rec = read();

@@ -31,7 +31,8 @@ SplitRead::SplitRead(std::vector<std::unique_ptr<ShardPass>>& passes, const std:
       layout_(layout),
       linktype_(linktype),
       slots_(passes.size() * kSlotsPerThread),
-      next_walk_(passes.size()) {
+      next_walk_(passes.size()),
+      assigned_(passes.size()) {
   // For the tests: small parts, so that a small capture crosses many part boundaries.
   if (const char* bytes = std::getenv("RDMADIAG_JOBS_PART_BYTES"))
     part_bytes_ = std::max<std::size_t>(64, std::strtoull(bytes, nullptr, 10));
@@ -171,25 +172,36 @@ void SplitRead::wait_confirmed(unsigned t, std::size_t part) {
 }
 
 // Every record of a confirmed part through thread t's ShardPass, in frame
-// order: only its own are read.
+// order: first which are its own (from the keys alone), then the frames, with
+// the bytes of its own records within the next 4 KB on their way into the cache
+// (they were walked on another core): the others' bytes are not read.
 void SplitRead::analyse(unsigned t, Part& part) {
   ShardPass& pass = *passes_[t];
+  std::vector<Assigned>& assigned = assigned_[t];
   const std::size_t n = part.records.size();
-  const std::size_t map_end = part.map_base + part.map_len;
-  std::size_t prefetched = n ? part.records[0].offset_flags & kOffsetMask : 0;
+  assigned.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const Indexed& r = part.records[i];
-    const std::size_t offset = r.offset_flags & kOffsetMask;
-    // Which records are this thread's is known only frame by frame (ShardPass):
-    // the bytes ahead stream in, as for a lone reader (FileReader), else each
-    // own record is a miss to memory (it was walked on another core).
-    for (const std::size_t until = std::min(offset + kPrefetchAhead, map_end); prefetched < until; prefetched += 64)
-      __builtin_prefetch(part.at(prefetched));
     decode::ShardKey key;
     key.has_addresses = (r.offset_flags & kHasAddresses) != 0;
     key.hash = r.key_hash;
-    pass.frame_keyed(
-        key, linktype_, [&] { return capture::record_at(part.at(offset), layout_); },
+    const bool own = pass.assign(key);
+    assigned[i] = Assigned{key, own};
+  }
+  const auto offset_of = [&](std::size_t i) {
+    return i < n ? static_cast<std::size_t>(part.records[i].offset_flags & kOffsetMask) : part.map_base + part.map_len;
+  };
+  std::size_t ahead = 0;  // records before it are prefetched (or not this thread's)
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t offset = offset_of(i);
+    for (; ahead < n && offset_of(ahead) < offset + kPrefetchAhead; ++ahead) {
+      if (!assigned[ahead].own) continue;
+      const std::size_t end = std::min(offset_of(ahead + 1), offset_of(ahead) + kPrefetchAhead);
+      for (std::size_t line = offset_of(ahead); line < end; line += 64) __builtin_prefetch(part.at(line));
+    }
+    const Indexed& r = part.records[i];
+    pass.frame_assigned(
+        assigned[i].own, assigned[i].key, linktype_, [&] { return capture::record_at(part.at(offset), layout_); },
         (r.offset_flags & kPauseState) != 0);
   }
 }

@@ -85,6 +85,11 @@ class SplitRead {
   std::int64_t first_ts_ = 0;
   std::vector<Part> slots_;
   std::vector<std::size_t> next_walk_;  // per thread: its next part to walk
+  struct Assigned {  // a record of the part being analysed, as its thread's ShardPass assigned it
+    decode::ShardKey key;
+    bool own;
+  };
+  std::vector<std::vector<Assigned>> assigned_;  // per thread, reused part after part
   std::atomic<std::uint64_t> progress_{0};
   // Confirmation, in part order, under the mutex:
   std::mutex confirm_mutex_;
