@@ -15,7 +15,6 @@ namespace rdmadiag::capture {
 namespace {
 
 constexpr std::size_t kPcapFileHeaderLen = 24;
-constexpr std::size_t kPcapRecordHeaderLen = 16;
 constexpr std::uint32_t kMagicUsec = 0xa1b2c3d4;
 constexpr std::uint32_t kMagicNsec = 0xa1b23c4d;
 // libpcap refuses larger records for most link types (pcap-int.h MAXIMUM_SNAPLEN).
@@ -28,6 +27,39 @@ std::uint32_t load32(const std::uint8_t* p, bool swapped) {
 }
 
 }  // namespace
+
+bool plain_record(const std::uint8_t* h, std::size_t left, const PcapLayout& layout) {
+  if (left < kPcapRecordHeaderLen) return false;
+  const std::uint32_t caplen = load32(h + 8, layout.swapped);
+  return caplen <= layout.max_caplen && left - kPcapRecordHeaderLen >= caplen;
+}
+
+Record record_at(const std::uint8_t* h, const PcapLayout& layout) {
+  Record rec;
+  rec.ts_sec = static_cast<std::int32_t>(load32(h, layout.swapped));  // signed, as libpcap reads it
+  const std::uint32_t frac = load32(h + 4, layout.swapped);
+  rec.ts_nsec = layout.usec ? frac * 1000 : frac;
+  rec.caplen = load32(h + 8, layout.swapped);
+  rec.wirelen = load32(h + 12, layout.swapped);
+  rec.data = std::span<const std::uint8_t>(h + kPcapRecordHeaderLen, rec.caplen);
+  return rec;
+}
+
+bool plausible_record_chain(const std::uint8_t* h, std::size_t avail, std::size_t left, const PcapLayout& layout,
+                            unsigned chain) {
+  std::size_t pos = 0;
+  for (unsigned i = 0; i < chain; ++i) {
+    if (pos == left) return true;  // the end of the file, exactly at a record boundary
+    if (pos + kPcapRecordHeaderLen > avail) return true;  // nothing seen against it
+    if (!plain_record(h + pos, left - pos, layout)) return false;
+    const std::uint32_t frac = load32(h + pos + 4, layout.swapped);
+    const std::uint32_t caplen = load32(h + pos + 8, layout.swapped);
+    if (frac >= (layout.usec ? 1'000'000u : 1'000'000'000u) || caplen > load32(h + pos + 12, layout.swapped))
+      return false;
+    pos += kPcapRecordHeaderLen + caplen;
+  }
+  return true;
+}
 
 FileReader::~FileReader() {
   unmap();
@@ -75,11 +107,11 @@ bool FileReader::open(const std::string& path) {
       const bool usec = magic == kMagicUsec || magic == __builtin_bswap32(kMagicUsec);
       const bool nsec = magic == kMagicNsec || magic == __builtin_bswap32(kMagicNsec);
       if (usec || nsec) {
-        map_fd_ = fileno(f);
-        file_size_ = static_cast<std::size_t>(st.st_size);
-        map_swapped_ = magic != kMagicUsec && magic != kMagicNsec;
-        map_usec_ = usec;
-        map_max_caplen_ = std::min<std::uint32_t>(snaplen_, kMaxRecordLen);
+        layout_.fd = fileno(f);
+        layout_.file_size = static_cast<std::size_t>(st.st_size);
+        layout_.swapped = magic != kMagicUsec && magic != kMagicNsec;
+        layout_.usec = usec;
+        layout_.max_caplen = std::min<std::uint32_t>(snaplen_, kMaxRecordLen);
         mapped_ = map_window(kPcapFileHeaderLen);
       }
     }
@@ -111,10 +143,10 @@ bool FileReader::map_window(std::size_t pos) {
   unmap();
   static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   map_base_ = pos / page * page;
-  map_len_ = std::min(kWindow, file_size_ - map_base_);
+  map_len_ = std::min(kWindow, layout_.file_size - map_base_);
   map_pos_ = pos;
   if (map_len_ == 0) return true;
-  void* m = ::mmap(nullptr, map_len_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, map_fd_, static_cast<off_t>(map_base_));
+  void* m = ::mmap(nullptr, map_len_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, layout_.fd, static_cast<off_t>(map_base_));
   if (m == MAP_FAILED) return false;
   map_ = static_cast<const std::uint8_t*>(m);
   window_ = std::make_shared<const Mapping>(map_, map_len_);
@@ -124,23 +156,18 @@ bool FileReader::map_window(std::size_t pos) {
 // The next record from the mapping, if it is plainly well-formed; otherwise
 // libpcap continues from this record (its FILE is moved there) and decides.
 bool FileReader::next_mapped(Record& rec) {
-  const std::size_t left = file_size_ - map_pos_;
+  const std::size_t left = layout_.file_size - map_pos_;
   if (left >= kPcapRecordHeaderLen) {
     if (map_pos_ + kPcapRecordHeaderLen > map_base_ + map_len_ && !map_window(map_pos_)) return fall_back(rec);
     const std::uint8_t* h = map_ + (map_pos_ - map_base_);
-    const std::uint32_t caplen = load32(h + 8, map_swapped_);
-    if (caplen <= map_max_caplen_ && left - kPcapRecordHeaderLen >= caplen) {
+    if (plain_record(h, left, layout_)) {
+      const std::uint32_t caplen = load32(h + 8, layout_.swapped);
       if (map_pos_ + kPcapRecordHeaderLen + caplen > map_base_ + map_len_) {
         if (!map_window(map_pos_)) return fall_back(rec);
         h = map_ + (map_pos_ - map_base_);
       }
       ++records_;
-      rec.ts_sec = static_cast<std::int32_t>(load32(h, map_swapped_));  // signed, as libpcap reads it
-      const std::uint32_t frac = load32(h + 4, map_swapped_);
-      rec.ts_nsec = map_usec_ ? frac * 1000 : frac;
-      rec.caplen = caplen;
-      rec.wirelen = load32(h + 12, map_swapped_);
-      rec.data = std::span<const std::uint8_t>(h + kPcapRecordHeaderLen, caplen);
+      rec = record_at(h, layout_);
       map_pos_ += kPcapRecordHeaderLen + caplen;
       // Stream the bytes ahead into the cache, each line once: a reader that
       // skips most records (a shard of analyze -j) touches only their first
@@ -186,6 +213,20 @@ bool FileReader::next(Record& rec) {
     stop_reason_ = "stopped after record " + std::to_string(records_) + ": " + pcap_geterr(handle_);
   }
   return false;  // PCAP_ERROR_BREAK: end of file
+}
+
+std::optional<PcapLayout> FileReader::mapped_layout() const {
+  if (!mapped_) return std::nullopt;
+  return layout_;
+}
+
+bool FileReader::seek_record(std::size_t offset, std::uint64_t records) {
+  if (!mapped_ || offset > layout_.file_size) return false;
+  records_ = records;
+  if (map_window(offset)) return true;
+  unmap();
+  mapped_ = false;  // libpcap reads from `offset` on
+  return std::fseek(pcap_file(handle_), static_cast<long>(offset), SEEK_SET) == 0;
 }
 
 std::int64_t FileReader::file_offset() const {

@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -28,6 +29,33 @@ struct Record {
   std::span<const std::uint8_t> data;
   std::int64_t ts_ns() const { return ts_sec * 1'000'000'000 + ts_nsec; }  // exact, unlike a double of seconds
 };
+
+// Where and how a classic pcap file's records lie (for reading them from a
+// mapping): the file, its byte order and time unit, the largest record length
+// read in place (a longer one goes to libpcap).
+struct PcapLayout {
+  int fd = -1;
+  std::size_t file_size = 0;
+  bool swapped = false;  // the file's byte order is not ours
+  bool usec = false;     // microsecond timestamps
+  std::uint32_t max_caplen = 0;
+};
+
+constexpr std::size_t kPcapRecordHeaderLen = 16;
+
+// Whether the record header at `h`, `left` bytes before the end of the file,
+// is plainly well-formed: its whole record is in the file and not longer than
+// the layout allows. Anything else is libpcap's to judge (FileReader::next).
+bool plain_record(const std::uint8_t* h, std::size_t left, const PcapLayout& layout);
+// The record whose (plainly well-formed) header is at `h`; its data follows the header.
+Record record_at(const std::uint8_t* h, const PcapLayout& layout);
+// Whether a record chain plausibly starts at `h`: `chain` headers in a row
+// (or up to the end of `avail` bytes or of the file) plainly well-formed with a
+// valid fraction of a second and no more captured than sent. A pcap file has no
+// sync marker: a position found this way must be confirmed by a walk from a
+// known record that lands on it.
+bool plausible_record_chain(const std::uint8_t* h, std::size_t avail, std::size_t left, const PcapLayout& layout,
+                            unsigned chain);
 
 class FileReader {
  public:
@@ -50,6 +78,11 @@ class FileReader {
   std::uint64_t records_read() const { return records_; }
   // Byte offset in the file where the next record would start (pcap only; 0 if unknown).
   std::int64_t file_offset() const;
+  // The layout when the records are read from a mapping (classic pcap, a regular file).
+  std::optional<PcapLayout> mapped_layout() const;
+  // Continues at `offset`, a record boundary in a mapped file, as if `records`
+  // records had been read before it (analyze -j: the rest of a split read).
+  bool seek_record(std::size_t offset, std::uint64_t records);
 
  private:
   bool next_mapped(Record& rec);
@@ -64,8 +97,7 @@ class FileReader {
   // mapped (one call instead of a page fault every few pages) and unmapped
   // when passed, so resident memory does not grow with the file.
   bool mapped_ = false;
-  int map_fd_ = -1;
-  std::size_t file_size_ = 0;
+  PcapLayout layout_;
   std::shared_ptr<const Mapping> window_;  // owns the mapping below
   const std::uint8_t* map_ = nullptr;  // the window
   std::size_t map_base_ = 0;     // its offset in the file
@@ -73,9 +105,6 @@ class FileReader {
   std::size_t map_pos_ = 0;      // file offset of the next record header
   static constexpr std::size_t kPrefetchAhead = 4096;
   std::size_t prefetched_ = 0;   // file offset up to which the window was prefetched
-  bool map_swapped_ = false;     // the file's byte order is not ours
-  bool map_usec_ = false;        // microsecond timestamps
-  std::uint32_t map_max_caplen_ = 0;
   std::uint32_t linktype_ = 0;
   std::uint32_t snaplen_ = 0;
   std::uint64_t records_ = 0;

@@ -11,6 +11,7 @@
 #include "decode/analyzer_merge.h"
 #include "decode/shard_key.h"
 #include "decode/transport_analysis.h"
+#include "cli/split_read.h"
 #include "exporters/progress.h"
 
 namespace rdmadiag::cli {
@@ -62,25 +63,27 @@ ShardPass::ShardPass(unsigned index, unsigned shards, const decode::DecodeOption
 }
 
 void ShardPass::frame(const capture::Record& rec, std::uint32_t linktype) {
-  ++frame_;
-  const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;  // as AnalysisSession::frame
-  if (frame_ == 1) origin_ = ts;
-  decode::ShardKey key = decode::shard_key(linktype, rec.data);
-  if (frame_ == bad_key_frame_) key.hash ^= 1;
-  if (assigner_.shard(frame_, key) != index_) {
-    if (decode::is_pause_state_frame(linktype, rec.data)) {  // pause state: every shard keeps it
-      decode::decode_frame(linktype, rec.data, rec.wirelen, opts_, *pkt_);
-      analyzer_->add_pause_state(*pkt_, frame_, rec.ts_ns());
-    }
-    // One analyzer sweeps idle flows after every kSweepFrames-th frame
-    // (Analyzer::add): the shard that has that frame does so itself, the others
-    // before their next frame (several missed sweep points: one sweep, the latest).
-    if (frame_ % decode::Analyzer::kSweepFrames == 0) {
-      sweep_now_ = sweep_pending_ ? std::max(sweep_now_, ts) : ts;
-      sweep_pending_ = true;
-    }
-    return;
+  frame_keyed(
+      decode::shard_key(linktype, rec.data), linktype, [&] { return rec; },
+      decode::is_pause_state_frame(linktype, rec.data));
+}
+
+void ShardPass::other_frame(const capture::Record& rec, std::uint32_t linktype, bool pause_state, bool sweep_point,
+                            double ts) {
+  if (pause_state) {  // pause state: every shard keeps it
+    decode::decode_frame(linktype, rec.data, rec.wirelen, opts_, *pkt_);
+    analyzer_->add_pause_state(*pkt_, frame_, rec.ts_ns());
   }
+  // One analyzer sweeps idle flows after every kSweepFrames-th frame
+  // (Analyzer::add): the shard that has that frame does so itself, the others
+  // before their next frame (several missed sweep points: one sweep, the latest).
+  if (sweep_point) {
+    sweep_now_ = sweep_pending_ ? std::max(sweep_now_, ts) : ts;
+    sweep_pending_ = true;
+  }
+}
+
+void ShardPass::own_frame(const capture::Record& rec, std::uint32_t linktype, const decode::ShardKey& key, double ts) {
   if (sweep_pending_) {
     analyzer_->sweep(sweep_now_);
     sweep_pending_ = false;
@@ -103,51 +106,69 @@ ParallelAnalysis::ParallelAnalysis(unsigned shards, const decode::DecodeOptions&
 
 namespace {
 
-// One shard's reading of every input, in order.
-std::vector<ParallelAnalysis::Input> read_inputs(ShardPass& pass, const std::vector<std::string>& paths, bool progress) {
-  std::vector<ParallelAnalysis::Input> inputs;
-  for (const std::string& path : paths) {
-    capture::FileReader reader;
-    ParallelAnalysis::Input in;
-    in.path = path;
-    if (!reader.open(path)) {
-      in.error = reader.error();
-      inputs.push_back(std::move(in));
-      continue;
-    }
-    in.linktype = reader.linktype();
-    in.snaplen = reader.snaplen();
-    struct stat st {};
-    const std::uint64_t file_size =
-        progress && ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
-    exporters::ProgressBar bar(progress);
-    capture::Record rec;
-    while (reader.next(rec)) {
-      pass.frame(rec, in.linktype);
-      if (bar.on() && (reader.records_read() & 4095) == 0)
-        bar.update(path, static_cast<std::uint64_t>(std::max<std::int64_t>(0, reader.file_offset())), file_size,
-                   reader.records_read());
-    }
-    bar.clear();
-    in.records = reader.records_read();
-    in.stop_reason = reader.stop_reason();
-    inputs.push_back(std::move(in));
+// One shard's reading of one input, every record of it.
+ParallelAnalysis::Input read_input(ShardPass& pass, const std::string& path, bool progress) {
+  capture::FileReader reader;
+  ParallelAnalysis::Input in;
+  in.path = path;
+  if (!reader.open(path)) {
+    in.error = reader.error();
+    return in;
   }
-  return inputs;
+  in.linktype = reader.linktype();
+  in.snaplen = reader.snaplen();
+  struct stat st {};
+  const std::uint64_t file_size =
+      progress && ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+  exporters::ProgressBar bar(progress);
+  capture::Record rec;
+  while (reader.next(rec)) {
+    pass.frame(rec, in.linktype);
+    if (bar.on() && (reader.records_read() & 4095) == 0)
+      bar.update(path, static_cast<std::uint64_t>(std::max<std::int64_t>(0, reader.file_offset())), file_size,
+                 reader.records_read());
+  }
+  bar.clear();
+  in.records = reader.records_read();
+  in.stop_reason = reader.stop_reason();
+  return in;
+}
+
+// Runs `work(t)` on N threads (t = 0 on the calling thread), named for top and perf.
+template <class Work>
+void on_every_shard(std::size_t shards, Work&& work) {
+  std::vector<std::thread> threads;
+  for (std::size_t i = 1; i < shards; ++i)
+    threads.emplace_back([i, &work] {
+      ::pthread_setname_np(::pthread_self(), ("shard " + std::to_string(i)).c_str());
+      work(static_cast<unsigned>(i));
+    });
+  work(0u);
+  for (auto& t : threads) t.join();
 }
 
 }  // namespace
 
 ParallelAnalysis::Result ParallelAnalysis::run(const std::vector<std::string>& paths, bool progress) {
   std::vector<std::vector<Input>> seen(passes_.size());
-  std::vector<std::thread> threads;
-  for (std::size_t i = 1; i < passes_.size(); ++i)
-    threads.emplace_back([this, i, &paths, &seen] {
-      ::pthread_setname_np(::pthread_self(), ("shard " + std::to_string(i)).c_str());  // for top and perf
-      seen[i] = read_inputs(*passes_[i], paths, false);
-    });
-  seen[0] = read_inputs(*passes_[0], paths, progress);
-  for (auto& t : threads) t.join();
+  for (const std::string& path : paths) {
+    // A classic pcap file is split between the threads (SplitRead); anything
+    // else (pcapng, standard input, an unreadable file) every thread reads whole.
+    capture::FileReader probe;
+    const bool split = passes_.size() > 1 && probe.open(path) && probe.mapped_layout() &&
+                       std::getenv("RDMADIAG_JOBS_NO_SPLIT") == nullptr;
+    if (split) {
+      SplitRead read(passes_, path, *probe.mapped_layout(), probe.linktype());
+      on_every_shard(passes_.size(), [&](unsigned t) {
+        seen[t].push_back(read.run(t, progress && t == 0));
+        seen[t].back().snaplen = probe.snaplen();
+      });
+      split_rewalks_ += read.rewalks();
+    } else {
+      on_every_shard(passes_.size(),
+                     [&](unsigned t) { seen[t].push_back(read_input(*passes_[t], path, progress && t == 0)); });
+    }
+  }
   Result r = merge(passes_, tally_);
   // A file that changed while the shards read it: they did not see the same frames.
   for (std::size_t i = 1; i < seen.size(); ++i)
@@ -156,6 +177,7 @@ ParallelAnalysis::Result ParallelAnalysis::run(const std::vector<std::string>& p
           seen[i][k].stop_reason != seen[0][k].stop_reason)
         r.exact = false;
   r.inputs = std::move(seen[0]);
+  r.split_rewalks = split_rewalks_;
   return r;
 }
 

@@ -61,6 +61,21 @@ class ShardPass {
 
   // The next record of the input (frames are numbered from 1 across all inputs).
   void frame(const capture::Record& rec, std::uint32_t linktype);
+  // The same, its shard key already read (SplitRead): `read()` gives the record
+  // and is called only when this shard needs its bytes or its time.
+  template <class ReadRecord>
+  void frame_keyed(decode::ShardKey key, std::uint32_t linktype, ReadRecord&& read, bool pause_state) {
+    const bool own = assign(key);
+    frame_assigned(own, key, linktype, read, pause_state);
+  }
+  // The two halves of frame_keyed, so the assignment can run ahead of the
+  // analysis (SplitRead: a part's frames first, then only the own ones' bytes are
+  // streamed in): whether the next frame to be assigned is this shard's (`key`
+  // becomes what the analysis checks it against), then the next frame to be analysed.
+  bool assign(decode::ShardKey& key);
+  template <class ReadRecord>
+  void frame_assigned(bool own, const decode::ShardKey& key, std::uint32_t linktype, ReadRecord&& read,
+                      bool pause_state);
 
   decode::Analyzer& analyzer() { return *analyzer_; }
   exporters::FlowTally* tally() { return tally_.get(); }
@@ -69,6 +84,9 @@ class ShardPass {
   double origin() const { return origin_; }
 
  private:
+  void own_frame(const capture::Record& rec, std::uint32_t linktype, const decode::ShardKey& key, double ts);
+  void other_frame(const capture::Record& rec, std::uint32_t linktype, bool pause_state, bool sweep_point, double ts);
+
   unsigned index_;
   ShardAssigner assigner_;
   decode::DecodeOptions opts_;
@@ -77,11 +95,33 @@ class ShardPass {
   std::unique_ptr<decode::DecodedPacket> pkt_;
   std::unique_ptr<decode::PacketAnalysis> pa_;  // ~12 KB, reused
   std::uint64_t frame_ = 0, frames_ = 0, misrouted_ = 0;
+  std::uint64_t assigned_ = 0;  // frames assigned (assign() may run ahead of frame_)
   std::uint64_t bad_key_frame_ = 0;  // RDMADIAG_JOBS_TEST_BAD_KEY
   double origin_ = 0;
   bool sweep_pending_ = false;
   double sweep_now_ = 0;
 };
+
+inline bool ShardPass::assign(decode::ShardKey& key) {
+  ++assigned_;
+  if (assigned_ == bad_key_frame_) key.hash ^= 1;
+  return assigner_.shard(assigned_, key) == index_;
+}
+
+template <class ReadRecord>
+void ShardPass::frame_assigned(bool own, const decode::ShardKey& key, std::uint32_t linktype, ReadRecord&& read,
+                               bool pause_state) {
+  ++frame_;
+  const bool sweep_point = frame_ % decode::Analyzer::kSweepFrames == 0;
+  if (!own && !pause_state && !sweep_point && frame_ != 1) return;  // none of its bytes touched
+  const capture::Record rec = read();
+  const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;  // as AnalysisSession::frame
+  if (frame_ == 1) origin_ = ts;
+  if (own)
+    own_frame(rec, linktype, key, ts);
+  else
+    other_frame(rec, linktype, pause_state, sweep_point, ts);
+}
 
 class ParallelAnalysis {
  public:
@@ -106,6 +146,7 @@ class ParallelAnalysis {
     bool exact = true;
     bool bounds_reached = false;  // a shard reached a flow-table bound (docs/analysis.md)
     std::vector<std::uint64_t> frames_per_shard;
+    std::uint64_t split_rewalks = 0;  // SplitRead::rewalks() over all inputs
   };
 
   // Reads `paths` in order on every shard's thread (the calling thread is shard
@@ -118,6 +159,7 @@ class ParallelAnalysis {
  private:
   std::vector<std::unique_ptr<ShardPass>> passes_;
   bool tally_ = false;
+  std::uint64_t split_rewalks_ = 0;
 };
 
 }  // namespace rdmadiag::cli

@@ -55,6 +55,7 @@ void Analyzer::add_pause_state(const DecodedPacket& p, std::uint64_t frame, std:
 
 void Analyzer::sweep(double now) {
   transport_->sweep(now);
+  iwarp_->sweep(now);
   cc_->sweep(std::llround(now * 1e9));
 }
 

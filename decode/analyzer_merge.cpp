@@ -54,17 +54,17 @@ bool AnalyzerMerge::bounds_reached(std::span<Analyzer* const> shards) {
   std::size_t live = 0, flows = 0, conns = 0, buffered = 0, qps = 0, budget = 0, cm_reqs = 0, cc_live = 0, cc_results = 0, stall_qps = 0;
   for (const Analyzer* a : shards) {
     const TransportAnalyzer& t = *a->transport_;
-    const IwarpAnalyzer& w = *a->iwarp_;
-    if (t.evicted_ || t.flows_.cap_reached() || w.stats_.untracked_connections || a->summary_.queue_pairs_capped()) return true;
+    const IwarpAnalyzer::Bounds w = a->iwarp_->bounds();
+    if (t.evicted_ || t.flows_.cap_reached() || w.cap_reached || a->summary_.queue_pairs_capped()) return true;
     if (a->cc_->cap_reached() || a->pfc_->stalls().cap_reached()) return true;
     cc_live += a->cc_->peak();
     stall_qps += a->pfc_->stalls().peak();
     cc_results += a->cc_->flows().size();
     live += t.flows_.peak();
     flows += t.summaries_.size();
-    conns += w.peak_live_;
-    buffered += w.peak_buffered_;
-    budget = w.budget_.limit;
+    conns += w.peak_live;
+    buffered += w.peak_buffered;
+    budget = w.buffer_limit;
     qps += a->summary_.queue_pairs();
     cm_reqs += t.cm_req_ids_.size();  // every REQ seen: at least those pending at once
   }
@@ -121,33 +121,10 @@ void AnalyzerMerge::merge(std::span<Analyzer* const> shards, Analyzer& out,
   for (Analyzer* a : shards) a->transport_->summaries_.clear();
 
   // ---- iWARP flows (two per connection): merged order = order of identification.
-  IwarpAnalyzer& iw = *out.iwarp_;
-  std::vector<std::vector<std::uint32_t>> iwarp_index(n);
-  struct ConnRef {
-    std::uint64_t key;
-    std::size_t shard, pos;  // pos: index of the connection's first flow
-  };
-  std::vector<ConnRef> conns;
-  ExactSum read_sum;
-  for (std::size_t s = 0; s < n; ++s) {
-    const IwarpAnalyzer& x = *shards[s]->iwarp_;
-    iwarp_index[s].assign(x.flows_.size(), UINT32_MAX);
-    for (std::size_t i = 0; i + 1 < x.flows_.size(); i += 2) conns.push_back({x.flow_order_keys_[i], s, i});
-    iw.stats_.merge(x.stats_);
-    read_sum.add(x.read_latency_sum_);
-  }
-  iw.read_latency_sum_ = read_sum;
-  iw.stats_.read_latency_sum_us = read_sum.value();
-  std::sort(conns.begin(), conns.end(), [](const ConnRef& a, const ConnRef& b) {
-    return std::tie(a.key, a.shard, a.pos) < std::tie(b.key, b.shard, b.pos);
-  });
-  for (const ConnRef& c : conns)
-    for (std::size_t d = 0; d < 2; ++d) {
-      iwarp_index[c.shard][c.pos + d] = static_cast<std::uint32_t>(iw.flows_.size());
-      iw.flows_.push_back(shards[c.shard]->iwarp_->flows_[c.pos + d]);
-      iw.flow_order_keys_.push_back(c.key);
-    }
-  iw.finished_ = true;
+  std::vector<const IwarpAnalyzer*> iwarps;
+  for (const Analyzer* a : shards) iwarps.push_back(a->iwarp_.get());
+  std::vector<std::vector<std::uint32_t>> iwarp_index;
+  out.iwarp_->merge(iwarps, iwarp_index);
 
   // ---- pause analysis: every shard saw every MAC Control frame (ShardPass).
   std::vector<const PfcAnalyzer*> pfcs;

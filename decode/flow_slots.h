@@ -1,8 +1,8 @@
 // A bounded table of live per-flow states for the stateful analysis passes
-// (IB/RoCE transport analysis, and the shape the iWARP pass can adopt): states
-// live in slots that are reused, a key index finds a flow's slot in O(1)
-// (flow_table.h), idle flows are retired, and past a cap of live flows the
-// least recently active are retired to make room. The table counts what the
+// (IB/RoCE transport analysis, congestion, pause stalls, NVMe-oF, iWARP TCP
+// connections): states live in slots that are reused, a key index finds a
+// flow's slot in O(1) (flow_table.h), idle flows are retired, and past a cap
+// of live flows the least recently active are retired to make room. The table counts what the
 // sharded analysis must know (AnalyzerMerge::bounds_reached): the peak of live
 // flows and whether the cap ever forced a retirement. What a retired flow
 // leaves behind (a summary) is the owner's business: retirement calls back.
@@ -67,6 +67,13 @@ class FlowSlots {
   void retire_if(Idle idle, OnRetire on_retire) {
     for (std::uint32_t s = 0; s < slots_.size(); ++s)
       if (slots_[s].state && idle(*slots_[s].state)) retire(s, on_retire);
+  }
+
+  // Retires one live flow (one that ended on its own, e.g. a closed TCP
+  // connection); on_retire(slot, State&) runs before the slot is freed.
+  template <class OnRetire>
+  void erase(std::uint32_t slot, OnRetire on_retire) {
+    if (at(slot)) retire(slot, on_retire);
   }
 
   // Calls f(slot, State&) for every live flow, in slot order.

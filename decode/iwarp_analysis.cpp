@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "decode/crc32c.h"
 #include "decode/ddp_sequence.h"
 #include "decode/flow_ring.h"
+#include "decode/mpa_direction.h"
 
 namespace rdmadiag::decode {
 
@@ -31,14 +33,15 @@ constexpr std::size_t kStrideDecideBytes = 64u << 10;  // bytes after which the 
 struct Endpoint {
   std::array<std::uint8_t, 16> addr{};
   std::uint16_t port = 0;
-  bool operator==(const Endpoint&) const = default;
+  auto operator<=>(const Endpoint&) const = default;
 };
 
-std::uint64_t hash_endpoint(const Endpoint& e) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (auto b : e.addr) h = (h ^ b) * 1099511628211ull;
-  h = (h ^ (e.port & 0xFF)) * 1099511628211ull;
-  return (h ^ (e.port >> 8)) * 1099511628211ull;
+// The connection's key whichever way the segment travels.
+IwarpConnKey connection_key(const Endpoint& src, const Endpoint& dst) {
+  const bool src_low = src <= dst;
+  const Endpoint& lo = src_low ? src : dst;
+  const Endpoint& hi = src_low ? dst : src;
+  return IwarpConnKey{lo.addr, hi.addr, lo.port, hi.port};
 }
 
 // The cheap checks a byte position must pass to be taken for an FPDU header
@@ -63,25 +66,31 @@ int plausible_header(const ByteReader& r, std::size_t at) {
 
 }  // namespace
 
+std::size_t IwarpConnKeyHash::operator()(const IwarpConnKey& k) const {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a over both endpoints
+  for (auto b : k.lo_addr) h = (h ^ b) * 1099511628211ull;
+  for (auto b : k.hi_addr) h = (h ^ b) * 1099511628211ull;
+  h = (h ^ k.lo_port) * 1099511628211ull;
+  return static_cast<std::size_t>((h ^ k.hi_port) * 1099511628211ull);
+}
+
 struct IwarpAnalyzer::Connection {
   struct Direction final : TcpStreamSink {
-    enum class Mode : std::uint8_t { start, negotiation, await_reply, fpdu, hunting, not_iwarp };
+    using Mode = MpaMode;
     IwarpAnalyzer* an = nullptr;
     Connection* conn = nullptr;
     int index = 0;
     Endpoint src, dst;
     TcpStream tcp;
-    Mode mode = Mode::start;
+    MpaDirState mpa;  // the framing mode (mpa_direction.h)
     bool fin = false;
     bool markers = false;
     bool marker_base_known = false;
     std::uint32_t marker_base = 0;
     std::uint32_t marker_stride = kMpaMarkerInterval;
     bool stride_settled = false;   // the markers were checked against the stream once
-    bool quiet_framing = false;    // markers at no stride found (said once): no framing report after that
     bool crc = false, crc_known = false;
     bool resynced = false;
-    bool reliable = false;     // framed from the negotiation and no byte lost since
     std::uint32_t after_negotiation = 0;
     std::vector<std::uint8_t> buf;
     std::size_t off = 0;
@@ -106,8 +115,9 @@ struct IwarpAnalyzer::Connection {
     void stream_hole(const TcpHoleEvent& hole) override;
     void consume(std::size_t n);
     void process();
+    class FramingReport;
+    void step(MpaUnit::Kind kind, std::uint32_t count = 0);
     void negotiation_done(const MpaNegotiation& m);
-    void start_framing(bool from_negotiation);
     void settle_framing(bool use_markers, bool use_crc, std::uint32_t first_fpdu);
     enum class Cut : std::uint8_t { ok, need_more, bad };
     struct Fpdu {
@@ -136,13 +146,12 @@ struct IwarpAnalyzer::Connection {
   };
 
   std::array<std::unique_ptr<Direction>, 2> dir;
-  std::uint64_t key = 0;
-  bool counted = false;
   bool negotiated = false;
   bool have_request = false;
   MpaNegotiation request;
   std::uint32_t flow_base = UINT32_MAX;  // flows_[flow_base + direction]
   std::uint64_t created_frame = 0;
+  double last_ts = 0;  // of its last segment (the least recently active are retired at the cap)
   IwarpAnalyzer* an = nullptr;
 
   Connection(IwarpAnalyzer* a, const Endpoint& s, const Endpoint& d) : an(a) {
@@ -173,6 +182,11 @@ struct IwarpAnalyzer::Connection {
       an->flow_order_keys_.push_back(an->log_.order_key());
     }
     ++an->stats_.connections;
+  }
+  // Retiring it loses nothing a report would show: it carries no MPA, holds no bytes.
+  bool idle_state() const {
+    return !iwarp_known() && !dir[0]->tcp.held_bytes() && !dir[1]->tcp.held_bytes() && dir[0]->buf.empty() &&
+           dir[1]->buf.empty();
   }
   bool ipv6 = false;
 };
@@ -227,7 +241,7 @@ std::uint64_t Dir::frame_of_end(std::uint32_t end) const {
 }
 
 void Dir::stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, std::uint64_t f, double t) {
-  if (mode == Mode::not_iwarp) return;
+  if (mpa.mode == Mode::not_iwarp) return;
   if (!have_seq || avail() == 0) {
     have_seq = true;
     seq = s - static_cast<std::uint32_t>(avail());
@@ -246,7 +260,7 @@ void Dir::stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, s
 }
 
 void Dir::stream_hole(const TcpHoleEvent& h) {
-  if (mode == Mode::not_iwarp) return;
+  if (mpa.mode == Mode::not_iwarp) return;
   if (conn->iwarp_known()) {
     Anomaly a = make_anomaly(AnomalyKind::tcp_hole, h.frame_detected);
     a.count = h.bytes;
@@ -270,15 +284,40 @@ void Dir::stream_hole(const TcpHoleEvent& h) {
   have_seq = true;
   seq = h.seq + h.bytes;
   hunt_from = 0;
-  reliable = false;
-  ddp_reset(ddp, false);
-  if (mode == Mode::fpdu || mode == Mode::start || mode == Mode::await_reply || mode == Mode::negotiation)
-    mode = Mode::hunting;
+  step(MpaUnit::Kind::bytes_lost);
+}
+
+// What the framing machine finds goes to the anomaly log, the flow and the DDP state.
+class Dir::FramingReport final : public MpaDirSink {
+ public:
+  explicit FramingReport(Dir& dir) : dir_(dir) {}
+  void identified() override { dir_.conn->identify(dir_.conn->ipv6, dir_.frame); }
+  void framing_started() override {
+    if (IwarpFlowInfo* fi = dir_.info()) {
+      fi->markers = dir_.markers;
+      fi->crc = dir_.crc;
+    }
+  }
+  void bad_framing(std::uint32_t wrong_markers) override {
+    dir_.anomaly(AnomalyKind::mpa_bad_framing, dir_.frame, wrong_markers);
+  }
+  void resync(std::uint32_t bytes_skipped) override { dir_.anomaly(AnomalyKind::iwarp_resync, dir_.frame, bytes_skipped); }
+  void reset_ddp(bool msns_known) override { ddp_reset(dir_.ddp, msns_known); }  // RFC 5041 section 5.3: MSNs from 1
+
+ private:
+  Dir& dir_;
+};
+
+void Dir::step(MpaUnit::Kind kind, std::uint32_t count) {
+  mpa.identified = conn->iwarp_known();  // a connection's, set by either direction
+  const MpaStep st = mpa_dir_classify(mpa, MpaUnit{kind, count});
+  FramingReport report(*this);
+  mpa_dir_apply(mpa, st, report);
 }
 
 void Dir::process() {
   for (;;) {
-    switch (mode) {
+    switch (mpa.mode) {
       case Mode::not_iwarp:
         buf.clear();
         off = 0;
@@ -286,9 +325,9 @@ void Dir::process() {
       case Mode::start:
         switch (mpa_classify_start(view(), tcp.saw_syn())) {
           case MpaStreamStart::need_more: return;
-          case MpaStreamStart::negotiation: mode = Mode::negotiation; break;
-          case MpaStreamStart::hunt: mode = Mode::hunting; break;
-          case MpaStreamStart::not_mpa: mode = Mode::not_iwarp; break;
+          case MpaStreamStart::negotiation: step(MpaUnit::Kind::start_negotiation); break;
+          case MpaStreamStart::hunt: step(MpaUnit::Kind::start_mid_stream); break;
+          case MpaStreamStart::not_mpa: step(MpaUnit::Kind::start_not_mpa); break;
         }
         break;
       case Mode::negotiation: {
@@ -296,8 +335,7 @@ void Dir::process() {
         const auto st = parse_mpa_negotiation(view(), m);
         if (st == ParseStatus::truncated) return;
         if (st == ParseStatus::malformed) {
-          mode = conn->iwarp_known() ? Mode::hunting : Mode::not_iwarp;
-          if (conn->iwarp_known()) anomaly(AnomalyKind::mpa_bad_framing, frame);
+          step(MpaUnit::Kind::negotiation_malformed);
           break;
         }
         consume(m.total_length());
@@ -305,7 +343,7 @@ void Dir::process() {
         break;
       }
       case Mode::await_reply:
-        if (avail() > kMaxBuffered) mode = Mode::hunting;
+        if (avail() > kMaxBuffered) step(MpaUnit::Kind::reply_overdue);
         else return;
         break;
       case Mode::fpdu:
@@ -319,46 +357,44 @@ void Dir::process() {
 }
 
 void Dir::negotiation_done(const MpaNegotiation& m) {
-  conn->identify(conn->ipv6, frame);
+  const bool request = m.type == MpaFrameType::request;
+  const MpaSettlement settled = request ? MpaSettlement{} : mpa_settle(conn->have_request ? &conn->request : nullptr, m);
+  if (!request && !settled.rejected) {  // before FPDU mode starts: the flow shows the settled framing
+    after_negotiation = seq;
+    settle_framing(settled.markers_from_responder, settled.crc, seq);
+  }
+  step(request ? MpaUnit::Kind::request : settled.rejected ? MpaUnit::Kind::reply_rejected : MpaUnit::Kind::reply_accepted);
   IwarpFlowInfo* fi = info();
   fi->negotiated = true;
   if (IwarpPdu* u = an->cur_out_ ? an->cur_out_->push() : nullptr) {
-    u->kind = m.type == MpaFrameType::request ? IwarpPdu::Kind::mpa_request : IwarpPdu::Kind::mpa_reply;
+    u->kind = request ? IwarpPdu::Kind::mpa_request : IwarpPdu::Kind::mpa_reply;
     u->flow = flow();
     u->end_frame = frame;
     u->seq = seq - m.total_length();
     u->negotiation = m;
   }
   an->note_unit();
-  if (m.type == MpaFrameType::request) {
+  if (request) {
     fi->initiator = true;
     conn->have_request = true;
     conn->request = m;
     after_negotiation = seq;
-    mode = Mode::await_reply;
     return;
   }
   Dir& ini = peer();
-  const MpaSettlement settled = mpa_settle(conn->have_request ? &conn->request : nullptr, m);
   if (settled.rejected) {
     fi->rejected = true;
     ++an->stats_.rejected;
-    mode = Mode::not_iwarp;
-    ini.mode = Mode::not_iwarp;
+    ini.step(MpaUnit::Kind::peer_rejected);
     return;
   }
   if (!conn->negotiated) ++an->stats_.negotiated;
   conn->negotiated = true;
-  after_negotiation = seq;
-  settle_framing(settled.markers_from_responder, settled.crc, seq);
-  start_framing(true);
-  if (conn->have_request) {
-    ini.settle_framing(settled.markers_from_initiator, settled.crc, ini.after_negotiation);
-    if (ini.mode == Mode::await_reply) {
-      ini.start_framing(true);
-      ini.process();
-    }
-  }
+  if (!conn->have_request) return;
+  ini.settle_framing(settled.markers_from_initiator, settled.crc, ini.after_negotiation);
+  const bool waiting = ini.mpa.mode == Mode::await_reply;
+  ini.step(MpaUnit::Kind::peer_accepted);
+  if (waiting) ini.process();
 }
 
 // Framing as the negotiation settled it; markers count from the first FPDU.
@@ -368,16 +404,6 @@ void Dir::settle_framing(bool use_markers, bool use_crc, std::uint32_t first_fpd
   marker_base = first_fpdu;
   crc = use_crc;
   crc_known = true;
-}
-
-void Dir::start_framing(bool from_negotiation) {
-  mode = Mode::fpdu;
-  reliable = from_negotiation;
-  ddp_reset(ddp, from_negotiation);  // MSNs start at 1 on every queue (RFC 5041 section 5.3)
-  if (IwarpFlowInfo* fi = info()) {
-    fi->markers = markers;
-    fi->crc = crc;
-  }
 }
 
 // Cuts the FPDU that starts `pos` bytes into the buffer, removing markers.
@@ -477,7 +503,7 @@ Dir::Probe Dir::settle_marker_stride() {
     marker_stride = found;
     return Probe::fits;
   }
-  quiet_framing = true;
+  mpa.quiet_framing = true;
   markers = false;  // hunt for FPDUs by their headers; those a marker falls in are lost
   return Probe::fails;
 }
@@ -499,11 +525,9 @@ bool Dir::frame_one() {
     // Without a good CRC to vouch for it, a header that cannot be right means the framing is lost.
     if (plausible == 0 && !crc_ok) bad = true;
   }
-  if ((bad || f.marker_errors) && !quiet_framing) anomaly(AnomalyKind::mpa_bad_framing, frame, f.marker_errors);
+  step(bad ? MpaUnit::Kind::not_an_fpdu : MpaUnit::Kind::fpdu, f.marker_errors);
   if (bad) {
-    mode = Mode::hunting;
     hunt_from = 1;
-    reliable = false;
     return true;
   }
   emit(f);
@@ -512,19 +536,18 @@ bool Dir::frame_one() {
 }
 
 void Dir::accept_resync(std::size_t pos, bool crc_verified) {
-  conn->identify(conn->ipv6, frame);
-  if (!quiet_framing) anomaly(AnomalyKind::iwarp_resync, frame, static_cast<std::uint32_t>(pos));
+  const bool infer_crc = !crc_known;
+  if (infer_crc) {  // before FPDU mode starts: the flow shows it
+    crc_known = true;
+    crc = crc_verified;
+  }
+  resynced = true;
+  step(MpaUnit::Kind::boundary_found, static_cast<std::uint32_t>(pos));
   ++an->stats_.resyncs;
   IwarpFlowInfo* fi = info();
   ++fi->resyncs;
+  if (infer_crc) fi->crc_inferred = true;
   consume(pos);
-  if (!crc_known) {
-    crc_known = true;
-    crc = crc_verified;
-    fi->crc_inferred = true;
-  }
-  resynced = true;
-  start_framing(false);
 }
 
 // Finds the next FPDU boundary without the negotiation's help. Returns true when
@@ -590,7 +613,7 @@ bool Dir::hunt() {
     hunt_from = avail() > 3 ? avail() - 3 : 0;
   }
   if (!known && hunted > kHuntGiveUp) {
-    mode = Mode::not_iwarp;
+    step(MpaUnit::Kind::hunt_exhausted);
     buf.clear();
     off = 0;
     return false;
@@ -743,13 +766,13 @@ class Dir::DdpReport final : public DdpSink {
 };
 
 void Dir::sequence_checks(IwarpPdu& u) {
-  ddp.requests_complete = reliable && peer().reliable;
+  ddp.requests_complete = mpa.reliable && peer().mpa.reliable;
   const DdpEvent e = ddp_classify(ddp, u.seg);
   DdpReport report(*this, u, an->stats_);
   ddp_apply(ddp, e, u.seg, report);
 }
 
-IwarpAnalyzer::IwarpAnalyzer(AnomalyLog& log) : log_(log) { scratch_.reserve(70000); }
+IwarpAnalyzer::IwarpAnalyzer(AnomalyLog& log) : log_(log), conns_(kMaxConnections) { scratch_.reserve(70000); }
 IwarpAnalyzer::~IwarpAnalyzer() = default;
 
 void IwarpAnalyzer::note_unit() { unit_in_frame_ = true; }
@@ -769,17 +792,29 @@ Endpoint endpoint_of(const DecodedPacket& p, bool source) {
 }
 }  // namespace
 
-void IwarpAnalyzer::close(std::size_t idx) {
-  Connection& c = *conns_[idx];
+// Ends a connection's streams at the last frame; its flows keep their TCP counts.
+void IwarpAnalyzer::close(Connection& c) {
   for (auto& d : c.dir) d->tcp.flush(last_frame_, last_ts_, *d);
   if (c.iwarp_known())
     for (int i = 0; i < 2; ++i) flows_[c.flow_base + static_cast<std::uint32_t>(i)].tcp = c.dir[i]->tcp.stats();
   for (const auto& d : c.dir) stats_.tcp_retransmitted_segments += d->tcp.stats().retransmitted_segments;
-  auto& bucket = index_[c.key];
-  std::erase(bucket, static_cast<std::uint32_t>(idx));
-  if (bucket.empty()) index_.erase(c.key);
-  conns_[idx].reset();
-  free_.push_back(static_cast<std::uint32_t>(idx));
+}
+
+// A new connection; the sender of its first segment (the key's lower endpoint
+// or not) is its direction 0.
+IwarpAnalyzer::Connection& IwarpAnalyzer::connection_for(const IwarpConnKey& key, bool from_lo, bool ipv6,
+                                                         std::uint64_t frame) {
+  const Endpoint lo{key.lo_addr, key.lo_port}, hi{key.hi_addr, key.hi_port};
+  auto c = std::make_unique<Connection>(this, from_lo ? lo : hi, from_lo ? hi : lo);
+  c->ipv6 = ipv6;
+  c->created_frame = frame;
+  const std::uint32_t slot = conns_.insert(
+      key, std::move(c), [](const Connection& x) { return x.last_ts; },
+      [this](std::uint32_t, Connection& x) {  // only at kMaxConnections
+        ++stats_.retired_at_cap;
+        close(x);
+      });
+  return *conns_.at(slot);
 }
 
 void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, IwarpFrame& out) {
@@ -789,46 +824,31 @@ void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, 
   last_ts_ = ts;
   const TcpHeader& t = *p.tcp;
   const Endpoint src = endpoint_of(p, true), dst = endpoint_of(p, false);
-  const std::uint64_t key = hash_endpoint(src) ^ hash_endpoint(dst);
-  std::size_t idx = SIZE_MAX;
-  int d = 0;
-  if (auto it = index_.find(key); it != index_.end()) {
-    for (std::uint32_t i : it->second) {
-      const Connection& c = *conns_[i];
-      if (c.dir[0]->src == src && c.dir[0]->dst == dst) { idx = i; d = 0; break; }
-      if (c.dir[1]->src == src && c.dir[1]->dst == dst) { idx = i; d = 1; break; }
-    }
-  }
+  const IwarpConnKey key = connection_key(src, dst);
+  constexpr std::uint32_t kNone = decltype(conns_)::kNone;
+  std::uint32_t slot = conns_.find(key);
   // A new SYN on a tuple in use starts a new connection.
-  if (idx != SIZE_MAX && t.syn() && !t.ack_flag() && conns_[idx]->dir[d]->tcp.started() &&
-      conns_[idx]->dir[d]->tcp.next_seq() != t.seq + 1) {
-    close(idx);
-    idx = SIZE_MAX;
-  }
-  if (idx == SIZE_MAX) {
-    if (!t.syn() && p.tcp_payload_len == 0) return;
-    if (live_ >= kMaxConnections) {
-      ++stats_.untracked_connections;
-      return;
+  if (slot != kNone && t.syn() && !t.ack_flag()) {
+    const Connection& old = *conns_.at(slot);
+    const Dir& od = *old.dir[old.dir[0]->src == src ? 0 : 1];
+    if (od.tcp.started() && od.tcp.next_seq() != t.seq + 1) {
+      conns_.erase(slot, [this](std::uint32_t, Connection& x) { close(x); });
+      slot = kNone;
     }
-    auto c = std::make_unique<Connection>(this, src, dst);
-    c->key = key;
-    c->ipv6 = p.ipv6.has_value();
-    c->created_frame = frame;
-    if (!free_.empty()) {
-      idx = free_.back();
-      free_.pop_back();
-      conns_[idx] = std::move(c);
-    } else {
-      idx = conns_.size();
-      conns_.push_back(std::move(c));
-    }
-    index_[key].push_back(static_cast<std::uint32_t>(idx));
-    ++live_;
-    peak_live_ = std::max(peak_live_, live_);
-    d = 0;
   }
-  Connection& c = *conns_[idx];
+  if (slot == kNone && !t.syn() && p.tcp_payload_len == 0) return;
+  Connection& c = slot != kNone ? *conns_.at(slot) : connection_for(key, src <= dst, p.ipv6.has_value(), frame);
+  c.last_ts = ts;
+  const int d = c.dir[0]->src == src ? 0 : 1;
+  segment(c, d, p, frame, ts, out);
+  if (t.rst() || (c.dir[0]->fin && c.dir[1]->fin))
+    conns_.erase(conns_.find(key), [this](std::uint32_t, Connection& x) { close(x); });
+}
+
+// One TCP segment of a live connection, in direction `d`.
+void IwarpAnalyzer::segment(Connection& c, int d, const DecodedPacket& p, std::uint64_t frame, double ts,
+                            IwarpFrame& out) {
+  const TcpHeader& t = *p.tcp;
   Dir& dir = *c.dir[d];
   cur_out_ = &out;
   unit_in_frame_ = false;
@@ -844,10 +864,11 @@ void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, 
   cur_out_ = nullptr;
   peak_buffered_ = std::max(peak_buffered_, budget_.used);
   if (t.fin()) dir.fin = true;
-  if (t.rst() || (c.dir[0]->fin && c.dir[1]->fin)) {
-    close(idx);
-    --live_;
-  }
+}
+
+void IwarpAnalyzer::sweep(double now) {
+  conns_.retire_if([now](const Connection& c) { return now - c.last_ts > kIdleRetireSeconds && c.idle_state(); },
+                   [this](std::uint32_t, Connection& c) { close(c); });
 }
 
 void IwarpAnalyzer::finish() {
@@ -856,15 +877,46 @@ void IwarpAnalyzer::finish() {
   // In creation order (slots are reused as connections close, so slot order
   // depends on the history); the results then do not depend on how the
   // connections were spread over the shards of analyze -j.
-  std::vector<std::pair<std::uint64_t, std::size_t>> open;
-  for (std::size_t i = 0; i < conns_.size(); ++i)
-    if (conns_[i]) open.emplace_back(conns_[i]->created_frame, i);
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> open;
+  conns_.for_each([&](std::uint32_t slot, const Connection& c) { open.emplace_back(c.created_frame, slot); });
   std::sort(open.begin(), open.end());
-  for (const auto& [created, i] : open) {
+  for (const auto& [created, slot] : open) {
     log_.set_order_key(kFinishOrderKey + created);
-    close(i);
-    --live_;
+    conns_.erase(slot, [this](std::uint32_t, Connection& c) { close(c); });
   }
+}
+
+IwarpAnalyzer::Bounds IwarpAnalyzer::bounds() const {
+  return Bounds{conns_.peak(), conns_.cap_reached(), peak_buffered_, budget_.limit};
+}
+
+// Flows in order of identification (the log's order key then, ties by part and
+// position); the totals summed, the READ latency sum exactly.
+void IwarpAnalyzer::merge(std::span<const IwarpAnalyzer* const> parts, std::vector<std::vector<std::uint32_t>>& flow_index) {
+  struct ConnRef {
+    std::uint64_t key;
+    std::size_t part, pos;  // pos: index of the connection's first flow
+  };
+  std::vector<ConnRef> conns;
+  flow_index.assign(parts.size(), {});
+  for (std::size_t s = 0; s < parts.size(); ++s) {
+    const IwarpAnalyzer& x = *parts[s];
+    flow_index[s].assign(x.flows_.size(), UINT32_MAX);
+    for (std::size_t i = 0; i + 1 < x.flows_.size(); i += 2) conns.push_back({x.flow_order_keys_[i], s, i});
+    stats_.merge(x.stats_);
+    read_latency_sum_.add(x.read_latency_sum_);
+  }
+  stats_.read_latency_sum_us = read_latency_sum_.value();
+  std::sort(conns.begin(), conns.end(), [](const ConnRef& a, const ConnRef& b) {
+    return std::tie(a.key, a.part, a.pos) < std::tie(b.key, b.part, b.pos);
+  });
+  for (const ConnRef& c : conns)
+    for (std::size_t d = 0; d < 2; ++d) {
+      flow_index[c.part][c.pos + d] = static_cast<std::uint32_t>(flows_.size());
+      flows_.push_back(parts[c.part]->flows_[c.pos + d]);
+      flow_order_keys_.push_back(c.key);
+    }
+  finished_ = true;
 }
 
 void IwarpStats::merge(const IwarpStats& o) {
@@ -875,7 +927,7 @@ void IwarpStats::merge(const IwarpStats& o) {
   connections += o.connections;
   negotiated += o.negotiated;
   rejected += o.rejected;
-  untracked_connections += o.untracked_connections;
+  retired_at_cap += o.retired_at_cap;
   fpdus += o.fpdus;
   frames += o.frames;
   crc.merge(o.crc);

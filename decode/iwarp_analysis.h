@@ -7,18 +7,21 @@
 // their Responses. Without the negotiation (a capture that starts mid-connection,
 // or after a gap it cannot fill) it finds FPDU boundaries again from the bytes
 // (plausible ULPDU length + DDP/RDMAP header + CRC32c, or the next header; or
-// the markers) and says so. Memory: bounded connections, bounded bytes per stream.
+// the markers) and says so. Memory: bounded connections (the generic flow
+// table, flow_slots.h: idle connections that carry no MPA are retired, and past
+// kMaxConnections the least recently active), bounded bytes per stream.
 #pragma once
 #include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <unordered_map>
+#include <span>
 #include <vector>
 
 #include "decode/anomaly.h"
 #include "decode/ddp_rdmap.h"
 #include "decode/exact_sum.h"
+#include "decode/flow_slots.h"
 #include "decode/mpa.h"
 #include "decode/packet.h"
 #include "decode/tcp_reassembly.h"
@@ -111,7 +114,7 @@ struct IwarpStats {
   std::uint64_t connections = 0;        // with MPA seen (negotiated or found by resync)
   std::uint64_t negotiated = 0;
   std::uint64_t rejected = 0;
-  std::uint64_t untracked_connections = 0;  // over the connection limit
+  std::uint64_t retired_at_cap = 0;     // connections retired while live because kMaxConnections were
   std::uint64_t fpdus = 0;
   std::uint64_t frames = 0;             // frames in which an FPDU or Request/Reply ended
   IwarpCrcCounts crc;
@@ -142,9 +145,22 @@ struct IwarpStats {
 //                          duration): expected_psn = the TcpGapFill that filled it
 //   rdmap_terminate        count = layer << 16 | error type << 8 | error code
 //   iwarp_resync           count = bytes skipped
+// A TCP connection's key: its two endpoints, the lower (address, then port) first.
+struct IwarpConnKey {
+  std::array<std::uint8_t, 16> lo_addr{}, hi_addr{};  // IPv4 as IPv4-mapped IPv6
+  std::uint16_t lo_port = 0, hi_port = 0;
+  bool operator==(const IwarpConnKey&) const = default;
+};
+struct IwarpConnKeyHash {
+  std::size_t operator()(const IwarpConnKey& k) const;
+};
+
 class IwarpAnalyzer {
  public:
   static constexpr std::size_t kMaxConnections = 16384;
+  // A connection that never carried MPA and holds no bytes is retired after this
+  // much capture time without a segment (checked at Analyzer::sweep).
+  static constexpr double kIdleRetireSeconds = 120.0;
 
   explicit IwarpAnalyzer(AnomalyLog& log);
   ~IwarpAnalyzer();
@@ -153,6 +169,9 @@ class IwarpAnalyzer {
 
   // A frame with a TCP header (p.tcp set). Fills `out` with the MPA units that ended.
   void add(const DecodedPacket& p, std::uint64_t frame, double ts, IwarpFrame& out);
+  // Retires the connections idle since `now` - kIdleRetireSeconds that carry no
+  // MPA and hold no bytes (nothing of them is reported: they close silently).
+  void sweep(double now);
   // Closes the connections still open, in the order they were created.
   void finish();
 
@@ -171,18 +190,31 @@ class IwarpAnalyzer {
   const std::vector<IwarpFlowInfo>& flows() const { return flows_; }
   const IwarpStats& stats() const { return stats_; }
 
+  // What a sharded analysis checks against the single-thread bounds (AnalyzerMerge::bounds_reached).
+  struct Bounds {
+    std::size_t peak_live = 0;      // most connections live at once
+    bool cap_reached = false;       // kMaxConnections forced a retirement
+    std::size_t peak_buffered = 0;  // most out-of-order bytes held at once, all streams
+    std::size_t buffer_limit = 0;   // the TCP buffer budget
+  };
+  Bounds bounds() const;
+  std::size_t live_connections() const { return conns_.size(); }
+
+  // Into this analyzer (one that saw no frame): the flows and totals of finished
+  // shards, flows in order of identification. flow_index[s][i]: the merged index
+  // of flow i of part s.
+  void merge(std::span<const IwarpAnalyzer* const> parts, std::vector<std::vector<std::uint32_t>>& flow_index);
+
   struct Connection;  // one TCP connection, both directions (iwarp_analysis.cpp)
 
  private:
-  void close(std::size_t idx);
+  void close(Connection& c);
+  Connection& connection_for(const IwarpConnKey& key, bool from_lo, bool ipv6, std::uint64_t frame);
+  void segment(Connection& c, int d, const DecodedPacket& p, std::uint64_t frame, double ts, IwarpFrame& out);
   void note_unit();
 
   AnomalyLog& log_;
-  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> index_;  // hash of the 4-tuple -> live connections
-  std::vector<std::unique_ptr<Connection>> conns_;
-  std::vector<std::uint32_t> free_;  // reusable slots of conns_
-  std::size_t live_ = 0;
-  std::size_t peak_live_ = 0;            // most connections live at once (AnalyzerMerge::bounds_reached)
+  FlowSlots<IwarpConnKey, IwarpConnKeyHash, Connection> conns_;  // live connections (at most kMaxConnections)
   std::size_t peak_buffered_ = 0;        // most out-of-order bytes held at once, all streams
   IwarpFrame* cur_out_ = nullptr;
   bool unit_in_frame_ = false;
@@ -195,7 +227,6 @@ class IwarpAnalyzer {
   std::uint64_t last_frame_ = 0;
   double last_ts_ = 0;
   bool finished_ = false;
-  friend class AnalyzerMerge;
 };
 
 }  // namespace rdmadiag::decode

@@ -136,7 +136,7 @@ Json iwarp_report_json(const IwarpAnalyzer& an) {
   j["connections"] = s.connections;
   j["negotiated"] = s.negotiated;
   j["rejected"] = s.rejected;
-  if (s.untracked_connections) j["untracked_connections"] = s.untracked_connections;
+  if (s.retired_at_cap) j["connections_retired_at_cap"] = s.retired_at_cap;
   j["frames"] = s.frames;
   j["fpdus"] = s.fpdus;
   j["crc"] = crc_counts_json(s.crc);
@@ -346,6 +346,9 @@ void write_iwarp_text(std::ostream& out, const IwarpAnalyzer& an) {
              static_cast<unsigned long long>(s.fpdus), static_cast<unsigned long long>(s.frames));
   out << "  MPA CRC32c: " << crc_counts_text(s.crc) << "\n";
   if (s.markers) out << fmt("  markers removed: %llu\n", static_cast<unsigned long long>(s.markers));
+  if (s.retired_at_cap)
+    out << fmt("  (%llu connections retired while active: over %zu live connections; a later segment of one starts a new connection)\n",
+               static_cast<unsigned long long>(s.retired_at_cap), IwarpAnalyzer::kMaxConnections);
   if (s.resyncs)
     out << fmt("  FPDU boundaries found without the negotiation (resync): %llu time%s\n",
                static_cast<unsigned long long>(s.resyncs), s.resyncs == 1 ? "" : "s");

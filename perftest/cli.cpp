@@ -110,6 +110,19 @@ bool write_exported(const LeafState& st, const nlohmann::json& report) {
   return ok;
 }
 
+// --run_infinitely with --metrics-file: the file is rewritten with every period's gauges (the
+// textfile collector then always sees the latest period); the final report overwrites it.
+void write_period_metrics(const SizeResult& period, const TestOptions& o, const std::string& metrics_file) {
+  if (metrics_file.empty()) return;
+  TestResult r;
+  r.info.test = o.test_name;
+  r.info.role = o.peer.empty() ? "server" : "client";
+  r.sizes.push_back(period);
+  std::string error;
+  if (!exporters::write_metrics_file(metrics_file, exporters::render_perftest_metrics(to_json(r, o)), error))
+    std::fprintf(stderr, "rdmadiag: %s\n", error.c_str());
+}
+
 // --run_infinitely: one row per period (perftest's), and one JSON line with --jsonl.
 void print_period(const SizeResult& period, const TestOptions& o, const std::string& jsonl_file, std::ofstream* jsonl) {
   const double unit = o.report_gbits ? 1048576.0 * 8 / 1e9 : 1.0;
@@ -180,7 +193,10 @@ int run_leaf(LeafState& st) {
     std::unique_ptr<std::ofstream> jsonl;
     if (o.run_infinitely) {
       if (!st.jsonl_file.empty() && st.jsonl_file != "-") jsonl = std::make_unique<std::ofstream>(st.jsonl_file);
-      o.on_period = [&st, &jsonl, &o](const SizeResult& period) { print_period(period, o, st.jsonl_file, jsonl.get()); };
+      o.on_period = [&st, &jsonl, &o](const SizeResult& period) {
+        print_period(period, o, st.jsonl_file, jsonl.get());
+        write_period_metrics(period, o, st.metrics_file);
+      };
     }
     result = run_test(o);
   } catch (const RunError& e) {
@@ -289,7 +305,7 @@ void add_leaf(CLI::App& parent, const LeafSpec& spec, rdmadiag::cli::Commands& o
         ->each([&o](const std::string&) { o.cq_mod_given = true; });
     sub->add_flag("--report_gbits", o.report_gbits, "report Gb/s (10^9 bits) instead of MB/s (2^20 bytes)");
     sub->add_flag("--run_infinitely", o.run_infinitely,
-                  "write/read-bw client: send until Ctrl-C, a report every -D seconds (default 5)");
+                  "send until Ctrl-C (both sides with -b; send-bw: the server receives), a report every -D seconds (default 5)");
     sub->add_option("--jsonl", st->jsonl_file, "with --run_infinitely: one JSON line per period to FILE ('-': stdout)");
   }
   add_perftest_bandwidth_options(*sub, o);

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <csignal>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <thread>
 #include <limits>
 #include <functional>
 #include <memory>
@@ -526,7 +528,8 @@ class BwSender {
   BwSender(SizeRun& run, Session& s)
       : run_(run), timed_(run.window.active || s.opt.run_infinitely), depth_(static_cast<std::uint64_t>(std::max(1, s.opt.tx_depth))),
         cq_mod_(static_cast<std::uint64_t>(effective_cq_mod(s.opt))), iters_(run.iters),
-        post_list_(static_cast<std::uint64_t>(std::max(1, s.opt.post_list))) {
+        post_list_(static_cast<std::uint64_t>(std::max(1, s.opt.post_list))),
+        credit_window_(send_credit_window(s)), res_(s.res) {
     const unsigned inline_flag = (s.opt.verb != Verb::Read && run.inline_ok) ? IBV_SEND_INLINE : 0;
     for (std::size_t q = 0; q < s.res.qp_count(); ++q) {
       Flow f;
@@ -548,6 +551,19 @@ class BwSender {
   }
 
   bool finished() const { return retired_ == iters_ * flows_.size(); }
+  // The last post_round stopped at a QP's send credit (iWARP send-bw): nothing may complete
+  // until the peer's credit arrives, so do not wait for a completion.
+  bool gated_by_credit() const { return gated_; }
+
+  // After an endless run: let what is still in flight complete (until the CQ is quiet for
+  // 100 ms, at most wait_ms) before the QPs go; statuses no longer matter.
+  static void drain(ibv_cq* cq, int wait_ms) {
+    const std::uint64_t end = monotonic_ns() + static_cast<std::uint64_t>(wait_ms) * 1000000;
+    std::uint64_t quiet_since = monotonic_ns();
+    std::array<ibv_wc, 16> wcs{};
+    for (std::uint64_t now = quiet_since; now < end && now - quiet_since < 100000000; now = monotonic_ns())
+      if (ibv_poll_cq(cq, 16, wcs.data()) != 0) quiet_since = now;
+  }
   std::uint64_t retired() const { return retired_; }
 
   // --perform_warm_up (perftest's perform_warm_up): per QP, -t signalled operations and their
@@ -568,9 +584,10 @@ class BwSender {
   // perftest's inner loop: every QP posts while it has room (-t) and operations left; with -l
   // the work requests of one post are chained (one ibv_post_send, one post time each).
   void post_round() {
+    gated_ = false;
     for (std::size_t q = 0; q < flows_.size(); ++q) {
       Flow& f = flows_[q];
-      while (f.sent < iters_ && f.sent - f.done + post_list_ <= depth_) {
+      while (f.sent < iters_ && f.sent - f.done + post_list_ <= depth_ && credit_allows(q, f.sent)) {
         const std::uint64_t count = std::min(post_list_, iters_ - f.sent);
         f.chain.assign(count, f.wr);
         f.sges.assign(count, f.sge);
@@ -679,10 +696,32 @@ class BwSender {
     if (!all.empty()) run_.out.completion_latency = compute_statistics(to_usec_samples(all, clock));
   }
 
+  // perftest's send credit on iWARP (see SendCreditWriter): the peer writes its receive count
+  // for QP q into the first word of our receive slot q (our key message's vaddr); at most
+  // credit_window_ SENDs beyond it. 0: no credit (not iWARP, not one-way send-bw).
+  static std::uint64_t send_credit_window(const Session& s) {
+    if (s.opt.verb != Verb::Send || s.opt.bidirectional || s.is_server() ||
+        s.res.context()->device->transport_type != IBV_TRANSPORT_IWARP)
+      return 0;
+    return std::min<std::uint64_t>(s.opt.iterations, static_cast<std::uint64_t>(s.opt.rx_depth));
+  }
+  bool credit_allows(std::size_t q, std::uint64_t sent) {
+    if (credit_window_ == 0) return true;
+    std::atomic_thread_fence(std::memory_order_acquire);  // the word is written by the peer's RDMA WRITE
+    std::uint32_t credit = 0;
+    std::memcpy(&credit, res_.recv_region(q), sizeof credit);
+    if (sent + post_list_ - credit < credit_window_) return true;
+    gated_ = true;
+    return false;
+  }
+
   SizeRun& run_;
   bool timed_;
   std::uint64_t depth_, cq_mod_, iters_;
   std::uint64_t post_list_;
+  std::uint64_t credit_window_;
+  const VerbsResources& res_;
+  bool gated_ = false;
   std::vector<Flow> flows_;
   std::vector<std::uint64_t> posted_, completed_;
   std::uint64_t retired_ = 0, in_window_ = 0;
@@ -700,6 +739,19 @@ SizeResult run_bw_client(Session& s, std::uint64_t size, const CycleClock& clock
   try {
     while (!sender.finished() && !(run.window.active && run.time_up())) {
       sender.post_round();
+      if (sender.gated_by_credit()) {
+        ibv_wc wc{};
+        const int n = ibv_poll_cq(s.res.send_cq(), 1, &wc);
+        if (n < 0 || (n == 1 && wc.status != IBV_WC_SUCCESS))
+          throw RunError("completion error on a SEND: " + completion_status_name(wc.status) + " - " + completion_status_hint(wc.status));
+        if (n == 1) {
+          sender.retire(wc, read_cycles());
+          run.watchdog.progressed();
+        } else {
+          run.watchdog.check("the peer's send credit (iWARP; its receives)");
+        }
+        continue;
+      }
       const ibv_wc wc = wait_completion(s.res.send_cq(), s.res.channel(), s.opt.use_events, run.watchdog,
                                         "completion of a " + s.opt.test_name + " operation");
       sender.retire(wc, read_cycles());
@@ -718,6 +770,45 @@ std::size_t qp_index_of(const VerbsResources& res, std::uint32_t qp_num) {
   return 0;
 }
 
+// perftest's send-bw on iWARP (send_rcredit): an iWARP SEND with no receive posted ends the
+// connection (iWARP has no RNR NAK), so perftest's client keeps at most rx_depth SENDs per QP
+// beyond the receive count its server last RDMA WRITE-s into the client's credit word (a
+// host-order uint32; its address and rkey are the client's key-message vaddr and rkey), which
+// the server does when (count mod rx_depth) mod (rx_depth / 3) is 0. Found in the lab: without
+// the writes ib_send_bw -R -n 60 on siw sent 59 SENDs and waited for ever.
+class SendCreditWriter {
+ public:
+  SendCreditWriter(Session& s, std::uint64_t receive_depth, const CycleClock& clock)
+      : s_(s), clock_(clock), active_(s.res.context()->device->transport_type == IBV_TRANSPORT_IWARP),
+        depth_(std::max<std::uint64_t>(receive_depth, 1)), every_(std::max<std::uint64_t>(receive_depth / 3, 1)) {}
+
+  // After a receive on QP q; count: that QP's receives so far.
+  void received(std::size_t q, std::uint64_t count) {
+    if (!active_ || (count % depth_) % every_ != 0) return;
+    const auto value = static_cast<std::uint32_t>(count);
+    char* word = s_.res.send_region(q);  // unused by a one-way send-bw server
+    std::memcpy(word, &value, sizeof value);
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(word), sizeof value, s_.res.mr()->lkey};
+    ibv_send_wr wr{};
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    const auto& key = s_.remote_key_of(q);
+    wr.wr.rdma = {key.vaddr, key.rkey};
+    post_send(s_.res.qp(q), wr);
+    ProgressWatchdog watchdog(s_.opt.timeout_s, "send credit", clock_);
+    (void)wait_completion(s_.res.send_cq(), s_.res.channel(), s_.opt.use_events, watchdog,
+                          "the send credit RDMA WRITE (iWARP)");
+  }
+
+ private:
+  Session& s_;
+  const CycleClock& clock_;
+  bool active_;
+  std::uint64_t depth_, every_;
+};
+
 // Server side of send-bw: count receives on every QP, re-post on the QP that consumed one.
 SizeResult run_send_bw_server(Session& s, std::uint64_t size, std::uint64_t receive_depth, const CycleClock& clock) {
   auto& res = s.res;
@@ -727,6 +818,7 @@ SizeResult run_send_bw_server(Session& s, std::uint64_t size, std::uint64_t rece
   const std::uint64_t expected = timed ? per_qp : per_qp * res.qp_count();
   std::vector<std::uint64_t> received(res.qp_count(), 0);
   std::uint64_t first = 0, last = 0, arrived = 0, in_window = 0;
+  SendCreditWriter credits(s, receive_depth, clock);
   try {
     for (std::uint64_t i = 0; i < expected && !(timed && run.time_up()); ++i) {
       const ibv_wc wc = wait_completion(res.recv_cq(), res.channel(), s.opt.use_events, run.watchdog,
@@ -739,6 +831,7 @@ SizeResult run_send_bw_server(Session& s, std::uint64_t size, std::uint64_t rece
       const std::size_t q = qp_index_of(res, wc.qp_num);
       ++received[q];
       if (timed || received[q] + receive_depth <= per_qp) post_receives(res, size, 1, q);
+      credits.received(q, received[q]);
     }
   } catch (const TimeUp&) {
   }
@@ -765,39 +858,151 @@ SizeResult run_send_bw_server(Session& s, std::uint64_t size, std::uint64_t rece
 volatile std::sig_atomic_t g_interrupted = 0;
 extern "C" void on_sigint(int) { g_interrupted = 1; }
 
-// --run_infinitely, the sender (perftest's run_iter_bw_infinitely): send without end; every -D
-// seconds (default 5) report that period's messages and bandwidth; stop at SIGINT, then go on
-// with the end-of-test exchange (a perftest server waits there and then closes).
+// --run_infinitely's periods (perftest's print thread: a row every -D s, default 5): the
+// messages counted since the last report, handed to on_period (row, JSON line, metrics). The
+// result is the last whole period (the run so far if none ended) with the whole run in infinite.
+class InfinitePeriods {
+ public:
+  InfinitePeriods(const Session& s, const SizeResult& base, const CycleClock& clock)
+      : on_period_(s.opt.on_period), base_(base), cycles_per_sec_(clock.cycles_per_usec * 1e6),
+        period_cycles_(static_cast<std::uint64_t>((s.opt.duration_s > 0 ? s.opt.duration_s : 5) * cycles_per_sec_)),
+        start_(read_cycles()), period_start_(start_) {}
+
+  // messages: the running total. True when a period ended (a moment to look at the peer).
+  bool update(std::uint64_t messages, std::uint64_t now) {
+    if (now - period_start_ < period_cycles_) return false;
+    last_ = figures(messages - at_period_start_, now - period_start_);
+    ++periods_;
+    if (on_period_) on_period_(last_);
+    period_start_ = now;
+    at_period_start_ = messages;
+    return true;
+  }
+
+  SizeResult finish(std::uint64_t messages, std::uint64_t now, const std::string& ended_by) const {
+    SizeResult out = periods_ ? last_ : figures(messages, now - start_);
+    out.infinite = InfiniteRun{periods_, messages, static_cast<double>(now - start_) / cycles_per_sec_, ended_by};
+    return out;
+  }
+
+ private:
+  SizeResult figures(std::uint64_t messages, std::uint64_t cycles) const {
+    SizeResult period = base_;
+    const double seconds = std::max(1e-9, static_cast<double>(cycles) / cycles_per_sec_);
+    period.iterations = messages;
+    period.msg_rate_mpps = static_cast<double>(messages) / seconds / 1e6;
+    period.bw_avg_mb_per_sec = static_cast<double>(base_.size) * static_cast<double>(messages) / seconds / 1048576.0;
+    period.bw_peak_mb_per_sec = 0;  // perftest: noPeak with --run_infinitely
+    period.elapsed_usec = seconds * 1e6;
+    return period;
+  }
+
+  std::function<void(const SizeResult&)> on_period_;
+  SizeResult base_, last_;
+  double cycles_per_sec_;
+  std::uint64_t period_cycles_, start_, period_start_, at_period_start_ = 0, periods_ = 0;
+};
+
+// What ends a --run_infinitely loop: SIGINT here, or the peer closing the exchange (a perftest
+// peer is killed; an rdmadiag peer stopped by its own SIGINT). The peer is looked at every
+// 100 ms, not per completion (a system call).
+class InfiniteStop {
+ public:
+  // The handler stays for the rest of the process: a SIGINT arriving after the loop ended (the
+  // peer closed first; seen in the lab) must not kill the process before its final report.
+  InfiniteStop(Session& s, const CycleClock& clock)
+      : oob_(s.oob), check_cycles_(static_cast<std::uint64_t>(clock.cycles_per_usec * 1e5)) {
+    g_interrupted = 0;
+    std::signal(SIGINT, on_sigint);
+  }
+
+  bool now(std::uint64_t cycles) {
+    if (g_interrupted) reason_ = "SIGINT";
+    else if (cycles - last_check_ >= check_cycles_) {
+      last_check_ = cycles;
+      if (oob_.peer_closed()) reason_ = "peer closed";
+    }
+    return !reason_.empty();
+  }
+  // A completion error once the peer is gone (its QP destroyed) ends the run too: wait up to 3 s
+  // for the exchange to show it; otherwise the error stands.
+  bool explains_error() {
+    for (int i = 0; i < 30 && reason_.empty(); ++i) {
+      if (oob_.peer_closed()) reason_ = "peer closed";
+      else std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return !reason_.empty();
+  }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  OobTransport& oob_;
+  std::uint64_t check_cycles_, last_check_ = 0;
+  std::string reason_;
+};
+
+// --run_infinitely, a sender (perftest's run_iter_bw_infinitely; write/read/send-bw client,
+// both sides of write/read-bw -b): send without end, report every period, stop at SIGINT or
+// when the peer is gone, then wait (at most 2 s) for what is still in flight.
 SizeResult run_bw_infinitely(Session& s, std::uint64_t size, const CycleClock& clock) {
   SizeRun run(s, size, clock, bw_opcode(s.opt.verb), s.opt.test_name + " --run_infinitely");
   run.iters = std::numeric_limits<std::uint64_t>::max() >> 24;  // unbounded, fits the wr_id field
   BwSender sender(run, s);
-  g_interrupted = 0;
-  const auto previous = std::signal(SIGINT, on_sigint);
-  const double period_s = s.opt.duration_s > 0 ? s.opt.duration_s : 5;
-  const auto period_cycles = static_cast<std::uint64_t>(period_s * clock.cycles_per_usec * 1e6);
-  std::uint64_t period_start = read_cycles(), retired_at_start = 0;
-  SizeResult total = run.out;
-  while (!g_interrupted) {
+  InfinitePeriods periods(s, run.out, clock);
+  InfiniteStop stop(s, clock);
+  std::array<ibv_wc, 16> wcs{};
+  std::uint64_t now = read_cycles();
+  while (!stop.now(now)) {
     sender.post_round();
-    const ibv_wc wc = wait_completion(s.res.send_cq(), s.res.channel(), false, run.watchdog, "a --run_infinitely operation");
-    const std::uint64_t now = read_cycles();
-    sender.retire(wc, now);
-    if (now - period_start < period_cycles) continue;
-    SizeResult period = run.out;
-    period.iterations = sender.retired() - retired_at_start;
-    const double seconds = static_cast<double>(now - period_start) / (clock.cycles_per_usec * 1e6);
-    period.msg_rate_mpps = static_cast<double>(period.iterations) / seconds / 1e6;
-    period.bw_avg_mb_per_sec = static_cast<double>(size) * static_cast<double>(period.iterations) / seconds / 1048576.0;
-    period.bw_peak_mb_per_sec = 0;  // perftest: noPeak with --run_infinitely
-    period.elapsed_usec = seconds * 1e6;
-    if (s.opt.on_period) s.opt.on_period(period);
-    total = period;
-    period_start = now;
-    retired_at_start = sender.retired();
+    const int n = ibv_poll_cq(s.res.send_cq(), 16, wcs.data());
+    if (n < 0) throw RunError("ibv_poll_cq failed in --run_infinitely");
+    now = read_cycles();
+    for (int k = 0; k < n; ++k) {
+      if (wcs[k].status != IBV_WC_SUCCESS) {
+        if (stop.explains_error()) return periods.finish(sender.retired(), now, stop.reason());
+        throw RunError("completion error in --run_infinitely: " + completion_status_name(wcs[k].status) + " - " +
+                       completion_status_hint(wcs[k].status));
+      }
+      sender.retire(wcs[k], now);
+    }
+    if (n > 0) run.watchdog.progressed();
+    else run.watchdog.check("a --run_infinitely operation");
+    periods.update(sender.retired(), now);
   }
-  std::signal(SIGINT, previous);
-  return total;  // the last whole period
+  SizeResult out = periods.finish(sender.retired(), now, stop.reason());
+  if (stop.reason() == "SIGINT") BwSender::drain(s.res.send_cq(), 2000);
+  return out;
+}
+
+// --run_infinitely, send-bw server (perftest's run_iter_bw_infinitely_server): consume the
+// client's SENDs, re-post each receive, report every period; stop at SIGINT or when the client
+// is gone (perftest's client is killed; ours closes after its SIGINT).
+SizeResult run_send_bw_infinitely_server(Session& s, std::uint64_t size, std::uint64_t receive_depth, const CycleClock& clock) {
+  auto& res = s.res;
+  SendCreditWriter credits(s, receive_depth, clock);
+  std::vector<std::uint64_t> received(res.qp_count(), 0);
+  SizeRun run(s, size, clock, IBV_WR_SEND, "send-bw --run_infinitely");
+  InfinitePeriods periods(s, run.out, clock);
+  InfiniteStop stop(s, clock);
+  std::array<ibv_wc, 16> wcs{};
+  std::uint64_t arrived = 0, now = read_cycles();
+  while (!stop.now(now)) {
+    const int n = ibv_poll_cq(res.recv_cq(), 16, wcs.data());
+    if (n < 0) throw RunError("ibv_poll_cq failed in send-bw --run_infinitely");
+    now = read_cycles();
+    for (int k = 0; k < n; ++k) {
+      if (wcs[k].status != IBV_WC_SUCCESS) {
+        if (stop.explains_error()) return periods.finish(arrived, now, stop.reason());
+        throw RunError("completion error on a receive in --run_infinitely: " + completion_status_name(wcs[k].status));
+      }
+      ++arrived;
+      const std::size_t q = qp_index_of(res, wcs[k].qp_num);
+      post_receives(res, size, 1, q);
+      credits.received(q, ++received[q]);
+    }
+    periods.update(arrived, now);  // no watchdog: a quiet client is not an error here
+  }
+  return periods.finish(arrived, now, stop.reason());
 }
 
 // -b send-bw, perftest's run_iter_bi: each side sends its -n per QP (figures as a sender) and
@@ -862,6 +1067,15 @@ oob::BwReport exchange_bw_report(Session& s, const SizeResult* mine_result) {
   return remote;
 }
 
+// --run_infinitely: a run the peer ended (it closed the exchange) has nothing more to
+// exchange; said as a warning (perftest's peer is simply killed, that is its normal end).
+bool ended_by_peer(Session& s) {
+  const auto& last = s.result.sizes.back();
+  if (!last.infinite || last.infinite->ended_by != "peer closed") return false;
+  s.result.warnings.push_back("--run_infinitely: the peer closed the connection (stopped); the figures are this side's");
+  return true;
+}
+
 // write-bw/read-bw without -b: the client runs, the server waits; then the client's report goes
 // to the server, which prints it (perftest 4.5's write_bw.c / read_bw.c).
 void run_rdma_bw_one_way(Session& s, const std::vector<std::uint64_t>& sizes, const CycleClock& clock,
@@ -870,6 +1084,7 @@ void run_rdma_bw_one_way(Session& s, const std::vector<std::uint64_t>& sizes, co
     for (auto size : sizes) {
       announce(size);
       s.result.sizes.push_back(s.opt.run_infinitely ? run_bw_infinitely(s, size, clock) : run_bw_client(s, size, clock));
+      if (ended_by_peer(s)) return;
     }
   if (s.is_server() && s.opt.run_infinitely) {
     // The client runs until it is stopped (a day at most here); a perftest client is simply
@@ -906,6 +1121,13 @@ void run_rdma_bw_bidirectional(Session& s, const std::vector<std::uint64_t>& siz
                                const std::function<void(std::uint64_t)>& announce) {
   for (auto size : sizes) {
     announce(size);
+    if (s.opt.run_infinitely) {
+      // perftest 4.5: no barrier, both sides send until killed, no report exchange; each side
+      // reports its own (a barrier here waited for ever on ib_write_bw -b in the lab).
+      s.result.sizes.push_back(run_bw_infinitely(s, size, clock));
+      (void)ended_by_peer(s);
+      return;
+    }
     s.barrier("start of size " + std::to_string(size));
     auto r = run_bw_client(s, size, clock);
     if (s.opt.all_sizes) s.barrier("end of size " + std::to_string(size));
@@ -924,6 +1146,13 @@ void run_send_bw_sizes(Session& s, const std::vector<std::uint64_t>& sizes, std:
     announce(size);
     if (s.is_server() || s.opt.bidirectional) post_receives_on_every_qp(s.res, size, receive_depth);
     s.barrier("receives posted (size " + std::to_string(size) + ")");
+    if (s.opt.run_infinitely) {
+      // perftest 4.5's send_bw: after this barrier the client sends and the server receives until
+      // killed; nothing more is exchanged.
+      s.result.sizes.push_back(s.is_server() ? run_send_bw_infinitely_server(s, size, receive_depth, clock) : run_bw_infinitely(s, size, clock));
+      (void)ended_by_peer(s);
+      return;
+    }
     SizeResult r = s.opt.bidirectional ? run_send_bw_bidirectional(s, size, receive_depth, clock)
                    : s.is_server()     ? run_send_bw_server(s, size, receive_depth, clock)
                                        : run_bw_client(s, size, clock);
@@ -942,22 +1171,28 @@ void run_send_bw_sizes(Session& s, const std::vector<std::uint64_t>& sizes, std:
 // The QP and its resources are created on the device rdma_cm resolved, into cm_resources.
 VerbsResources& connect_test_qp_with_rdma_cm(const TestOptions& opt, const ResourceRequest& req, OobTransport& oob,
                                              bool cm_tail_markers, int timeout_ms,
-                                             std::optional<CmConnection>& connection,
+                                             std::vector<CmConnection>& connections,
                                              std::optional<VerbsResources>& cm_resources) try {
+  std::optional<CmConnection> listener;  // server: one listener for every QP's connection (-q)
   if (oob.is_client()) {
     exchange_key(oob, {}, false, cm_tail_markers, "sync before the rdma_cm connection", timeout_ms);
   } else {
     // The client connects as soon as it has our answer: listen before answering (perftest
     // listens after, and a fast client - seen with ib_send_lat -R on siw - is refused).
     (void)oob::parse_cm_key_message(oob.receive_message("sync before the rdma_cm connection", timeout_ms));
-    connection.emplace(CmConnection::listen(opt.tcp_port, "test connection"));
+    listener.emplace(CmConnection::listen(opt.tcp_port, "test connection", opt.qp_count));
     oob.send(oob::encode_cm_key_message({}, cm_tail_markers), "sync before the rdma_cm connection");
   }
   CmHooks hooks;
   hooks.create_qp = [&](rdma_cm_id* id) {
-    ResourceRequest cm_request = req;
-    cm_request.cm_id = id;
-    cm_resources.emplace(cm_request);
+    // The first id brings the device: all resources; each further one (-q) adds its QP.
+    if (connections.empty()) {
+      ResourceRequest cm_request = req;
+      cm_request.cm_id = id;
+      cm_resources.emplace(cm_request);
+    } else {
+      cm_resources->add_cm_qp(id, req);
+    }
     CmConnectParams params;
     if (opt.verb == Verb::Read || opt.verb == Verb::Atomic) {
       // rdma_cm grants the QP remote read/atomic access only with responder resources.
@@ -966,13 +1201,21 @@ VerbsResources& connect_test_qp_with_rdma_cm(const TestOptions& opt, const Resou
     }
     return params;
   };
-  hooks.destroy_qp = [&] { cm_resources.reset(); };
+  hooks.destroy_qp = [&] {
+    if (connections.empty()) cm_resources.reset();
+    else cm_resources->remove_last_cm_qp();
+  };
   hooks.tos = opt.tos;
   hooks.ack_timeout = opt.qp_timeout;
-  if (oob.is_client())
-    connection.emplace(CmConnection::connect(opt.peer, opt.tcp_port, timeout_ms, hooks, "test connection"));
-  else
-    connection->accept_one(timeout_ms, hooks, "test connection");
+  // One rdma_cm connection per QP, one after the other: QP i of the client is QP i of the
+  // server (perftest's server numbers them in arrival order, its client in connect order).
+  for (int q = 0; q < std::max(opt.qp_count, 1); ++q) {
+    const std::string what = opt.qp_count > 1 ? "test connection (QP " + std::to_string(q) + ")" : "test connection";
+    if (oob.is_client())
+      connections.push_back(CmConnection::connect(opt.peer, opt.tcp_port, timeout_ms, hooks, what));
+    else
+      connections.push_back(listener->accept_next(timeout_ms, hooks, what));
+  }
   exchange_key(oob, {}, false, cm_tail_markers, "sync after the rdma_cm connection", timeout_ms);
   return *cm_resources;
 } catch (const oob::ProtocolError& e) {
@@ -1129,8 +1372,6 @@ void check_bandwidth_options(const TestOptions& opt) {
     if (opt.all_sizes) throw RunError("--run_infinitely runs one size: not with -a");
     if (opt.bidirectional && opt.verb == Verb::Send)
       throw RunError("--run_infinitely is not supported in the SEND bidirectional test (as perftest)");
-    if (opt.bidirectional || opt.verb == Verb::Send)
-      throw RunError("--run_infinitely is implemented for write-bw and read-bw without -b only (send-bw and -b: not yet)");
   }
   if (!latency && opt.latency_gap_usec > 0)
     throw RunError("--latency_gap: the latency gap is only for latency tests (as perftest)");
@@ -1145,10 +1386,6 @@ void check_bandwidth_options(const TestOptions& opt) {
                    "silently - run without it, or use perftest built with GPU support)");
   if (opt.verb != Verb::Send && opt.rx_depth_given && opt.rx_depth > 1)
     throw RunError("-r: on RDMA verbs the rx depth can only be 1 (as perftest); -r applies to SEND tests");
-  if (opt.qp_count > 1 && opt.rdma_cm)
-    throw RunError("-q " + std::to_string(opt.qp_count) +
-                   " with -R/--rdma_cm is not supported yet by rdmadiag perftest (one rdma_cm connection per QP is not done; "
-                   "use the TCP exchange)");
   if (opt.qp_count > 1 && opt.transport == Transport::UD)
     throw RunError("-q with -c UD is not supported yet by rdmadiag perftest");
 }
@@ -1214,7 +1451,7 @@ TestResult run_test(const TestOptions& opt) {
   VerbsResources local(first_request);
   check_report_counters(opt, local.device_name(), local.port());
   // With -R: the test's rdma_cm connection (declared before its resources, which go first).
-  std::optional<CmConnection> test_connection;
+  std::vector<CmConnection> test_connections;
   std::optional<VerbsResources> cm_resources;
   VerbsResources* resources = &local;
 
@@ -1327,7 +1564,7 @@ TestResult run_test(const TestOptions& opt) {
 
   const bool cm_tail_markers = std::atof(opt.announce_version.c_str()) >= oob::kCmTailMarkersVersion;
   if (opt.rdma_cm) {
-    resources = &connect_test_qp_with_rdma_cm(opt, req, oob, cm_tail_markers, timeout_ms, test_connection, cm_resources);
+    resources = &connect_test_qp_with_rdma_cm(opt, req, oob, cm_tail_markers, timeout_ms, test_connections, cm_resources);
     describe_resources(info, *resources);
     if (!opt.device.empty() && opt.device != resources->device_name())
       result.warnings.push_back("-d " + opt.device + " was given, but rdma_cm reaches the peer through " +

@@ -98,6 +98,14 @@ struct QpShare {
   double completion_p50_usec = 0, completion_p99_usec = 0;  // its signalled operations' post -> completion
 };
 
+// --run_infinitely: the whole run behind the last period's figures, and what ended it.
+struct InfiniteRun {
+  std::uint64_t periods = 0;   // periods reported
+  std::uint64_t messages = 0;  // messages over the whole run (sender: completed; send-bw server: received)
+  double seconds = 0;          // the whole run, first post (or receive loop start) to the end
+  std::string ended_by;        // "SIGINT" or "peer closed"
+};
+
 struct SizeResult {
   std::uint64_t size = 0;
   std::uint64_t iterations = 0;
@@ -117,6 +125,7 @@ struct SizeResult {
   std::optional<LatencyStatistics> completion_latency;
   double elapsed_usec = 0;
   std::optional<DurationFigures> duration;  // -D
+  std::optional<InfiniteRun> infinite;      // --run_infinitely
   std::optional<CpuUtilisation> cpu_util;   // --cpu_util with -D: over the measured window
 };
 

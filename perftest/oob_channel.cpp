@@ -239,4 +239,13 @@ std::vector<char> OobChannel::drain(int wait_ms) {
   return out;
 }
 
+bool OobChannel::peer_closed() {
+  if (fd_ < 0) return true;
+  pollfd p{fd_, POLLIN, 0};
+  if (poll(&p, 1, 0) != 1) return false;
+  if (p.revents & (POLLHUP | POLLERR)) return true;
+  char byte = 0;
+  return ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;  // readable with nothing to read: closed
+}
+
 }  // namespace rdmadiag::perftest

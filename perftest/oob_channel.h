@@ -29,6 +29,8 @@ class OobTransport {
   // Before closing: give the peer up to wait_ms to close first, so our teardown cannot fail
   // its last send (rdma_cm; TCP needs nothing).
   virtual void let_peer_close_first(int /*wait_ms*/) {}
+  // Without waiting: true once the peer has closed the exchange (--run_infinitely ends then).
+  virtual bool peer_closed() { return false; }
   // perftest's exchange: the client writes first, the server reads first.
   std::vector<char> exchange(std::span<const char> mine, std::size_t theirs, const std::string& step, int timeout_ms);
   // The same with whole messages of any length (message_based() transports).
@@ -56,6 +58,7 @@ class OobChannel : public OobTransport {
   std::vector<char> receive_message(const std::string& step, int timeout_ms) override;
   bool message_based() const override { return false; }
   std::vector<char> drain(int wait_ms) override;
+  bool peer_closed() override;
   void close();
 
  private:

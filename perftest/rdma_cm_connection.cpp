@@ -231,7 +231,7 @@ CmConnection CmConnection::connect(const std::string& host, int port, int timeou
                  " s: " + last_failure);
 }
 
-CmConnection CmConnection::listen(int port, const std::string& what) {
+CmConnection CmConnection::listen(int port, const std::string& what, int backlog) {
   CmConnection c;
   c.channel_ = create_channel();
   if (rdma_create_id(c.channel_, &c.listen_id_, nullptr, RDMA_PS_TCP)) throw RunError("rdma_create_id failed: " + errno_text());
@@ -246,7 +246,7 @@ CmConnection CmConnection::listen(int port, const std::string& what) {
                    (e == EADDRINUSE ? " - another rdma_cm server (perftest or rdmadiag) already uses it; pick another with -p"
                                     : ""));
   }
-  if (rdma_listen(c.listen_id_, 1)) throw RunError("rdma_cm " + what + ": rdma_listen failed: " + errno_text());
+  if (rdma_listen(c.listen_id_, std::max(backlog, 1))) throw RunError("rdma_cm " + what + ": rdma_listen failed: " + errno_text());
   return c;
 }
 
@@ -257,41 +257,70 @@ CmConnection CmConnection::accept(int port, int timeout_ms, const CmHooks& hooks
   return c;
 }
 
-void CmConnection::accept_one(int timeout_ms, const CmHooks& hooks, const std::string& what) {
-  const std::uint64_t deadline = deadline_after(timeout_ms);
-  rdma_cm_event* request = nullptr;
-  while (!request) {
+// The next CONNECT_REQUEST on this listener within the deadline (other events are skipped).
+rdma_cm_event* CmConnection::wait_request(std::uint64_t deadline, int timeout_ms, const std::string& what) {
+  for (;;) {
     rdma_cm_event* event = next_event(channel_, deadline);
     if (!event)
       throw RunError("rdma_cm " + what + ": no client connected to port " + std::to_string(listen_port_) + " within " +
                      std::to_string(timeout_ms / 1000) +
                      " s (raise --timeout, or start the client with -R and this host's address on its RDMA interface)");
-    if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
-      request = event;
-    } else {
-      rdma_ack_cm_event(event);  // e.g. a stale event of an earlier attempt: keep waiting
-    }
+    if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST) return event;
+    rdma_ack_cm_event(event);  // e.g. a stale event of an earlier attempt: keep waiting
   }
+}
+
+void CmConnection::accept_one(int timeout_ms, const CmHooks& hooks, const std::string& what) {
+  const std::uint64_t deadline = deadline_after(timeout_ms);
+  rdma_cm_event* request = wait_request(deadline, timeout_ms, what);
+  const rdma_conn_param offered = request->param.conn;
   id_ = request->id;
+  rdma_ack_cm_event(request);
+  complete_accept(offered, deadline, hooks, what);
+  // One connection per listener, as perftest: the port is free again for the next one.
+  rdma_destroy_id(listen_id_);
+  listen_id_ = nullptr;
+}
+
+CmConnection CmConnection::accept_next(int timeout_ms, const CmHooks& hooks, const std::string& what) {
+  const std::uint64_t deadline = deadline_after(timeout_ms);
+  rdma_cm_event* request = wait_request(deadline, timeout_ms, what);
+  const rdma_conn_param offered = request->param.conn;
+  rdma_cm_id* id = request->id;
+  rdma_ack_cm_event(request);
+  CmConnection c;
+  c.channel_ = create_channel();
+  c.listen_port_ = listen_port_;
+  // Its own channel: the next clients' requests keep arriving on the listener's meanwhile.
+  if (rdma_migrate_id(id, c.channel_)) {
+    rdma_reject(id, nullptr, 0);
+    rdma_destroy_id(id);
+    throw RunError("rdma_cm " + what + ": rdma_migrate_id failed: " + errno_text());
+  }
+  c.id_ = id;
+  c.complete_accept(offered, deadline, hooks, what);
+  return c;
+}
+
+void CmConnection::complete_accept(const rdma_conn_param& offered, std::uint64_t deadline, const CmHooks& hooks,
+                                   const std::string& what) {
   peer_ = address_text(rdma_get_peer_addr(id_));
   CmConnectParams params;
   try {
     params = hooks.create_qp(id_);
   } catch (...) {
     rdma_reject(id_, nullptr, 0);
-    rdma_ack_cm_event(request);
     rdma_destroy_id(id_);
     id_ = nullptr;
     throw;
   }
   // Never promise more read/atomic depth than the client offers (as upstream perftest).
-  params.responder_resources = std::min<int>(params.responder_resources, request->param.conn.initiator_depth);
-  params.initiator_depth = std::min<int>(params.initiator_depth, request->param.conn.responder_resources);
+  params.responder_resources = std::min<int>(params.responder_resources, offered.initiator_depth);
+  params.initiator_depth = std::min<int>(params.initiator_depth, offered.responder_resources);
   set_u8_option(id_, RDMA_OPTION_ID_ACK_TIMEOUT, hooks.ack_timeout);
   rdma_conn_param cp = conn_param_from(params);
   const int accepted = rdma_accept(id_, &cp);
   const int accept_errno = errno;
-  rdma_ack_cm_event(request);
   std::string failure = accepted ? std::string("rdma_accept failed: ") + std::strerror(accept_errno)
                                  : expect_event(channel_, deadline, RDMA_CM_EVENT_ESTABLISHED, peer_,
                                                 "connection (ESTABLISHED)");
@@ -301,9 +330,6 @@ void CmConnection::accept_one(int timeout_ms, const CmHooks& hooks, const std::s
     id_ = nullptr;
     throw RunError("rdma_cm " + what + ": accepting " + peer_ + " failed: " + failure);
   }
-  // One connection per listener, as perftest: the port is free again for the next one.
-  rdma_destroy_id(listen_id_);
-  listen_id_ = nullptr;
   if (id_->qp && id_->qp->qp_type == IBV_QPT_RC) {
     // perftest's receiver-not-ready timer; rdma_cm leaves the provider's default otherwise.
     ibv_qp_attr attr{};

@@ -52,8 +52,11 @@ class CmConnection {
   static CmConnection accept(int port, int timeout_ms, const CmHooks& hooks, const std::string& what);
   // The same in two steps: listen now, accept later (accept_one), so a client told to connect
   // in between finds the listener already there.
-  static CmConnection listen(int port, const std::string& what);
+  static CmConnection listen(int port, const std::string& what, int backlog = 1);
   void accept_one(int timeout_ms, const CmHooks& hooks, const std::string& what);
+  // -q with -R: one more connection on this listener (which keeps listening), on a channel of
+  // its own, as perftest's server accepts one connection per QP on one port.
+  CmConnection accept_next(int timeout_ms, const CmHooks& hooks, const std::string& what);
 
   CmConnection(CmConnection&&) noexcept;
   CmConnection& operator=(CmConnection&&) = delete;
@@ -69,6 +72,8 @@ class CmConnection {
 
  private:
   CmConnection() = default;
+  rdma_cm_event* wait_request(std::uint64_t deadline, int timeout_ms, const std::string& what);
+  void complete_accept(const rdma_conn_param& offered, std::uint64_t deadline, const CmHooks& hooks, const std::string& what);
   rdma_event_channel* channel_ = nullptr;
   rdma_cm_id* id_ = nullptr;
   rdma_cm_id* listen_id_ = nullptr;  // server, until it has accepted
@@ -96,6 +101,7 @@ class CmOobChannel : public OobTransport {
   bool message_based() const override { return true; }
   std::vector<char> drain(int wait_ms) override;
   void let_peer_close_first(int wait_ms) override;
+  bool peer_closed() override { return connection_ && connection_->poll_disconnected(); }
 
  private:
   CmConnectParams create_resources(rdma_cm_id* id);

@@ -131,6 +131,12 @@ std::string bandwidth_table(const TestResult& r, const TestOptions& o) {
   row_cpu = nullptr;
   out += cpu_lines(r);
   for (const auto& sr : r.sizes)
+    if (sr.infinite && sr.infinite->seconds > 0)
+      out += printf_string(" run_infinitely: %" PRIu64 " periods, %" PRIu64 " messages in %.2f s, %.2lf %s over the whole run; ended by %s\n",
+                           sr.infinite->periods, sr.infinite->messages, sr.infinite->seconds,
+                           static_cast<double>(sr.size) * static_cast<double>(sr.infinite->messages) / sr.infinite->seconds / 1048576.0 * unit,
+                           name, sr.infinite->ended_by.c_str());
+  for (const auto& sr : r.sizes)
     if (sr.min_window_seconds > 0)
       out += printf_string(" size %lu: slowest %.3f s window %.2lf %s (this side)\n", static_cast<unsigned long>(sr.size),
                            sr.min_window_seconds, sr.bw_min_window_mb_per_sec * unit, name);
@@ -336,6 +342,16 @@ nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
       j["duration"] = {{"measured_seconds", sr.duration->seconds},
                        {"t_avg_usec", sr.duration->t_avg_usec},
                        {"tps", sr.duration->tps}};
+    if (sr.infinite) {
+      const auto& inf = *sr.infinite;
+      j["run_infinitely"] = {{"periods", inf.periods},
+                             {"total_messages", inf.messages},
+                             {"total_seconds", inf.seconds},
+                             {"total_bw_avg", inf.seconds > 0 ? static_cast<double>(sr.size) * static_cast<double>(inf.messages) /
+                                                                    inf.seconds / 1048576.0
+                                                              : 0.0},
+                             {"ended_by", inf.ended_by}};
+    }
     if (sr.cpu_util)
       j["cpu_util"] = {{"perftest_percent", sr.cpu_util->perftest_percent},
                        {"busy_percent", sr.cpu_util->busy_percent},

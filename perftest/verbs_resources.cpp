@@ -190,7 +190,8 @@ VerbsResources::VerbsResources(const ResourceRequest& req)
     if (!pd_) throw RunError("ibv_alloc_pd failed: " + errno_text());
     const std::size_t grh_room = req.transport == Transport::UD ? kGrhSize : 0;
     region_size_ = (std::max<std::size_t>(req.buffer_size + grh_room, 64) + 4095) / 4096 * 4096;
-    const int qp_count = cm_id_ ? 1 : std::max(req.qp_count, 1);
+    const int qp_count = std::max(req.qp_count, 1);
+    planned_qps_ = static_cast<std::size_t>(qp_count);
     const std::size_t buffer_bytes = 2 * static_cast<std::size_t>(qp_count) * region_size_;
     if (posix_memalign(reinterpret_cast<void**>(&buffer_), 4096, buffer_bytes) != 0)
       throw RunError("cannot allocate " + std::to_string(buffer_bytes) + " bytes of buffer");
@@ -208,7 +209,7 @@ VerbsResources::VerbsResources(const ResourceRequest& req)
     if (!send_cq_ || !recv_cq_) throw RunError("ibv_create_cq failed: " + errno_text());
 
     ibv_qp_init_attr init{};
-    qp_ = create_qp(req, init);
+    qp_ = create_qp(req, init, cm_id_);
     // Inline only up to what was asked for (as perftest): providers round the capacity up
     // (rxe grants 16 bytes for 0), and using it would change what is measured.
     inline_size_ = std::min(static_cast<int>(init.cap.max_inline_data), std::max(req.max_inline, 0));
@@ -219,7 +220,7 @@ VerbsResources::VerbsResources(const ResourceRequest& req)
     move_to_init(qp_);
     for (int i = 1; i < qp_count; ++i) {
       ibv_qp_init_attr extra_init{};
-      extra_qps_.push_back({create_qp(req, extra_init), static_cast<std::uint32_t>(rd() & 0xffffff)});
+      extra_qps_.push_back({create_qp(req, extra_init, nullptr), static_cast<std::uint32_t>(rd() & 0xffffff)});
       move_to_init(extra_qps_.back().qp);
     }
   } catch (...) {
@@ -228,7 +229,20 @@ VerbsResources::VerbsResources(const ResourceRequest& req)
   }
 }
 
-ibv_qp* VerbsResources::create_qp(const ResourceRequest& req, ibv_qp_init_attr& init) {
+void VerbsResources::add_cm_qp(rdma_cm_id* id, const ResourceRequest& request) {
+  if (qp_count() >= planned_qps_) throw RunError("more rdma_cm QPs than -q planned (internal error)");
+  ibv_qp_init_attr init{};
+  std::random_device rd;
+  extra_qps_.push_back({create_qp(request, init, id), static_cast<std::uint32_t>(rd() & 0xffffff), id});
+}
+
+void VerbsResources::remove_last_cm_qp() {
+  if (extra_qps_.empty() || !extra_qps_.back().cm_id) return;
+  rdma_destroy_qp(extra_qps_.back().cm_id);
+  extra_qps_.pop_back();
+}
+
+ibv_qp* VerbsResources::create_qp(const ResourceRequest& req, ibv_qp_init_attr& init, rdma_cm_id* id) {
   init.send_cq = send_cq_;
   init.recv_cq = recv_cq_;
   init.cap.max_send_wr = static_cast<std::uint32_t>(req.send_queue_depth);
@@ -239,8 +253,8 @@ ibv_qp* VerbsResources::create_qp(const ResourceRequest& req, ibv_qp_init_attr& 
   init.qp_type = req.transport == Transport::UC ? IBV_QPT_UC : req.transport == Transport::UD ? IBV_QPT_UD : IBV_QPT_RC;
   init.sq_sig_all = 0;
   ibv_qp* qp = nullptr;
-  if (cm_id_) {
-    if (rdma_create_qp(cm_id_, pd_, &init) == 0) qp = cm_id_->qp;
+  if (id) {
+    if (rdma_create_qp(id, pd_, &init) == 0) qp = id->qp;
   } else {
     qp = ibv_create_qp(pd_, &init);
   }
@@ -298,7 +312,8 @@ void VerbsResources::release() {
   if (ah_) ibv_destroy_ah(ah_);
   ah_ = nullptr;
   for (auto& extra : extra_qps_)
-    if (extra.qp) ibv_destroy_qp(extra.qp);
+    if (extra.cm_id) rdma_destroy_qp(extra.cm_id);
+    else if (extra.qp) ibv_destroy_qp(extra.qp);
   extra_qps_.clear();
   if (qp_ && cm_id_) rdma_destroy_qp(cm_id_);
   else if (qp_) ibv_destroy_qp(qp_);

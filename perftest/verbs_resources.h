@@ -57,8 +57,8 @@ struct ResourceRequest {
   // Only open and check the device, port and GID (no PD, buffers or QP): with -R the real
   // resources come later, on the device rdma_cm picks.
   bool probe_only = false;
-  // -q: QPs sharing the PD, MR and CQs; each has its own send and receive slot in the buffer
-  // (not with cm_id: rdma_cm connects one QP).
+  // -q: QPs sharing the PD, MR and CQs; each has its own send and receive slot in the buffer.
+  // With cm_id only the first is created here; add_cm_qp adds the others, one per rdma_cm id.
   int qp_count = 1;
 };
 
@@ -79,7 +79,7 @@ class VerbsResources {
   ibv_mr* mr() const { return mr_; }
   // The buffer holds qp_count() send slots, then qp_count() receive slots.
   char* send_region(std::size_t qp_index = 0) const { return buffer_ + qp_index * region_size_; }
-  char* recv_region(std::size_t qp_index = 0) const { return buffer_ + (qp_count() + qp_index) * region_size_; }
+  char* recv_region(std::size_t qp_index = 0) const { return buffer_ + (planned_qps_ + qp_index) * region_size_; }
   std::size_t region_size() const { return region_size_; }
   const ibv_port_attr& port_attr() const { return port_attr_; }
   const ibv_device_attr& device_attr() const { return device_attr_; }
@@ -106,15 +106,20 @@ class VerbsResources {
   // INIT -> RTR -> RTS toward the peer; mtu is the ibv_mtu enum agreed with the peer.
   void connect(const oob::KeyMessage& remote, int mtu, int traffic_class, int qp_timeout, int sl,
                std::size_t qp_index = 0);
+  // -q with -R: the next QP, created on its own rdma_cm id (same PD, CQs and buffer slots as
+  // planned by request.qp_count); remove_last_cm_qp undoes it (a client's failed attempt).
+  void add_cm_qp(rdma_cm_id* id, const ResourceRequest& request);
+  void remove_last_cm_qp();
 
  private:
   struct ExtraQp {
     ibv_qp* qp = nullptr;
     std::uint32_t psn = 0;
+    rdma_cm_id* cm_id = nullptr;  // -R: created by rdma_create_qp on this id
   };
   void release();
   void choose_gid_for_cm_address();
-  ibv_qp* create_qp(const ResourceRequest& req, ibv_qp_init_attr& init);
+  ibv_qp* create_qp(const ResourceRequest& req, ibv_qp_init_attr& init, rdma_cm_id* id);
   void move_to_init(ibv_qp* qp);
   std::uint32_t qp_psn(std::size_t index) const { return index == 0 ? psn_ : extra_qps_[index - 1].psn; }
   std::vector<ExtraQp> extra_qps_;  // -q: QPs 1..N-1
@@ -131,6 +136,7 @@ class VerbsResources {
   ibv_ah* ah_ = nullptr;
   char* buffer_ = nullptr;
   std::size_t region_size_ = 0;
+  std::size_t planned_qps_ = 1;  // request.qp_count: the buffer's slots
   ibv_port_attr port_attr_{};
   ibv_device_attr device_attr_{};
   std::string device_name_;

@@ -121,6 +121,40 @@ assert len(r["iwarp"]["flows"]) > 0, "no iWARP flows"
 assert any(f["peer_flow"] != f["flow"] for f in flows if "peer_flow" in f), "no paired flows"
 PY
 
+# The split read (cli/split_read.h) in small parts: many part boundaries, each
+# confirmed by a walk; then the same file cut inside a record
+# (damage: libpcap's verdict after the last whole record, as -j 1 says it).
+export RDMADIAG_JOBS_PART_BYTES=40000
+check small_parts "$work/mix.pcap"
+python3 - "$work/mix.pcap" "$work/mix_cut.pcap" <<'PY' || exit 1
+import sys
+d = open(sys.argv[1], "rb").read()
+open(sys.argv[2], "wb").write(d[:len(d) * 3 // 5 + 7])
+PY
+check small_parts_cut "$work/mix_cut.pcap"
+grep -q "damaged capture" "$work/small_parts_cut.j1.err" || { echo "FAIL: the cut capture is not reported damaged"; fail=1; }
+RDMADIAG_JOBS_STATS=1 "$bin" analyze -q -j 3 "$work/mix.pcap" 2> "$work/rewalks.err"
+grep -q "split parts walked again: 0$" "$work/rewalks.err" || { echo "FAIL: split parts walked again:"; cat "$work/rewalks.err"; fail=1; }
+# Frames whose payload is itself a chain of well-formed pcap record headers
+# (ending exactly where the frame ends): a part of the file that starts inside
+# one finds a false first record; the confirming walk must catch it (walk the part
+# again) or the frame count, and so the report, would differ from -j 1's.
+python3 - "$work/fake_chain.pcap" <<'PY' || exit 1
+import struct, sys
+out = bytearray(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+for i in range(300):
+    ts = 1700000000 + i // 100
+    fake = b"".join(struct.pack("<IIII", ts, 1000 * k, 48, 48) + bytes(48) for k in range(62))
+    frame = bytes(12) + b"\x88\xb5" + bytes(50) + fake  # local experimental EtherType: counted only
+    out += struct.pack("<IIII", ts, i, len(frame), len(frame)) + frame
+open(sys.argv[1], "wb").write(out)
+PY
+check fake_record_chains "$work/fake_chain.pcap"
+RDMADIAG_JOBS_STATS=1 "$bin" analyze -q -j 2 "$work/fake_chain.pcap" 2> "$work/fake.err"
+grep -q "split parts walked again: [1-9]" "$work/fake.err" || { echo "FAIL: no false record start caught:"; cat "$work/fake.err"; fail=1; }
+unset RDMADIAG_JOBS_PART_BYTES
+rm -f "$work/mix_cut.pcap"
+
 # A frame whose decoded addresses disagree with the reader's parse (simulated):
 # the run is repeated on one thread, says so, and prints -j 1's report.
 RDMADIAG_JOBS_TEST_BAD_KEY=5000 "$bin" analyze -j 2 "$work/mix.pcap" > "$work/bad_key.txt" 2> "$work/bad_key.err"

@@ -207,17 +207,45 @@ set_tests_properties(lab_perftest_bw_stats_json PROPERTIES LABELS lab FIXTURES_R
 
 # Upstream >= 6.28's parameter negotiation, over rdma_cm on soft-iWARP, between two rdmadiag peers
 # announcing 6.29: agreed (both JSON reports say so), then -s 1024 against -s 2048 (both sides
-# must name the difference). (-R bandwidth against Debian's ib_write_bw -R is not here: its first
-# lab run hung in the version exchange, docs/perftest.md.)
+# must name the difference). Then -R bandwidth against Debian's perftest on siw (issue 18): an
+# rdmadiag send-bw server with ib_send_bw -R as client (perftest's iWARP send credits: without
+# them ib_send_bw sent 59 of 60 SENDs and waited for ever), and write-bw -q 2 -R (one rdma_cm
+# connection per QP) with ib_write_bw -R -q 2 as server.
 set(PT_NEG "${PT_RD} perftest write-bw ${PT_CM_DEV} -n 60 --perftest-version 6.29")
-perftest_lab(siw_cm_negotiation MODE siw TIMEOUT 180 STEPS
+perftest_lab(siw_cm_negotiation MODE siw TIMEOUT 240 STEPS
   "${PT_NEG} -s 1024 --json neg.json|${PT_NEG} -s 1024 --json neg.json $LAB_SERVER_IP"
-  "${PT_EXPECT} 'size mismatch: local=1024, remote=2048' ${PT_NEG} -s 1024|${PT_EXPECT} 'size mismatch: local=2048, remote=1024' ${PT_NEG} -s 2048 $LAB_SERVER_IP")
+  "${PT_EXPECT} 'size mismatch: local=1024, remote=2048' ${PT_NEG} -s 1024|${PT_EXPECT} 'size mismatch: local=2048, remote=1024' ${PT_NEG} -s 2048 $LAB_SERVER_IP"
+  "${PT_RD} perftest send-bw ${PT_CM_DEV} -n 60 -s 4096 --json sbw-vs-ib.json|ib_send_bw ${PT_CM_DEV} -F -n 60 -s 4096 $LAB_SERVER_IP"
+  "ib_write_bw ${PT_CM_DEV} -F -n 60 -s 4096 -q 2|${PT_RD} perftest write-bw ${PT_CM_DEV} -n 60 -s 4096 -q 2 --json wq2-vs-ib.json $LAB_SERVER_IP")
 add_test(NAME lab_perftest_siw_cm_negotiation_json
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/validate_json.py ${PROJECT_SOURCE_DIR}/docs/perftest-schema.json
           ${PT_LAB_OUT}/siw_cm_negotiation/client/neg.json ${PT_LAB_OUT}/siw_cm_negotiation/server/neg.json
           --exchange rdma_cm --require-ok --negotiated)
 set_tests_properties(lab_perftest_siw_cm_negotiation_json PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_siw_cm_negotiation)
+add_test(NAME lab_perftest_siw_cm_bw_json
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/validate_json.py ${PROJECT_SOURCE_DIR}/docs/perftest-schema.json
+          ${PT_LAB_OUT}/siw_cm_negotiation/server/sbw-vs-ib.json ${PT_LAB_OUT}/siw_cm_negotiation/client/wq2-vs-ib.json
+          --exchange rdma_cm --require-ok --min-results 1)
+set_tests_properties(lab_perftest_siw_cm_bw_json PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_siw_cm_negotiation)
+
+# write-bw -q 4 -b against Debian's ib_write_bw both ways on Soft-RoCE (issue 18), one boot with
+# step markers: ib<->ib, ib server / rdmadiag client, rdmadiag server / ib client, ib<->ib.
+# lab_q4b_check.py: the capture of each rdmadiag step shows 4 QP pairs both ways (tshark, and
+# rdmadiag analyze agreeing), ib_write_bw's printed QPNs are the ones written to, and the
+# client's -b sum row lies within the spread of the two ib<->ib runs. -s 1024: single-packet
+# WRITEs (see the rxe go-back-N note above).
+set(PT_Q4B "-q 4 -b -n 200 -s 1024")
+add_test(NAME lab_perftest_q4b
+  COMMAND ${PT_LAB_RUN} --mode rxe --out ${PT_LAB_OUT}/q4b --replace --timeout 200 --mark-steps -q
+          --server "ib_write_bw ${PT_DEV} -F ${PT_Q4B}" --client "ib_write_bw ${PT_DEV} -F ${PT_Q4B} $LAB_SERVER_IP"
+          --server "ib_write_bw ${PT_DEV} -F ${PT_Q4B}" --client "${PT_RD} perftest write-bw ${PT_DEV} ${PT_Q4B} $LAB_SERVER_IP"
+          --server "${PT_RD} perftest write-bw ${PT_DEV} ${PT_Q4B}" --client "ib_write_bw ${PT_DEV} -F ${PT_Q4B} $LAB_SERVER_IP"
+          --server "ib_write_bw ${PT_DEV} -F ${PT_Q4B}" --client "ib_write_bw ${PT_DEV} -F ${PT_Q4B} $LAB_SERVER_IP")
+set_tests_properties(lab_perftest_q4b PROPERTIES LABELS lab FIXTURES_REQUIRED lab FIXTURES_SETUP lab_perftest_q4b
+  TIMEOUT 260 RESOURCE_LOCK lab_vms)
+add_test(NAME lab_perftest_q4b_check
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/lab_q4b_check.py ${PT_LAB_OUT}/q4b ${PT_RD})
+set_tests_properties(lab_perftest_q4b_check PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_q4b)
 
 # The timing comparison is a measurement, not a pass/fail test: emulated VMs on a
 # shared machine are too noisy for a 10 % bound to hold on every CI run. It is
@@ -240,3 +268,4 @@ perftest_lab(acceptance TIMEOUT 3000 STEPS ${steps})
 add_test(NAME lab_perftest_acceptance_compare
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/lab_compare.py ${PT_LAB_OUT}/acceptance)
 set_tests_properties(lab_perftest_acceptance_compare PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_acceptance)
+

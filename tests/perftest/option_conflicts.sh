@@ -30,8 +30,7 @@ expect "-q: multiple QPs only available on bandwidth tests" write-lat -q 2
 expect "-b: bidirectional is only available in bandwidth tests" send-lat -b
 expect "-N: noPeak is only valid for bandwidth tests" read-lat -N
 expect "-r: on RDMA verbs the rx depth can only be 1" write-bw -r 8
-# Not in rdmadiag yet: several rdma_cm connections (-q with -R), UD with -q; no GPU memory.
-expect "with -R/--rdma_cm is not supported yet" write-bw -q 2 -R
+# Not in rdmadiag yet: UD with -q; no GPU memory.
 expect "-q with -c UD is not supported yet" send-bw -q 2 -c UD
 expect "GPU memory is not supported in this build" write-bw --use_cuda 0
 expect "GPU memory is not supported in this build" send-bw --use_rocm_dmabuf
@@ -43,6 +42,7 @@ expect "post list is supported in bandwidth tests only" write-lat -l 2
 expect "--latency_gap: the latency gap is only for latency tests" write-bw --latency_gap 10
 # run_infinitely_dependencies: "run_infinitely exists only in BW tests", "does not support events".
 expect "--run_infinitely does not support -e" write-bw --run_infinitely -e
+expect "--run_infinitely is not supported in the SEND bidirectional test" send-bw --run_infinitely -b
 # perftest's parser: -C "Available only on Latency tests", -H and -U likewise.
 expect "-C/--report-cycles: available only in latency tests" write-bw -C
 expect "-U/--report-unsorted: available only in latency tests" read-bw -U

@@ -1,0 +1,253 @@
+#include "cli/split_read.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "decode/shard_key.h"
+#include "exporters/progress.h"
+
+namespace rdmadiag::cli {
+
+namespace {
+constexpr std::size_t kPcapFileHeaderLen = 24;
+// Headers in a row that must look right before a position counts as a record start.
+constexpr unsigned kChain = 16;
+// A record start's timestamp lies within this of the file's first record
+// (plausibility only: a part whose start it misses is walked again).
+constexpr std::int64_t kTsSlackBefore = 60, kTsSlackAfter = 365LL * 86400;
+constexpr std::size_t kPrefetchAhead = 4096;
+// Parts in flight per thread: how far a thread may walk ahead of the slowest one's analysis.
+constexpr std::size_t kSlotsPerThread = 4;
+const std::size_t kPage = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}  // namespace
+
+SplitRead::SplitRead(std::vector<std::unique_ptr<ShardPass>>& passes, const std::string& path,
+                     const capture::PcapLayout& layout, std::uint32_t linktype)
+    : passes_(passes),
+      path_(path),
+      layout_(layout),
+      linktype_(linktype),
+      slots_(passes.size() * kSlotsPerThread),
+      next_walk_(passes.size()),
+      assigned_(passes.size()) {
+  // For the tests: small parts, so that a small capture crosses many part boundaries.
+  if (const char* bytes = std::getenv("RDMADIAG_JOBS_PART_BYTES"))
+    part_bytes_ = std::max<std::size_t>(64, std::strtoull(bytes, nullptr, 10));
+  const std::size_t body = layout_.file_size > kPcapFileHeaderLen ? layout_.file_size - kPcapFileHeaderLen : 0;
+  parts_ = (body + part_bytes_ - 1) / part_bytes_;
+  for (std::size_t t = 0; t < next_walk_.size(); ++t) next_walk_[t] = t;
+  last_landing_ = kPcapFileHeaderLen;
+  std::uint8_t head[capture::kPcapRecordHeaderLen];
+  if (body >= sizeof head && ::pread(layout_.fd, head, sizeof head, kPcapFileHeaderLen) == sizeof head)
+    first_ts_ = capture::record_at(head, layout_).ts_sec;
+}
+
+SplitRead::~SplitRead() {
+  for (Part& p : slots_)
+    if (p.map) ::munmap(const_cast<std::uint8_t*>(p.map), p.map_len);
+}
+
+void SplitRead::notify() {
+  progress_.fetch_add(1, std::memory_order_release);
+  progress_.notify_all();
+}
+
+// Whether the slot of `part` holds nothing that a thread still reads.
+bool SplitRead::slot_free(std::size_t part) const {
+  const Part& slot = slots_[part % slots_.size()];
+  return slot.index.load(std::memory_order_relaxed) == kNone || (slot.walked.load(std::memory_order_acquire) &&
+                                 slot.analysed.load(std::memory_order_acquire) == passes_.size());
+}
+
+// Thread t's next part, mapped and walked from its first plausible record
+// start, if its slot is free; false when there was nothing to do.
+bool SplitRead::walk_next(unsigned t) {
+  const std::size_t index = next_walk_[t];
+  if (index >= parts_ || index > last_part_.load(std::memory_order_acquire) || !slot_free(index)) return false;
+  next_walk_[t] += passes_.size();
+  Part& part = slots_[index % slots_.size()];
+  if (part.map) ::munmap(const_cast<std::uint8_t*>(part.map), part.map_len);
+  part.map = nullptr;
+  part.walked.store(false, std::memory_order_relaxed);
+  part.analysed.store(0, std::memory_order_relaxed);
+  part.index.store(index, std::memory_order_release);  // a reader that sees it sees walked == false
+  part.begin = kPcapFileHeaderLen + index * part_bytes_;
+  part.end = std::min(layout_.file_size, part.begin + part_bytes_);
+  // The last record that starts in the part may end up to one record past it.
+  part.map_base = part.begin / kPage * kPage;
+  part.map_len = std::min(layout_.file_size, part.end + capture::kPcapRecordHeaderLen + layout_.max_caplen) -
+                 part.map_base;
+  void* m = ::mmap(nullptr, part.map_len, PROT_READ, MAP_SHARED, layout_.fd, static_cast<off_t>(part.map_base));
+  part.start = kNone;
+  part.records.clear();
+  if (m != MAP_FAILED) {
+    part.map = static_cast<const std::uint8_t*>(m);
+    // Page tables in one call (a fault every few pages costs more).
+    ::madvise(m, part.map_len, MADV_POPULATE_READ);
+    const std::size_t map_end = part.map_base + part.map_len;
+    std::size_t start = index == 0 ? part.begin : kNone;
+    for (std::size_t p = part.begin; start == kNone && p < part.end; ++p) {
+      if (!capture::plain_record(part.at(p), layout_.file_size - p, layout_)) continue;
+      const capture::Record probe = capture::record_at(part.at(p), layout_);
+      if (probe.caplen == 0 || probe.ts_sec < first_ts_ - kTsSlackBefore || probe.ts_sec > first_ts_ + kTsSlackAfter)
+        continue;
+      if (capture::plausible_record_chain(part.at(p), map_end - p, layout_.file_size - p, layout_, kChain)) start = p;
+    }
+    if (start != kNone) walk(part, start);
+  }
+  part.walked.store(true, std::memory_order_release);
+  notify();
+  return true;
+}
+
+// The records from `from` (a record start) until the first one that starts at
+// or past the part's end.
+void SplitRead::walk(Part& part, std::size_t from) const {
+  part.records.clear();
+  part.start = from;
+  part.landing = kNone;
+  part.damage = kNone;
+  std::size_t off = from, prefetched = from;
+  const std::size_t map_end = part.map_base + part.map_len;
+  while (off < part.end && off < layout_.file_size) {
+    // Each next header is where this one says: a chain of misses to memory
+    // unless the bytes ahead are already on their way (each line once).
+    for (const std::size_t until = std::min(off + kPrefetchAhead, map_end); prefetched < until; prefetched += 64)
+      __builtin_prefetch(part.at(prefetched));
+    const std::uint8_t* h = part.at(off);
+    if (!capture::plain_record(h, layout_.file_size - off, layout_)) {
+      part.damage = off;
+      return;
+    }
+    const capture::Record rec = capture::record_at(h, layout_);
+    const decode::ShardKey key = decode::shard_key(linktype_, rec.data);
+    std::uint64_t flags = key.has_addresses ? kHasAddresses : 0;
+    if (decode::is_pause_state_frame(linktype_, rec.data)) flags |= kPauseState;
+    part.records.push_back(Indexed{off | flags, key.hash});
+    off += capture::kPcapRecordHeaderLen + rec.caplen;
+  }
+  part.landing = off;
+}
+
+// Confirms the parts up to `part` in order (each must start where the one
+// before it landed, or is walked again from there); false while one of them is
+// not walked yet. Damage in a confirmed part ends the split at its record.
+bool SplitRead::confirmed(std::size_t part) {
+  std::lock_guard<std::mutex> lock(confirm_mutex_);
+  while (confirmed_ <= part && confirmed_ <= last_part_.load(std::memory_order_relaxed)) {
+    Part& p = slots_[confirmed_ % slots_.size()];
+    if (p.index.load(std::memory_order_acquire) != confirmed_ || !p.walked.load(std::memory_order_acquire))
+      return false;
+    if (!p.map) {  // could not be mapped: every thread reads the rest itself, as before
+      p.records.clear();
+      p.damage = last_landing_;
+    } else if (p.start != last_landing_) {
+      walk(p, last_landing_);
+      ++rewalks_;
+    }
+    frames_ += p.records.size();
+    if (p.damage != kNone) {
+      split_end_ = p.damage;
+      last_part_.store(confirmed_, std::memory_order_release);
+    }
+    last_landing_ = p.landing;
+    ++confirmed_;
+    notify();  // threads waiting for this part
+  }
+  return true;
+}
+
+// Waits until `part` is confirmed (or the split ended before it), walking this
+// thread's own next parts meanwhile: the part waited for may be one of them.
+void SplitRead::wait_confirmed(unsigned t, std::size_t part) {
+  for (;;) {
+    const std::uint64_t seen = progress_.load(std::memory_order_acquire);
+    if (confirmed(part)) return;
+    if (walk_next(t)) continue;
+    progress_.wait(seen, std::memory_order_acquire);
+  }
+}
+
+// Every record of a confirmed part through thread t's ShardPass, in frame
+// order: first which are its own (from the keys alone), then the frames, with
+// the bytes of its own records within the next 4 KB on their way into the cache
+// (they were walked on another core): the others' bytes are not read.
+void SplitRead::analyse(unsigned t, Part& part) {
+  ShardPass& pass = *passes_[t];
+  std::vector<Assigned>& assigned = assigned_[t];
+  const std::size_t n = part.records.size();
+  assigned.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Indexed& r = part.records[i];
+    decode::ShardKey key;
+    key.has_addresses = (r.offset_flags & kHasAddresses) != 0;
+    key.hash = r.key_hash;
+    const bool own = pass.assign(key);
+    assigned[i] = Assigned{key, own};
+  }
+  const auto offset_of = [&](std::size_t i) {
+    return i < n ? static_cast<std::size_t>(part.records[i].offset_flags & kOffsetMask) : part.map_base + part.map_len;
+  };
+  std::size_t ahead = 0;  // records before it are prefetched (or not this thread's)
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t offset = offset_of(i);
+    for (; ahead < n && offset_of(ahead) < offset + kPrefetchAhead; ++ahead) {
+      if (!assigned[ahead].own) continue;
+      const std::size_t end = std::min(offset_of(ahead + 1), offset_of(ahead) + kPrefetchAhead);
+      for (std::size_t line = offset_of(ahead); line < end; line += 64) __builtin_prefetch(part.at(line));
+    }
+    const Indexed& r = part.records[i];
+    pass.frame_assigned(
+        assigned[i].own, assigned[i].key, linktype_, [&] { return capture::record_at(part.at(offset), layout_); },
+        (r.offset_flags & kPauseState) != 0);
+  }
+}
+
+// This thread is done with `part`: the last one to be frees its slot.
+void SplitRead::finish(Part& part) {
+  if (part.analysed.fetch_add(1, std::memory_order_acq_rel) + 1 == passes_.size()) notify();
+}
+
+ParallelAnalysis::Input SplitRead::run(unsigned t, bool progress) {
+  exporters::ProgressBar bar(progress);
+  std::uint64_t frames = 0;
+  for (std::size_t j = 0; j < parts_; ++j) {
+    // Its own parts up to one round ahead: walked while the others analyse.
+    while (next_walk_[t] <= j + passes_.size() && walk_next(t)) {
+    }
+    wait_confirmed(t, j);
+    if (j > last_part_.load(std::memory_order_acquire)) break;
+    Part& part = slots_[j % slots_.size()];
+    analyse(t, part);
+    frames += part.records.size();
+    finish(part);
+    if (bar.on()) bar.update(path_, part.end, layout_.file_size, frames);
+  }
+  bar.clear();
+  ParallelAnalysis::Input in;
+  in.path = path_;
+  in.linktype = linktype_;
+  std::size_t split_end = kNone;
+  {
+    std::lock_guard<std::mutex> lock(confirm_mutex_);
+    in.records = frames_;
+    split_end = split_end_;
+  }
+  if (split_end == kNone) return in;
+  // The rest (from a record that is not plainly well-formed) as a lone reader would read it.
+  capture::FileReader reader;
+  if (!reader.open(path_) || !reader.seek_record(split_end, in.records)) {
+    in.stop_reason = "stopped after record " + std::to_string(in.records) + ": cannot read on";
+    return in;
+  }
+  capture::Record rec;
+  while (reader.next(rec)) passes_[t]->frame(rec, linktype_);
+  in.records = reader.records_read();
+  in.stop_reason = reader.stop_reason();
+  return in;
+}
+
+}  // namespace rdmadiag::cli

@@ -1,0 +1,104 @@
+// `analyze -j N` over one classic pcap file without any thread walking the
+// others' records (issue 16). The file's bytes are cut into parts of
+// kPartBytes, part j walked by thread j % N:
+//  - the walk starts at the first plausible record start in the part
+//    (capture::plausible_record_chain), runs to the first record starting past
+//    the part's end, and keeps each record's offset and shard key (16 bytes a
+//    record, for the parts in flight only: bounded, not growing with the file);
+//  - a part is confirmed when the walk of the part before it (itself confirmed)
+//    landed on its first record: a pcap file has no sync marker, a walk from a
+//    known record is the proof; otherwise it is walked again from there. A
+//    record that is not plainly well-formed ends the split at that record;
+//  - every thread goes over the keys of every confirmed part in frame order (its
+//    ShardPass decides which records are its own, as when it read them all) and
+//    reads only its own records, the pause frames and a header per sweep point.
+// The threads meet only at parts not yet walked or confirmed (no lockstep: a
+// thread descheduled on a busy machine holds the others up only when they run
+// kSlots parts ahead). After damage every thread reads the rest of the file
+// itself (capture::FileReader::seek_record, then libpcap's verdict).
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "capture/file_reader.h"
+#include "cli/parallel_analysis.h"
+
+namespace rdmadiag::cli {
+
+class SplitRead {
+ public:
+  SplitRead(std::vector<std::unique_ptr<ShardPass>>& passes, const std::string& path,
+            const capture::PcapLayout& layout, std::uint32_t linktype);
+  ~SplitRead();
+  SplitRead(const SplitRead&) = delete;
+  SplitRead& operator=(const SplitRead&) = delete;
+
+  // Thread `t`'s share of the whole file (every thread of the team calls it);
+  // returns what it read, as ParallelAnalysis' readers report it.
+  ParallelAnalysis::Input run(unsigned t, bool progress);
+  // Parts walked again because their first record was not confirmed.
+  std::uint64_t rewalks() const { return rewalks_; }
+
+  static constexpr std::size_t kPartBytes = std::size_t{2} << 20;
+
+ private:
+  struct Indexed {  // a record of a part
+    std::uint64_t offset_flags;  // file offset | kHasAddresses | kPauseState
+    std::uint64_t key_hash;
+  };
+  static constexpr std::uint64_t kHasAddresses = std::uint64_t{1} << 62, kPauseState = std::uint64_t{1} << 63;
+  static constexpr std::uint64_t kOffsetMask = kHasAddresses - 1;
+  static constexpr std::size_t kNone = ~std::size_t{0};
+  struct Part {  // one slot of the ring of parts in flight
+    std::atomic<std::size_t> index{kNone};  // which part it holds (set before its fields, read before them)
+    std::size_t begin = 0, end = 0;  // its bytes: the records that start here are its own
+    const std::uint8_t* map = nullptr;
+    std::size_t map_base = 0, map_len = 0;
+    std::size_t start = kNone;    // its first record (kNone: no plausible start found)
+    std::size_t landing = kNone;  // the first record start at or past `end`
+    std::size_t damage = kNone;   // a record that is not plainly well-formed
+    std::vector<Indexed> records;
+    std::atomic<bool> walked{false};
+    std::atomic<unsigned> analysed{0};  // threads done with it
+    const std::uint8_t* at(std::size_t offset) const { return map + (offset - map_base); }
+  };
+
+  bool slot_free(std::size_t part) const;
+  bool walk_next(unsigned t);
+  void walk(Part& part, std::size_t from) const;
+  bool confirmed(std::size_t part);
+  void wait_confirmed(unsigned t, std::size_t part);
+  void analyse(unsigned t, Part& part);
+  void finish(Part& part);
+  void notify();
+
+  std::vector<std::unique_ptr<ShardPass>>& passes_;
+  std::string path_;
+  capture::PcapLayout layout_;
+  std::uint32_t linktype_;
+  std::size_t part_bytes_ = kPartBytes;
+  std::size_t parts_ = 0;  // in the file
+  std::int64_t first_ts_ = 0;
+  std::vector<Part> slots_;
+  std::vector<std::size_t> next_walk_;  // per thread: its next part to walk
+  struct Assigned {  // a record of the part being analysed, as its thread's ShardPass assigned it
+    decode::ShardKey key;
+    bool own;
+  };
+  std::vector<std::vector<Assigned>> assigned_;  // per thread, reused part after part
+  std::atomic<std::uint64_t> progress_{0};
+  // Confirmation, in part order, under the mutex:
+  std::mutex confirm_mutex_;
+  std::size_t confirmed_ = 0;             // parts [0, confirmed_) confirmed
+  std::size_t last_landing_ = 0;          // where the last confirmed part's walk landed
+  std::atomic<std::size_t> last_part_{kNone};  // damage in this part ends the split
+  std::size_t split_end_ = kNone;         // that record
+  std::uint64_t frames_ = 0;              // records of the confirmed parts
+  std::uint64_t rewalks_ = 0;
+};
+
+}  // namespace rdmadiag::cli
