@@ -144,7 +144,9 @@ RequesterEvent classify_older(const RequesterState& q, const SeqPacket& p) {
   }
   // During a resend, an older PSN than its cursor but after a NAK's PSN: the resend
   // that NAK asked for, whose first packets were overtaken on the path.
-  const bool nak = q.nak_frame && !sent_before_nak(q, p);
+  // A NAK's resend starts by going back, so a packet whose sender's previous one
+  // carried the PSN before goes on with the last resend instead.
+  const bool nak = q.nak_frame && !sent_before_nak(q, p) && !continues_episode(q, p);
   const bool nak_resend_ahead =
       nak && q.resending && psn_diff(p.psn, q.nak_psn) > 0 && psn_diff(p.psn, q.resend_next) < 0;
   if (nak && (p.psn == q.nak_psn || !q.resending || nak_resend_ahead)) {
