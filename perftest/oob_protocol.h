@@ -1,5 +1,5 @@
 // The out-of-band (TCP) messages of linux-rdma perftest, as pure encode/parse functions.
-// Wire facts (verified on the rxe captures in /work/shared/pcaps and perftest's sources):
+// Wire facts (verified on the rxe captures in ../shared/pcaps and perftest's sources):
 //  - version: 16 bytes, a NUL-terminated decimal string ("6.06"); peers compare it with atof;
 //  - system data (peers >= 5.32): two 4-byte big-endian ints, page size then cache-line size;
 //  - MTU (peers >= 5.31): the ibv_mtu enum value as a 2-byte string ("3\0" = 1024);
