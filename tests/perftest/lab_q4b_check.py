@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 
+from noise_band import factor_band
+
 QPS = 4
 WRITE_OPCODES = {6, 7, 8, 9, 10, 11}  # RC RDMA WRITE first/middle/last(/imm)/only(/imm)
 ACK = 17
@@ -137,7 +139,7 @@ def main():
     check_step(out, rdmadiag, pcap, rows, starts, 2, "server")
     check_step(out, rdmadiag, pcap, rows, starts, 3, "client")
     reference = [bw_average(read(out, "client", s), f"step {s} client") for s in (1, 4)]
-    low, high = min(reference) / 2, max(reference) * 2
+    low, high = factor_band(reference)
     for step in (2, 3):
         value = bw_average(read(out, "client", step), f"step {step} client")
         print(f"step {step}: client BW average {value:.2f} MB/s; ib<->ib {reference} -> [{low:.2f}, {high:.2f}]")
