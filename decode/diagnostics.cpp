@@ -27,6 +27,7 @@ std::string_view to_string(DiagCode code) {
     case DiagCode::roce_heuristic: return "roce_v2_heuristic_port";
     case DiagCode::bad_mac_control: return "bad_mac_control";
     case DiagCode::pfc_reserved_bits: return "pfc_reserved_bits";
+    case DiagCode::udp_port_bit_error: return "udp_port_bit_error";
     case DiagCode::count_: break;
   }
   return "?";

@@ -34,6 +34,7 @@ enum class DiagCode : std::uint8_t {
   roce_heuristic,         // RoCEv2 found on a non-standard UDP port (confirmed by ICRC)
   bad_mac_control,        // a MAC Control frame (PAUSE/PFC) too short for its opcode's fields
   pfc_reserved_bits,      // PFC priority-enable vector with its reserved upper octet set (802.3 Annex 31D)
+  udp_port_bit_error,     // RoCEv2 whose UDP destination port is 4791 with one bit flipped (ICRC holds with 4791)
   count_                  // keep last
 };
 

@@ -1,6 +1,8 @@
 #include "decode/packet.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 
 namespace rdmadiag::decode {
 
@@ -268,6 +270,23 @@ class FrameDecoder {
     }
   }
 
+  // A bit error in the UDP destination port takes a RoCEv2 packet off 4791: the receiver
+  // does not see RoCE (Linux answers ICMP port unreachable) and the requester resends it.
+  // The ICRC covers the ports (IBA Annex A17.3.3 masks only the UDP checksum), so the
+  // ICRC holding with 4791 put back identifies such a packet; any other port is not
+  // tried (one flipped bit only), keeping a chance match out of reach.
+  static bool icrc_holds_on_roce_port(IcrcInput in, std::uint32_t wire) {
+    if (in.udp.size() != 8) return false;
+    const std::uint16_t port = static_cast<std::uint16_t>(in.udp[2] << 8 | in.udp[3]);
+    if (std::popcount(static_cast<unsigned>(port ^ kRoceV2UdpPort)) != 1) return false;
+    std::array<std::uint8_t, 8> udp{};
+    std::copy(in.udp.begin(), in.udp.end(), udp.begin());
+    udp[2] = static_cast<std::uint8_t>(kRoceV2UdpPort >> 8);
+    udp[3] = static_cast<std::uint8_t>(kRoceV2UdpPort & 0xff);
+    in.udp = udp;
+    return compute_icrc(in) == wire;
+  }
+
   // BTH at `off`; the packet (through the 4-byte ICRC) ends at `end` on the wire.
   // With `probe`, nothing is kept unless the ICRC confirms RoCEv2 (the UDP-port heuristic).
   void ib_transport(std::size_t off, std::size_t end, IcrcInput icrc_in, bool probe) {
@@ -304,9 +323,15 @@ class FrameDecoder {
       wire = r_.le32(icrc_off);
     }
     if (probe) {
-      if (!whole || computed != wire || !info.valid || t.bth.tver != 0) return;
+      if (!whole || !info.valid || t.bth.tver != 0) return;
+      if (computed == wire) {
+        p_.diags.add(DiagCode::roce_heuristic, Severity::note, off);
+      } else if (icrc_holds_on_roce_port(icrc_in, wire)) {
+        p_.diags.add(DiagCode::udp_port_bit_error, Severity::error, icrc_in.udp.data() - frame_.data() + 2);
+      } else {
+        return;
+      }
       p_.transport = Transport::roce_v2;
-      p_.diags.add(DiagCode::roce_heuristic, Severity::note, off);
     }
     p_.has_bth = true;
     p_.ib = t;

@@ -285,6 +285,7 @@ std::size_t TransportAnalyzer::report_bad_crc(Flow& f, const DecodedPacket& p, s
   Anomaly a{p.icrc == CrcStatus::bad ? AnomalyKind::icrc_bad : AnomalyKind::vcrc_bad};
   a.frame = frame;
   a.psn = p.ib.bth.psn;
+  if (p.udp && p.diags.contains(DiagCode::udp_port_bit_error)) a.count = p.udp->dst_port;  // off 4791
   SeqSink sink(log_, f.s, &out);
   return sink.report(a);
 }

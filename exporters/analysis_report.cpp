@@ -134,7 +134,7 @@ Json anomalies_json_with(const AnomalyLog& log, Explain explain_one) {
       if (a.expected_psn >= 0 && a.kind != AnomalyKind::payload_length_mismatch) j["expected_psn"] = a.expected_psn;
       if (a.kind == AnomalyKind::retransmission) j["cause"] = retransmission_cause(a);
       if (a.late) j["reordered"] = true;
-      if (a.count) j["count"] = a.count;
+      if (a.count) j[a.kind == AnomalyKind::icrc_bad ? "udp_dst_port" : "count"] = a.count;
     }
     if (a.duration_us >= 0) j["duration_us"] = a.duration_us;
     Json rel = Json::array();
@@ -247,6 +247,11 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
                  static_cast<unsigned long long>(a.frame), a.psn, rel.empty() ? "" : "; request at frame ", rel.c_str());
     }
     case AnomalyKind::icrc_bad:
+      if (a.count)  // decode's udp_port_bit_error: the port, not the payload, took the bit error
+        return fmt("%s ICRC bad at frame %llu (PSN %u): UDP destination port %u is 4791 with one bit flipped, its ICRC holds "
+                   "with 4791: corrupted in flight (a bit error, not a drop); the receiver does not take it as RoCE%s%s",
+                   who.c_str(), static_cast<unsigned long long>(a.frame), a.psn, a.count,
+                   rel.empty() ? "" : "; NAK/resend at frames ", rel.c_str());
       return fmt("%s ICRC bad at frame %llu (PSN %u): corrupted in flight (a bit error, not a drop); the receiver drops it%s%s",
                  who.c_str(), static_cast<unsigned long long>(a.frame), a.psn,
                  rel.empty() ? "" : "; NAK/resend at frames ", rel.c_str());

@@ -218,6 +218,34 @@ TEST(RoceV2, PortHeuristicNeedsAValidIcrc) {
   EXPECT_EQ(p.icrc, CrcStatus::bad);
 }
 
+// A real READ request from the fault matrix (rxe, netem corrupt) whose UDP destination
+// port took the bit error: 4663 = 4791 ^ 0x80. The server's kernel answered ICMP port
+// unreachable; the ICRC, which covers the ports, holds with 4791 put back.
+TEST(RoceV2, PortOneBitOff4791WithAnIcrcThatHoldsOn4791IsACorruptRocePacket) {
+  const auto& f = real_frames::kReadRequestPortBitError;
+  ASSERT_EQ(f[36] << 8 | f[37], 4663);
+  const auto p = decode(linktype::kEthernet, f);
+  EXPECT_EQ(p.transport, Transport::roce_v2);
+  EXPECT_TRUE(p.diags.contains(DiagCode::udp_port_bit_error));
+  EXPECT_EQ(p.icrc, CrcStatus::bad);  // as captured; the receiver never took it as RoCE
+  EXPECT_EQ(p.ib.bth.opcode, 0x0c);   // RC RDMA READ request, as tshark decodes it told the port
+  EXPECT_EQ(p.ib.bth.psn, 16419796u);
+  auto restored = f;  // the same packet on 4791 is a good one
+  restored[37] = 0xb7;
+  EXPECT_EQ(decode(linktype::kEthernet, restored).icrc, CrcStatus::ok);
+  auto two_bits = f;  // two bits off 4791: not tried (a chance match must stay out of reach)
+  two_bits[37] ^= 0x01;
+  EXPECT_EQ(decode(linktype::kEthernet, two_bits).transport, Transport::other);
+  auto payload_hit = f;  // the port and another byte damaged: the ICRC holds on no port
+  payload_hit[44] ^= 0x10;
+  EXPECT_EQ(decode(linktype::kEthernet, payload_hit).transport, Transport::other);
+  DecodeOptions no_probe;
+  no_probe.roce_heuristic = false;
+  DecodedPacket q;
+  decode_frame(linktype::kEthernet, f, static_cast<std::uint32_t>(f.size()), no_probe, q);
+  EXPECT_EQ(q.transport, Transport::other);
+}
+
 TEST(Bth, FecnBecnAndFlagsDecode) {
   auto f = real_frames::kSendOnly;
   const std::size_t bth = 42;

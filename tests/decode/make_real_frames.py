@@ -13,6 +13,7 @@ PICKS = [  # (name, capture, frame number)
     ("kReadResponseOnly", "rxe_read_lat.pcap", 30),
     ("kWriteFirst", "rxe_write_bw_loss.pcap", 26),
     ("kNakSeqError", "rxe_write_bw_loss.pcap", 157),
+    ("kReadRequestPortBitError", "rxe_read_corrupt_port.pcap", 8),
 ]
 
 def frame(path, number):
