@@ -103,6 +103,10 @@ struct IwarpAnalyzer::Connection {
     std::uint64_t frame = 0;   // the segment being processed
     double ts = 0;
     DdpDirState ddp;  // DDP/RDMAP sequencing (ddp_sequence.h)
+    struct DamagedCopy {  // the last segment of this direction captured with a damaged port
+      std::uint32_t seq = 0, len = 0;
+      std::uint64_t frame = 0;
+    } damaged;
 
     explicit Direction(TcpBufferBudget* b) : tcp(b) {}
     Direction& peer();
@@ -268,6 +272,11 @@ void Dir::stream_hole(const TcpHoleEvent& h) {
     if (h.frame_resolved != h.frame_detected) a.relate(h.frame_resolved);
     if (h.recovered) a.duration_us = (h.ts_resolved - h.ts_detected) * 1e6;
     if (h.recovered) a.expected_psn = static_cast<std::int64_t>(h.fill);
+    if (h.recovered && damaged.frame && seq_leq(damaged.seq, h.seq) &&
+        seq_leq(h.seq + h.bytes, damaged.seq + damaged.len)) {  // captured, damaged: not lost
+      a.expected_psn = static_cast<std::int64_t>(TcpGapFill::corruption);
+      a.relate(damaged.frame);
+    }
     an->log_.add(a);
     if (h.recovered) ++an->stats_.tcp_holes_recovered;
     else {
@@ -837,12 +846,32 @@ void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, 
     }
   }
   if (slot == kNone && !t.syn() && p.tcp_payload_len == 0) return;
+  if (slot == kNone && !t.syn() && adopt_damaged_port(p, frame)) return;
   Connection& c = slot != kNone ? *conns_.at(slot) : connection_for(key, src <= dst, p.ipv6.has_value(), frame);
   c.last_ts = ts;
   const int d = c.dir[0]->src == src ? 0 : 1;
   segment(c, d, p, frame, ts, out);
   if (t.rst() || (c.dir[0]->fin && c.dir[1]->fin))
     conns_.erase(conns_.find(key), [this](std::uint32_t, Connection& x) { close(x); });
+}
+
+// A bit error in a TCP port makes a segment name no connection; its receiver drops it
+// (the checksum covers the ports) and the sender resends it. Tie it back to the live
+// connection one flipped port bit away whose checksum then holds, and keep it there as
+// a damaged copy, so that the hole its loss leaves is not called a loss before the
+// capture point. At most 32 lookups, only for data on a tuple no connection has.
+bool IwarpAnalyzer::adopt_damaged_port(const DecodedPacket& p, std::uint64_t frame) {
+  const Endpoint src = endpoint_of(p, true), dst = endpoint_of(p, false);
+  for (unsigned bit = 0; bit < 32; ++bit) {
+    Endpoint s = src, d = dst;
+    (bit < 16 ? s : d).port ^= static_cast<std::uint16_t>(1u << (bit % 16));
+    const std::uint32_t slot = conns_.find(connection_key(s, d));
+    if (slot == decltype(conns_)::kNone || !tcp_checksum_holds_with_ports(p, s.port, d.port)) continue;
+    Connection& c = *conns_.at(slot);
+    c.dir[c.dir[0]->src == s ? 0 : 1]->damaged = {p.tcp->seq, p.tcp_payload_len, frame};
+    return true;
+  }
+  return false;
 }
 
 // One TCP segment of a live connection, in direction `d`.

@@ -142,7 +142,8 @@ struct IwarpStats {
 //   mpa_bad_framing        count = markers whose value was wrong
 //   mpa_marker_stride      count = the stride the markers were found at (0: none found)
 //   tcp_hole               psn = first missing TCP sequence number, count = bytes; recovered (a
-//                          duration): expected_psn = the TcpGapFill that filled it
+//                          duration): expected_psn = the TcpGapFill that filled it; related: the
+//                          segment that filled it, then (fill corruption) the damaged copy
 //   rdmap_terminate        count = layer << 16 | error type << 8 | error code
 //   iwarp_resync           count = bytes skipped
 // A TCP connection's key: its two endpoints, the lower (address, then port) first.
@@ -209,6 +210,7 @@ class IwarpAnalyzer {
 
  private:
   void close(Connection& c);
+  bool adopt_damaged_port(const DecodedPacket& p, std::uint64_t frame);
   Connection& connection_for(const IwarpConnKey& key, bool from_lo, bool ipv6, std::uint64_t frame);
   void segment(Connection& c, int d, const DecodedPacket& p, std::uint64_t frame, double ts, IwarpFrame& out);
   void note_unit();

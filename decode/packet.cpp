@@ -213,6 +213,7 @@ class FrameDecoder {
       const std::size_t start = off + t.header_len;
       if (start > ip_end) return p_.diags.add(DiagCode::bad_tcp_header_length, Severity::error, off + 12);
       p_.tcp_payload_len = static_cast<std::uint32_t>(ip_end - start);
+      p_.tcp_segment = r_.sub(off, std::min(ip_end, frame_.size()) - off);
       p_.tcp_payload = r_.sub(start, std::min(ip_end, frame_.size()) - start);
     }
   }
@@ -398,6 +399,32 @@ void decode_frame(std::uint32_t lt, Bytes frame, std::uint32_t wirelen, const De
   out.caplen = static_cast<std::uint32_t>(frame.size());
   out.wirelen = wirelen;
   FrameDecoder(frame, wirelen, opts, out).run(lt);
+}
+
+}  // namespace rdmadiag::decode
+
+namespace rdmadiag::decode {
+
+namespace {
+std::uint32_t sum16(Bytes b) {
+  const ByteReader r(b);
+  std::uint32_t s = 0;
+  for (std::size_t i = 0; i + 1 < b.size(); i += 2) s += r.be16(i);
+  if (b.size() & 1) s += static_cast<std::uint32_t>(b.back()) << 8;
+  return s;
+}
+}  // namespace
+
+bool tcp_checksum_holds_with_ports(const DecodedPacket& p, std::uint16_t src_port, std::uint16_t dst_port) {
+  if (!p.tcp || p.tcp_segment.size() != p.tcp->header_len + std::size_t{p.tcp_payload_len}) return false;
+  const Bytes seg = p.tcp_segment;
+  std::uint32_t s = 6 + static_cast<std::uint32_t>(seg.size());  // pseudo-header: protocol, TCP length
+  if (p.ipv4) s += sum16(p.ipv4->src) + sum16(p.ipv4->dst);
+  else if (p.ipv6) s += sum16(p.ipv6->src) + sum16(p.ipv6->dst);
+  else return false;
+  s += src_port + dst_port + sum16(seg.subspan(4));  // the ports given, then the segment after them
+  while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+  return s == 0xFFFF;
 }
 
 }  // namespace rdmadiag::decode

@@ -83,6 +83,7 @@ struct DecodedPacket {
   std::uint32_t payload_len = 0;    // IB payload bytes on the wire, pad excluded
   Bytes payload;                    // the captured part of that payload
   Bytes tcp_payload;                // captured TCP payload (for stream reassembly)
+  Bytes tcp_segment;                // captured TCP header and payload (for its checksum)
   std::uint32_t tcp_payload_len = 0;  // its length on the wire
 
   CrcStatus icrc = CrcStatus::not_present;
@@ -98,6 +99,12 @@ struct DecodedPacket {
   const OpcodeInfo* opcode() const { return has_bth ? &opcode_info(ib.bth.opcode) : nullptr; }
   bool is_rdma() const { return transport == Transport::ib || transport == Transport::roce_v1 || transport == Transport::roce_v2; }
 };
+
+// Whether a TCP segment's checksum (RFC 9293 section 3.1: the ones' complement sum over
+// the IP pseudo-header and the segment) holds with these ports in place of its own: a
+// segment whose port took a bit error names another connection, and only the checksum
+// ties it back to its own. False when the segment was not captured whole.
+bool tcp_checksum_holds_with_ports(const DecodedPacket& p, std::uint16_t src_port, std::uint16_t dst_port);
 
 // Decodes one frame. `wirelen` is the original length (>= frame.size() normally).
 void decode_frame(std::uint32_t linktype, Bytes frame, std::uint32_t wirelen, const DecodeOptions& opts,

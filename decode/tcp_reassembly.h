@@ -24,7 +24,9 @@ constexpr bool seq_leq(std::uint32_t a, std::uint32_t b) { return static_cast<st
 // senders that number their packets in order (Linux: per connection) give a
 // resend a newer ID than what it sent after the original, and a late original
 // an older one. Unknown without IDs (IPv6) or when they do not move.
-enum class TcpGapFill : std::uint8_t { unknown, retransmission, reordering };
+// `corruption`: the missing bytes were captured in a segment whose TCP port took a bit
+// error (IwarpAnalyzer ties it back by its checksum); its receiver dropped it.
+enum class TcpGapFill : std::uint8_t { unknown, retransmission, reordering, corruption };
 
 // A gap in the byte stream seen at the capture point.
 struct TcpHoleEvent {

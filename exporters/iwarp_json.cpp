@@ -239,7 +239,10 @@ void add_iwarp_anomaly_fields(const Anomaly& a, Json& j) {
       j["tcp_seq"] = a.psn;
       if (a.duration_us >= 0) {
         const auto fill = static_cast<TcpGapFill>(a.expected_psn);
-        j["fill"] = fill == TcpGapFill::retransmission ? "retransmission" : fill == TcpGapFill::reordering ? "reordering" : "unknown";
+        j["fill"] = fill == TcpGapFill::retransmission ? "retransmission"
+                    : fill == TcpGapFill::reordering   ? "reordering"
+                    : fill == TcpGapFill::corruption   ? "corruption"
+                                                       : "unknown";
       }
       break;
     default:
@@ -262,6 +265,11 @@ std::string explain_tcp_hole(const Anomaly& a, const std::string& who, unsigned 
     case TcpGapFill::reordering:
       return fmt("%s %s arrived late in frame %llu, %.0f us after frame %llu carried bytes beyond them (reordered on the path: its IP ID is older)",
                  who.c_str(), bytes.c_str(), rel, a.duration_us, fr);
+    case TcpGapFill::corruption:
+      return fmt("%s %s captured damaged in frame %llu (a bit error in its TCP port: the checksum holds with this "
+                 "connection's port), so its receiver dropped it; missing at frame %llu, retransmitted in frame %llu after %.0f us",
+                 who.c_str(), bytes.c_str(), static_cast<unsigned long long>(a.related[a.related_count - 1]), fr, rel,
+                 a.duration_us);
     case TcpGapFill::unknown: break;
   }
   return fmt("%s %s missing at frame %llu, filled by frame %llu after %.0f us (a retransmission or a late segment: no IPv4 ID tells which)",

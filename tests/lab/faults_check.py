@@ -460,7 +460,7 @@ class IwarpJudge:
 
     def hole(self, a):
         segs, f = self.segments(a["flow"]), a["frame"]
-        first, count = a.get("psn"), a.get("count", 0)
+        first, count = a.get("tcp_seq", a.get("psn")), a.get("count", 0)  # the report's key is tcp_seq
         if first is None or not count:
             return None
         for r in segs:
@@ -469,6 +469,15 @@ class IwarpJudge:
                               f"{' (corrupted: TCP checksum bad)' if self.damaged(r['frame']) else ''}")
         if a.get("fill") == "reordering":
             return None  # the report says reordered, which T2 would require
+        if a.get("fill") == "corruption":
+            # claims the bytes were captured in a damaged segment (a port bit flipped):
+            # our own TCP checksum must fail on it and tshark's sequence number cover them
+            copy = (a.get("related_frames") or [None])[-1]
+            r = self.frames.get(copy, {})
+            if not self.damaged(copy) or r.get("seq") is None or not seq_overlap(r["seq"], r["tcplen"], first, count):
+                return ("T5", f"frame {copy}, called the damaged copy of TCP bytes {first}.., is not a damaged "
+                              "segment carrying them")
+            return None
         me = self.frames.get(f, {})
         fills = [r for r in segs if r["frame"] > f and seq_overlap(r["seq"], r["tcplen"], first, 1)]
         if fills and me.get("ipid") is not None and fills[0]["ipid"] is not None \
@@ -582,8 +591,9 @@ def verdict_counts(report, frames, bounds):
         c = out[step_of(a["frame"], bounds)][side]
         # A TCP hole the report itself calls reordered (filled by bytes sent before
         # it) claims no loss: it is not counted against netem's drops or TCP's resends.
-        reordered = a["kind"] == "tcp_hole" and a.get("fill") == "reordering"
-        c["tcp_hole_reordered" if reordered else a["kind"]] += 1
+        # Nor does one it calls captured damaged (judged by T5).
+        fill = a.get("fill") if a["kind"] == "tcp_hole" else None
+        c[f"tcp_hole_{fill}" if fill in ("reordering", "corruption") else a["kind"]] += 1
         if a["kind"] == "psn_gap":
             c["psn_missing"] += a.get("count", 0)
     return out
