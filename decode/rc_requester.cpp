@@ -94,9 +94,22 @@ bool sent_before_nak(const RequesterState& q, const SeqPacket& p) {
 
 // The sender's previous packet (the IPv4 ID before) is captured, carried the
 // PSN before, and belongs to the last resend: this one goes on with that resend.
+// So does a packet on the resend's run: as many IDs after the packet that started
+// it as PSNs after its PSN (the sender sent the round with nothing else between the
+// two hosts; its previous packet may be long out of the recent copies under heavy
+// reordering). A new go-back-N round goes back in PSNs while its IDs go forward,
+// so it is never on the run.
 bool continues_episode(const RequesterState& q, const SeqPacket& p) {
   if (p.ip_id < 0 || q.episode_ip_id < 0 || p.ts - q.episode_ts > kIpIdClockSeconds) return false;
   if (p.ip_id != q.episode_ip_id && !sent_before(q.episode_ip_id, p.ip_id)) return false;
+  const std::int32_t ids = (p.ip_id - q.episode_ip_id) & 0xFFFF;
+  if (ids > 0 && ids == psn_diff(p.psn, q.episode_psn)) return true;
+  // Or it falls inside the round in both orders: sent after the packet that started
+  // it with a higher PSN, and before the round's newest packet with a lower PSN. A
+  // round sends its PSNs in order; a new round (a NAK's) would be sent after all of it.
+  if (sent_before(p.ip_id, q.episode_newest_ip_id) && psn_diff(p.psn, q.episode_psn) > 0 &&
+      psn_diff(p.psn, q.episode_newest_psn) < 0)
+    return true;
   const std::int32_t before = (p.ip_id - 1) & 0xFFFF;
   const std::uint32_t psn_before = (p.psn - 1) & kPsnMask;
   return q.recent.any([&](const RecentCopies::Copy& c) { return c.ip_id == before && c.psn == psn_before; });
@@ -364,6 +377,13 @@ void report_episode(RequesterState& q, const RequesterEvent& e, const SeqPacket&
   if (loss && response) sink.relate(loss->anomaly, p.frame);
 }
 
+// The newest packet (by the sender's clock) of the resend in progress.
+void note_episode_packet(RequesterState& q, const SeqPacket& p) {
+  if (p.ip_id < 0 || (q.episode_newest_ip_id >= 0 && !sent_before(q.episode_newest_ip_id, p.ip_id))) return;
+  q.episode_newest_ip_id = p.ip_id;
+  q.episode_newest_psn = p.psn;
+}
+
 void apply_resend(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink) {
   sink.verdict().retransmission = true;
   if (e.new_episode) {
@@ -377,12 +397,15 @@ void apply_resend(RequesterState& q, const RequesterEvent& e, const SeqPacket& p
     q.episode_anomaly = SIZE_MAX;
     q.episode_ip_id = p.ip_id;
     q.episode_ts = p.ts;
+    q.episode_psn = p.psn;
+    q.episode_newest_ip_id = -1;
     if (q.spurious_episode) open_spurious_check(q, p, sink);
     else report_episode(q, e, p, sink);
     q.nak_frame = 0;
   } else if (Anomaly* a = sink.anomaly(q.episode_anomaly)) {
     ++a->count;
   }
+  note_episode_packet(q, p);
   if (q.spurious_episode && (p.kind == OpKind::read_request || q.responder.holds(p.psn))) {
     ++sink.stats().spurious_retransmissions;
     // A READ is re-issued in go-back-N rounds whose responses overlap: only the

@@ -228,6 +228,9 @@ struct RequesterState {
   std::int32_t nak_ip_id = -1;     // the newest one captured before the pending NAK: sent before the NAK arrived
   std::int32_t episode_ip_id = -1; // IPv4 ID of the packet that started the resend in progress
   double episode_ts = 0;
+  std::uint32_t episode_psn = 0;   // and its PSN
+  std::int32_t episode_newest_ip_id = -1;  // the newest packet of that resend (the sender's clock), and its PSN
+  std::uint32_t episode_newest_psn = 0;
   bool read_span_unknown = false;  // the last READ's span waits for the next PSN
   std::uint32_t read_psn = 0, read_len = 0;
 
