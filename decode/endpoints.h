@@ -43,4 +43,15 @@ inline Endpoints endpoints_of(const DecodedPacket& p) {
   return e;
 }
 
+// One end as a 16-byte address: IPv4 as IPv4-mapped IPv6 (RFC 4291 section
+// 2.5.5.2), so that keys holding IPv4 and IPv6 ends never collide.
+inline std::array<std::uint8_t, 16> address16(const Endpoints& e, bool source) {
+  const auto& a = source ? e.src : e.dst;
+  if (e.addr_len != 4) return a;
+  std::array<std::uint8_t, 16> m{};
+  m[10] = m[11] = 0xFF;
+  std::copy(a.begin(), a.begin() + 4, m.begin() + 12);
+  return m;
+}
+
 }  // namespace rdmadiag::decode

@@ -6,6 +6,7 @@
 
 #include "decode/crc32c.h"
 #include "decode/ddp_sequence.h"
+#include "decode/endpoints.h"
 #include "decode/flow_ring.h"
 #include "decode/mpa_direction.h"
 
@@ -787,15 +788,10 @@ IwarpAnalyzer::~IwarpAnalyzer() = default;
 void IwarpAnalyzer::note_unit() { unit_in_frame_ = true; }
 
 namespace {
+// The address rule is endpoints.h's (a TCP segment has an IP header: IPv4 or IPv6).
 Endpoint endpoint_of(const DecodedPacket& p, bool source) {
   Endpoint e;
-  if (p.ipv4) {
-    const auto& a = source ? p.ipv4->src : p.ipv4->dst;
-    e.addr[10] = e.addr[11] = 0xFF;
-    std::copy(a.begin(), a.end(), e.addr.begin() + 12);
-  } else if (p.ipv6) {
-    e.addr = source ? p.ipv6->src : p.ipv6->dst;
-  }
+  e.addr = address16(endpoints_of(p), source);
   e.port = source ? p.tcp->src_port : p.tcp->dst_port;
   return e;
 }

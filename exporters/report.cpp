@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "decode/endpoints.h"
+
 namespace rdmadiag::exporters {
 
 namespace {
@@ -24,20 +26,19 @@ std::string hex(std::uint64_t v, int width) {
   return buf;
 }
 
-std::string src_address(const decode::DecodedPacket& p) {
-  if (p.ipv4) return ntop(AF_INET, p.ipv4->src.data());
-  if (p.ipv6) return ntop(AF_INET6, p.ipv6->src.data());
-  if (p.grh) return ntop(AF_INET6, p.grh->sgid.data());
-  if (p.lrh) return lid(p.lrh->slid);
-  return "";
+// The ends the analyses key flows by (decode/endpoints.h: one rule), as text.
+std::string address(const decode::DecodedPacket& p, bool source) {
+  const decode::Endpoints e = decode::endpoints_of(p);
+  const auto& a = source ? e.src : e.dst;
+  switch (e.addr_len) {
+    case 2: return lid(static_cast<std::uint16_t>(a[0] << 8 | a[1]));
+    case 4: return ntop(AF_INET, a.data());
+    case 16: return ntop(AF_INET6, a.data());
+    default: return "";
+  }
 }
 
-std::string dst_address(const decode::DecodedPacket& p) {
-  if (p.ipv4) return ntop(AF_INET, p.ipv4->dst.data());
-  if (p.ipv6) return ntop(AF_INET6, p.ipv6->dst.data());
-  if (p.grh) return ntop(AF_INET6, p.grh->dgid.data());
-  if (p.lrh) return lid(p.lrh->dlid);
-  return "";
-}
+std::string src_address(const decode::DecodedPacket& p) { return address(p, true); }
+std::string dst_address(const decode::DecodedPacket& p) { return address(p, false); }
 
 }  // namespace rdmadiag::exporters
