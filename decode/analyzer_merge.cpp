@@ -1,7 +1,6 @@
 #include "decode/analyzer_merge.h"
 
 #include <algorithm>
-#include <tuple>
 
 #include "decode/transport_analysis.h"
 
@@ -25,12 +24,12 @@ bool AnalyzerMerge::cm_split(std::span<Analyzer* const> shards) {
   std::vector<std::pair<std::uint32_t, std::size_t>> reqs;  // (comm id, shard)
   for (std::size_t s = 0; s < shards.size(); ++s) {
     const TransportAnalyzer& t = *shards[s]->transport_;
-    if (t.cm_ids_overflow_) return true;  // cannot tell: say so
-    for (std::uint32_t id : t.cm_req_ids_) reqs.emplace_back(id, s);
+    if (t.cm_ids_overflow()) return true;  // cannot tell: say so
+    for (std::uint32_t id : t.cm_req_ids()) reqs.emplace_back(id, s);
   }
   std::sort(reqs.begin(), reqs.end());
   for (std::size_t s = 0; s < shards.size(); ++s)
-    for (std::uint32_t id : shards[s]->transport_->cm_unmatched_reps_) {
+    for (std::uint32_t id : shards[s]->transport_->cm_unmatched_reps()) {
       auto it = std::lower_bound(reqs.begin(), reqs.end(), std::pair<std::uint32_t, std::size_t>{id, 0});
       for (; it != reqs.end() && it->first == id; ++it)
         if (it->second != s) return true;
@@ -53,20 +52,20 @@ bool AnalyzerMerge::pause_split(std::span<Analyzer* const> shards) {
 bool AnalyzerMerge::bounds_reached(std::span<Analyzer* const> shards) {
   std::size_t live = 0, flows = 0, conns = 0, buffered = 0, qps = 0, budget = 0, cm_reqs = 0, cc_live = 0, cc_results = 0, stall_qps = 0;
   for (const Analyzer* a : shards) {
-    const TransportAnalyzer& t = *a->transport_;
+    const TransportAnalyzer::Bounds t = a->transport_->bounds();
     const IwarpAnalyzer::Bounds w = a->iwarp_->bounds();
-    if (t.evicted_ || t.flows_.cap_reached() || w.cap_reached || a->summary_.queue_pairs_capped()) return true;
+    if (t.cap_reached || w.cap_reached || a->summary_.queue_pairs_capped()) return true;
     if (a->cc_->cap_reached() || a->pfc_->stalls().cap_reached()) return true;
     cc_live += a->cc_->peak();
     stall_qps += a->pfc_->stalls().peak();
     cc_results += a->cc_->flows().size();
-    live += t.flows_.peak();
-    flows += t.summaries_.size();
+    live += t.peak_live;
+    flows += t.flows;
     conns += w.peak_live;
     buffered += w.peak_buffered;
     budget = w.buffer_limit;
     qps += a->summary_.queue_pairs();
-    cm_reqs += t.cm_req_ids_.size();  // every REQ seen: at least those pending at once
+    cm_reqs += a->transport_->cm_req_ids().size();  // every REQ seen: at least those pending at once
   }
   constexpr std::size_t kLargestSegment = 65536;
   return live >= TransportAnalyzer::kMaxLiveFlows || flows > TransportAnalyzer::kMaxRetiredFlows ||
@@ -77,48 +76,14 @@ bool AnalyzerMerge::bounds_reached(std::span<Analyzer* const> shards) {
 
 void AnalyzerMerge::merge(std::span<Analyzer* const> shards, Analyzer& out,
                           std::vector<std::vector<std::uint32_t>>& flow_index) {
-  const std::size_t n = shards.size();
 
   // ---- capture summary: each shard's counts added.
   for (const Analyzer* a : shards) out.summary_.merge(a->summary_);
 
   // ---- IB/RoCE flows: merged index = creation order = (creating frame, order within its shard).
-  TransportAnalyzer& t = *out.transport_;
-  struct FlowRef {
-    std::uint64_t first_frame;
-    std::size_t shard, pos;
-  };
-  std::vector<FlowRef> refs;
-  flow_index.assign(n, {});
-  for (std::size_t s = 0; s < n; ++s) {
-    const TransportAnalyzer& x = *shards[s]->transport_;
-    flow_index[s].assign(x.next_index_, UINT32_MAX);
-    for (std::size_t i = 0; i < x.summaries_.size(); ++i) refs.push_back({x.summaries_[i].first_frame, s, i});
-    t.evicted_ += x.evicted_;
-    t.cap_retired_ += x.cap_retired_;
-    t.global_pmtu_ = std::max(t.global_pmtu_, x.global_pmtu_);
-  }
-  std::sort(refs.begin(), refs.end(), [&](const FlowRef& a, const FlowRef& b) {
-    return std::tie(a.first_frame, a.shard, a.pos) < std::tie(b.first_frame, b.shard, b.pos);
-  });
-  t.summaries_.clear();
-  t.summaries_.reserve(refs.size());
-  for (const FlowRef& r : refs) {
-    FlowSummary& f = shards[r.shard]->transport_->summaries_[r.pos];
-    flow_index[r.shard][f.index] = static_cast<std::uint32_t>(t.summaries_.size());
-    t.summaries_.push_back(std::move(f));
-  }
-  for (std::size_t i = 0; i < refs.size(); ++i) {
-    FlowSummary& f = t.summaries_[i];
-    const auto& map = flow_index[refs[i].shard];
-    f.index = static_cast<std::uint32_t>(i);
-    if (f.peer >= 0) {
-      const std::uint32_t p = static_cast<std::size_t>(f.peer) < map.size() ? map[static_cast<std::size_t>(f.peer)] : UINT32_MAX;
-      f.peer = p == UINT32_MAX ? -1 : static_cast<std::int64_t>(p);
-    }
-  }
-  t.next_index_ = static_cast<std::uint32_t>(t.summaries_.size());
-  for (Analyzer* a : shards) a->transport_->summaries_.clear();
+  std::vector<TransportAnalyzer*> transports;
+  for (Analyzer* a : shards) transports.push_back(a->transport_.get());
+  out.transport_->merge(transports, flow_index);
 
   // ---- iWARP flows (two per connection): merged order = order of identification.
   std::vector<const IwarpAnalyzer*> iwarps;

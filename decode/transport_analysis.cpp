@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <memory>
 #include <optional>
 
@@ -686,6 +687,49 @@ void TransportAnalyzer::finish() {
   unpaired_.clear();
   paths_.clear();
   sort_by_index(summaries_);
+}
+
+TransportAnalyzer::Bounds TransportAnalyzer::bounds() const {
+  return Bounds{evicted_ != 0 || flows_.cap_reached(), flows_.peak(), summaries_.size()};
+}
+
+void TransportAnalyzer::merge(std::span<TransportAnalyzer* const> parts,
+                              std::vector<std::vector<std::uint32_t>>& flow_index) {
+  struct FlowRef {
+    std::uint64_t first_frame;
+    std::size_t part, pos;
+  };
+  std::vector<FlowRef> refs;
+  flow_index.assign(parts.size(), {});
+  for (std::size_t s = 0; s < parts.size(); ++s) {
+    const TransportAnalyzer& x = *parts[s];
+    flow_index[s].assign(x.next_index_, UINT32_MAX);
+    for (std::size_t i = 0; i < x.summaries_.size(); ++i) refs.push_back({x.summaries_[i].first_frame, s, i});
+    evicted_ += x.evicted_;
+    cap_retired_ += x.cap_retired_;
+    global_pmtu_ = std::max(global_pmtu_, x.global_pmtu_);
+  }
+  std::sort(refs.begin(), refs.end(), [](const FlowRef& a, const FlowRef& b) {
+    return std::tie(a.first_frame, a.part, a.pos) < std::tie(b.first_frame, b.part, b.pos);
+  });
+  summaries_.clear();
+  summaries_.reserve(refs.size());
+  for (const FlowRef& r : refs) {
+    FlowSummary& f = parts[r.part]->summaries_[r.pos];
+    flow_index[r.part][f.index] = static_cast<std::uint32_t>(summaries_.size());
+    summaries_.push_back(std::move(f));
+  }
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    FlowSummary& f = summaries_[i];
+    const auto& map = flow_index[refs[i].part];
+    f.index = static_cast<std::uint32_t>(i);
+    if (f.peer >= 0) {
+      const std::uint32_t p = static_cast<std::size_t>(f.peer) < map.size() ? map[static_cast<std::size_t>(f.peer)] : UINT32_MAX;
+      f.peer = p == UINT32_MAX ? -1 : static_cast<std::int64_t>(p);
+    }
+  }
+  next_index_ = static_cast<std::uint32_t>(summaries_.size());
+  for (TransportAnalyzer* x : parts) x->summaries_.clear();
 }
 
 }  // namespace rdmadiag::decode

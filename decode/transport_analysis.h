@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -61,6 +62,24 @@ class TransportAnalyzer {
   void set_pmtu_override(std::uint32_t pmtu) { pmtu_override_ = pmtu; }
   // A shard of a sharded analysis: keep what AnalyzerMerge::cm_split checks.
   void track_cm_ids() { track_cm_ids_ = true; }
+  // What a shard kept of the CM exchanges: REQ communication IDs, REPs that found no REQ.
+  bool cm_ids_overflow() const { return cm_ids_overflow_; }
+  std::span<const std::uint32_t> cm_req_ids() const { return cm_req_ids_; }
+  std::span<const std::uint32_t> cm_unmatched_reps() const { return cm_unmatched_reps_; }
+
+  // How close this analyzer came to its bounds (for a sharded analysis to tell
+  // whether one analyzer would have reached them).
+  struct Bounds {
+    bool cap_reached = false;       // kMaxLiveFlows or kMaxRetiredFlows forced a retirement or eviction
+    std::size_t peak_live = 0;      // most flows live at once
+    std::size_t flows = 0;          // flows listed
+  };
+  Bounds bounds() const;
+
+  // Into this analyzer (one that saw no frame): the flows of finished shards (moved
+  // out of them), in creation order (the frame that created each; ties by shard),
+  // peers renumbered, totals added. flow_index[s][i]: the merged index of flow i of part s.
+  void merge(std::span<TransportAnalyzer* const> parts, std::vector<std::vector<std::uint32_t>>& flow_index);
 
   // Forward links found so far: request frame -> (response frame, latency µs).
   // Filled only when enabled (the two-pass --packets output uses it).
@@ -158,7 +177,6 @@ class TransportAnalyzer {
   bool unplaced_ack_ = false;  // it says it is an ACK or atomic ACK (what its requester would drop)
   std::uint32_t unplaced_psn_ = 0;
   SeqSink::LinkFn link_fn_;
-  friend class AnalyzerMerge;
 };
 
 }  // namespace rdmadiag::decode
