@@ -84,13 +84,11 @@ void count_answer(RequesterState& q, std::uint32_t psn, double ts, SeqSink& req)
   if (c.closing && c.answers >= c.copies) spurious_verdict(q, req, true);  // every copy answered
 }
 
-// A corrupt ACK whose PSN (if not itself damaged) falls in what an open resend
-// check covers explains a timer resend: the answer came, damaged.
+// A corrupt ACK explains a timer resend sent after it (open_spurious_check): the
+// answer came, damaged. One captured after the resend cannot have caused it.
 void note_corrupt_answer(RequesterState& q, std::uint32_t psn, std::uint64_t frame) {
   q.corrupt_ack_frame = frame;
   q.corrupt_ack_psn = psn;
-  SpuriousCheck& c = q.spur;
-  if (c.open && !c.corrupt_answer && psn_diff(psn, c.psn) >= 0 && psn_diff(c.limit, psn) >= 0) c.corrupt_answer = frame;
 }
 
 void apply_ack(RequesterState* q, const SeqPacket& p, SeqSink& resp, SeqSink* req) {
