@@ -5,6 +5,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -14,23 +15,38 @@ namespace rdmadiag::decode {
 
 // Latency samples of one kind of operation: exact min/max/count, and a bounded
 // deterministic reservoir for the percentiles.
+// Allocated at its first sample: a flow has six of these (four op classes,
+// recovery) and most flows of a many-QP capture fill none or one, so an empty
+// one is a null pointer (8 bytes, not ~100).
 class LatencyStats {
  public:
   static constexpr std::size_t kReservoir = 8192;
+  LatencyStats() = default;
+  LatencyStats(const LatencyStats& o) : d_(o.d_ ? std::make_unique<Data>(*o.d_) : nullptr) {}
+  LatencyStats& operator=(const LatencyStats& o) {
+    if (this != &o) d_ = o.d_ ? std::make_unique<Data>(*o.d_) : nullptr;
+    return *this;
+  }
+  LatencyStats(LatencyStats&&) noexcept = default;
+  LatencyStats& operator=(LatencyStats&&) noexcept = default;
+
   void add(double us);
-  std::uint64_t count() const { return count_; }
-  double min() const { return min_; }
-  double max() const { return max_; }
-  double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0; }
+  std::uint64_t count() const { return d_ ? d_->count : 0; }
+  double min() const { return d_ ? d_->min : 0; }
+  double max() const { return d_ ? d_->max : 0; }
+  double mean() const { return d_ ? d_->sum / static_cast<double>(d_->count) : 0; }
   double percentile(double p) const;  // p in [0, 100]; exact while count <= kReservoir
 
  private:
-  std::vector<float> samples_;
-  std::uint64_t count_ = 0;
-  double min_ = 0, max_ = 0, sum_ = 0;
-  std::uint64_t rng_ = 0x9E3779B97F4A7C15ULL;
-  mutable bool sorted_ = true;
-  mutable std::vector<float> sorted_copy_;
+  struct Data {
+    std::vector<float> samples;
+    std::uint64_t count = 0;
+    double min = 0, max = 0, sum = 0;
+    std::uint64_t rng = 0x9E3779B97F4A7C15ULL;
+    bool sorted = true;
+    std::vector<float> sorted_copy;
+  };
+  std::unique_ptr<Data> d_;  // mutable through a const LatencyStats: percentile() sorts a copy once
 };
 
 enum class OpClass : std::uint8_t { write, read, send, atomic, count_ };

@@ -19,36 +19,39 @@ namespace rdmadiag::decode {
 // ---------------------------------------------------------------- helpers
 
 void LatencyStats::add(double us) {
-  if (count_ == 0 || us < min_) min_ = us;
-  if (count_ == 0 || us > max_) max_ = us;
-  ++count_;
-  sum_ += us;
-  sorted_ = false;
-  if (samples_.size() < kReservoir) {
+  if (!d_) d_ = std::make_unique<Data>();
+  Data& d = *d_;
+  if (d.count == 0 || us < d.min) d.min = us;
+  if (d.count == 0 || us > d.max) d.max = us;
+  ++d.count;
+  d.sum += us;
+  d.sorted = false;
+  if (d.samples.size() < kReservoir) {
     // A first block of 256 (1 KB), then doubling: rare events (recovery times) never grow past it.
-    if (samples_.capacity() == 0) samples_.reserve(256);
-    samples_.push_back(static_cast<float>(us));
+    if (d.samples.capacity() == 0) d.samples.reserve(256);
+    d.samples.push_back(static_cast<float>(us));
     return;
   }
   // Reservoir sampling (Algorithm R) with a fixed-seed xorshift: deterministic output.
-  rng_ ^= rng_ << 13;
-  rng_ ^= rng_ >> 7;
-  rng_ ^= rng_ << 17;
-  const std::uint64_t j = rng_ % count_;
-  if (j < kReservoir) samples_[j] = static_cast<float>(us);
+  d.rng ^= d.rng << 13;
+  d.rng ^= d.rng >> 7;
+  d.rng ^= d.rng << 17;
+  const std::uint64_t j = d.rng % d.count;
+  if (j < kReservoir) d.samples[j] = static_cast<float>(us);
 }
 
 double LatencyStats::percentile(double p) const {
-  if (samples_.empty()) return 0;
-  if (!sorted_ || sorted_copy_.size() != samples_.size()) {
-    sorted_copy_ = samples_;
-    std::sort(sorted_copy_.begin(), sorted_copy_.end());
-    sorted_ = true;
+  if (!d_ || d_->samples.empty()) return 0;
+  Data& d = *d_;
+  if (!d.sorted || d.sorted_copy.size() != d.samples.size()) {
+    d.sorted_copy = d.samples;
+    std::sort(d.sorted_copy.begin(), d.sorted_copy.end());
+    d.sorted = true;
   }
   // Nearest-rank percentile.
-  const double rank = std::ceil(p / 100.0 * static_cast<double>(sorted_copy_.size()));
+  const double rank = std::ceil(p / 100.0 * static_cast<double>(d.sorted_copy.size()));
   const std::size_t i = rank < 1 ? 0 : static_cast<std::size_t>(rank) - 1;
-  return sorted_copy_[std::min(i, sorted_copy_.size() - 1)];
+  return d.sorted_copy[std::min(i, d.sorted_copy.size() - 1)];
 }
 
 std::string_view to_string(OpClass c) {
