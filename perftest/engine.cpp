@@ -38,6 +38,7 @@ namespace {
 constexpr std::uint64_t kLargestSweepSize = 1ull << 23;  // perftest's -a: 2 B .. 8 MiB
 constexpr int kSignalEvery = 100;                          // perftest's default cq_mod
 constexpr std::uint64_t kMaxReceiveDepth = 512;            // perftest's DEF_RX_SEND
+constexpr int kCreditWritesInFlight = 4;  // send-bw -b on iWARP: send-credit WRITEs per QP beside -t SENDs
 
 std::string transport_name(Transport t) { return t == Transport::RC ? "RC" : t == Transport::UC ? "UC" : "UD"; }
 
@@ -697,10 +698,10 @@ class BwSender {
   }
 
   // perftest's send credit on iWARP (see SendCreditWriter): the peer writes its receive count
-  // for QP q into the first word of our receive slot q (our key message's vaddr); at most
-  // credit_window_ SENDs beyond it. 0: no credit (not iWARP, not one-way send-bw).
+  // for QP q into our credit word q (our key message's vaddr); at most credit_window_ SENDs
+  // beyond it. 0: no credit (not iWARP, or a one-way send-bw server, which only receives).
   static std::uint64_t send_credit_window(const Session& s) {
-    if (s.opt.verb != Verb::Send || s.opt.bidirectional || s.is_server() ||
+    if (s.opt.verb != Verb::Send || (s.is_server() && !s.opt.bidirectional) ||
         s.res.context()->device->transport_type != IBV_TRANSPORT_IWARP)
       return 0;
     return std::min<std::uint64_t>(s.opt.iterations, static_cast<std::uint64_t>(s.opt.rx_depth));
@@ -709,7 +710,7 @@ class BwSender {
     if (credit_window_ == 0) return true;
     std::atomic_thread_fence(std::memory_order_acquire);  // the word is written by the peer's RDMA WRITE
     std::uint32_t credit = 0;
-    std::memcpy(&credit, res_.recv_region(q), sizeof credit);
+    std::memcpy(&credit, res_.credit_word(q), sizeof credit);
     if (sent + post_list_ - credit < credit_window_) return true;
     gated_ = true;
     return false;
@@ -771,25 +772,36 @@ std::size_t qp_index_of(const VerbsResources& res, std::uint32_t qp_num) {
 }
 
 // perftest's send-bw on iWARP (send_rcredit): an iWARP SEND with no receive posted ends the
-// connection (iWARP has no RNR NAK), so perftest's client keeps at most rx_depth SENDs per QP
-// beyond the receive count its server last RDMA WRITE-s into the client's credit word (a
-// host-order uint32; its address and rkey are the client's key-message vaddr and rkey), which
-// the server does when (count mod rx_depth) mod (rx_depth / 3) is 0. Found in the lab: without
-// the writes ib_send_bw -R -n 60 on siw sent 59 SENDs and waited for ever.
+// connection (iWARP has no RNR NAK), so perftest's sender keeps at most rx_depth SENDs per QP
+// beyond the receive count its peer last RDMA WRITE-s into the sender's credit word (a
+// host-order uint32; its address and rkey are the sender's key-message vaddr and rkey), which
+// the receiver does when (count mod rx_depth) mod (rx_depth / 3) is 0. Found in the lab: without
+// the writes ib_send_bw -R -n 60 on siw sent 59 SENDs and waited for ever; with -b (both sides
+// send and receive, perftest's run_iter_bi) ib_send_bw -b -R stopped after 511.
+// A one-way server waits for each write; with -b the writes share the send CQ with the SENDs:
+// take() picks their completions out of the -b loop, and at most kCreditWritesInFlight per QP
+// are outstanding (the QP has that room beside -t).
 class SendCreditWriter {
  public:
-  SendCreditWriter(Session& s, std::uint64_t receive_depth, const CycleClock& clock)
+  using SendCompletion = std::function<void(const ibv_wc&)>;
+  SendCreditWriter(Session& s, std::uint64_t receive_depth, const CycleClock& clock, SendCompletion other_send = {})
       : s_(s), clock_(clock), active_(s.res.context()->device->transport_type == IBV_TRANSPORT_IWARP),
-        depth_(std::max<std::uint64_t>(receive_depth, 1)), every_(std::max<std::uint64_t>(receive_depth / 3, 1)) {}
+        depth_(std::max<std::uint64_t>(receive_depth, 1)), every_(std::max<std::uint64_t>(receive_depth / 3, 1)),
+        other_send_(std::move(other_send)), in_flight_(s.res.qp_count(), 0) {}
 
   // After a receive on QP q; count: that QP's receives so far.
   void received(std::size_t q, std::uint64_t count) {
     if (!active_ || (count % depth_) % every_ != 0) return;
+    if (other_send_) {
+      ProgressWatchdog watchdog(s_.opt.timeout_s, "send credit", clock_);
+      while (in_flight_[q] >= kCreditWritesInFlight) poll_send_cq(watchdog);
+    }
     const auto value = static_cast<std::uint32_t>(count);
-    char* word = s_.res.send_region(q);  // unused by a one-way send-bw server
+    char* word = s_.res.credit_source(q);
     std::memcpy(word, &value, sizeof value);
     ibv_sge sge{reinterpret_cast<std::uintptr_t>(word), sizeof value, s_.res.mr()->lkey};
     ibv_send_wr wr{};
+    wr.wr_id = q;
     wr.opcode = IBV_WR_RDMA_WRITE;
     wr.sg_list = &sge;
     wr.num_sge = 1;
@@ -797,16 +809,43 @@ class SendCreditWriter {
     const auto& key = s_.remote_key_of(q);
     wr.wr.rdma = {key.vaddr, key.rkey};
     post_send(s_.res.qp(q), wr);
+    ++in_flight_[q];
+    if (other_send_) return;
     ProgressWatchdog watchdog(s_.opt.timeout_s, "send credit", clock_);
     (void)wait_completion(s_.res.send_cq(), s_.res.channel(), s_.opt.use_events, watchdog,
                           "the send credit RDMA WRITE (iWARP)");
+    --in_flight_[q];
+  }
+
+  // A successful send-CQ completion that is one of our writes (the SENDs complete as IBV_WC_SEND).
+  bool take(const ibv_wc& wc) {
+    if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RDMA_WRITE || wc.wr_id >= in_flight_.size()) return false;
+    --in_flight_[wc.wr_id];
+    return true;
+  }
+
+  // perftest's clean_scq_credit: the last writes complete before the QPs go.
+  void finish() {
+    ProgressWatchdog watchdog(s_.opt.timeout_s, "send credit", clock_);
+    while (std::any_of(in_flight_.begin(), in_flight_.end(), [](int n) { return n > 0; })) poll_send_cq(watchdog);
   }
 
  private:
+  void poll_send_cq(ProgressWatchdog& watchdog) {
+    ibv_wc wc{};
+    const int n = ibv_poll_cq(s_.res.send_cq(), 1, &wc);
+    if (n < 0) throw RunError("ibv_poll_cq failed on the send CQ");
+    if (n == 0) return watchdog.check("the send credit RDMA WRITE (iWARP)");
+    watchdog.progressed();
+    if (!take(wc)) other_send_(wc);
+  }
+
   Session& s_;
   const CycleClock& clock_;
   bool active_;
   std::uint64_t depth_, every_;
+  SendCompletion other_send_;
+  std::vector<int> in_flight_;
 };
 
 // Server side of send-bw: count receives on every QP, re-post on the QP that consumed one.
@@ -1006,11 +1045,18 @@ SizeResult run_send_bw_infinitely_server(Session& s, std::uint64_t size, std::ui
 }
 
 // -b send-bw, perftest's run_iter_bi: each side sends its -n per QP (figures as a sender) and
-// at the same time consumes the peer's SENDs, re-posting receives on the QP that used one.
+// at the same time consumes the peer's SENDs, re-posting receives on the QP that used one; on
+// iWARP each side also gives its peer send credits (SendCreditWriter).
 SizeResult run_send_bw_bidirectional(Session& s, std::uint64_t size, std::uint64_t receive_depth, const CycleClock& clock) {
   auto& res = s.res;
   SizeRun run(s, size, clock, IBV_WR_SEND, "send-bw -b size " + std::to_string(size));
   BwSender sender(run, s);
+  const auto on_send = [&sender](const ibv_wc& wc) {
+    if (wc.status != IBV_WC_SUCCESS)
+      throw RunError("completion error on a SEND: " + completion_status_name(wc.status) + " - " + completion_status_hint(wc.status));
+    sender.retire(wc, read_cycles());
+  };
+  SendCreditWriter credits(s, receive_depth, clock, on_send);
   const bool timed = run.window.active;
   const std::uint64_t expected = run.iters * res.qp_count();  // -D: unbounded
   std::vector<std::uint64_t> received(res.qp_count(), 0);
@@ -1020,12 +1066,8 @@ SizeResult run_send_bw_bidirectional(Session& s, std::uint64_t size, std::uint64
     while (!(sender.finished() && arrived >= expected) && !(timed && run.time_up())) {
       sender.post_round();
       const int sends = ibv_poll_cq(res.send_cq(), 16, wcs.data());
-      for (int k = 0; k < sends; ++k) {
-        if (wcs[k].status != IBV_WC_SUCCESS)
-          throw RunError("completion error on a SEND: " + completion_status_name(wcs[k].status) + " - " +
-                         completion_status_hint(wcs[k].status));
-        sender.retire(wcs[k], read_cycles());
-      }
+      for (int k = 0; k < sends; ++k)
+        if (!credits.take(wcs[k])) on_send(wcs[k]);
       const int recvs = ibv_poll_cq(res.recv_cq(), 16, wcs.data());
       for (int k = 0; k < recvs; ++k) {
         if (wcs[k].status != IBV_WC_SUCCESS)
@@ -1033,12 +1075,15 @@ SizeResult run_send_bw_bidirectional(Session& s, std::uint64_t size, std::uint64
                          completion_status_hint(wcs[k].status));
         const std::size_t q = qp_index_of(res, wcs[k].qp_num);
         ++arrived;
-        if (timed || ++received[q] + receive_depth <= run.iters) post_receives(res, size, 1, q);
+        ++received[q];
+        if (timed || received[q] + receive_depth <= run.iters) post_receives(res, size, 1, q);
+        credits.received(q, received[q]);
       }
       if (sends < 0 || recvs < 0) throw RunError("ibv_poll_cq failed in send-bw -b");
       if (sends > 0 || recvs > 0) run.watchdog.progressed();
       else run.watchdog.check("completions of send-bw -b (" + std::to_string(arrived) + " SENDs received)");
     }
+    credits.finish();
   } catch (const TimeUp&) {
   }
   run.out.elapsed_usec = static_cast<double>(monotonic_ns() - run.t0) / 1000.0;
@@ -1357,6 +1402,8 @@ void check_bandwidth_options(const TestOptions& opt) {
   if (latency && opt.qp_count > 1) throw RunError("-q: multiple QPs only available on bandwidth tests (as perftest)");
   if (latency && opt.bidirectional) throw RunError("-b: bidirectional is only available in bandwidth tests (as perftest)");
   if (latency && opt.no_peak) throw RunError("-N: noPeak is only valid for bandwidth tests (as perftest)");
+  // perftest's parser, case 'e': a WRITE test's completions are not waited for by events.
+  if (opt.use_events && opt.verb == Verb::Write) throw RunError("-e: events are not available on the WRITE verb (as perftest)");
   if (opt.post_list > 1) {
     // perftest_parameters.c force_dependencies.
     if (latency) throw RunError("-l/--post_list: post list is supported in bandwidth tests only (as perftest)");
@@ -1428,6 +1475,9 @@ TestResult run_test(const TestOptions& opt) {
   req.transport = opt.transport;
   req.buffer_size = std::max<std::uint64_t>(largest, 8);
   req.send_queue_depth = latency ? 128 : std::max(opt.tx_depth, 1);
+  // send-bw -b on iWARP: room for the send-credit RDMA WRITEs beside -t SENDs (SendCreditWriter).
+  if (opt.verb == Verb::Send && opt.bidirectional) req.send_queue_depth += kCreditWritesInFlight;
+  req.send_test = opt.verb == Verb::Send;
   req.qp_count = latency ? 1 : opt.qp_count;
   req.recv_queue_depth = opt.verb == Verb::Send ? static_cast<int>(receive_depth) : 1;
   req.use_events = opt.use_events;

@@ -122,6 +122,7 @@ int mtu_bytes(int m) { return (m >= 1 && m <= 5) ? 128 << m : 0; }
 
 VerbsResources::VerbsResources(const ResourceRequest& req)
     : cm_id_(req.probe_only ? nullptr : req.cm_id), port_(req.port), transport_(req.transport) {
+  send_test_ = req.send_test;
   if (cm_id_) {
     // rdma_cm chose the device and port that reach the peer's address.
     owns_context_ = false;
@@ -189,7 +190,7 @@ VerbsResources::VerbsResources(const ResourceRequest& req)
     pd_ = ibv_alloc_pd(context_);
     if (!pd_) throw RunError("ibv_alloc_pd failed: " + errno_text());
     const std::size_t grh_room = req.transport == Transport::UD ? kGrhSize : 0;
-    region_size_ = (std::max<std::size_t>(req.buffer_size + grh_room, 64) + 4095) / 4096 * 4096;
+    region_size_ = (std::max<std::size_t>(req.buffer_size + grh_room, 64) + kCreditRoom + 4095) / 4096 * 4096;
     const int qp_count = std::max(req.qp_count, 1);
     planned_qps_ = static_cast<std::size_t>(qp_count);
     const std::size_t buffer_bytes = 2 * static_cast<std::size_t>(qp_count) * region_size_;
@@ -340,7 +341,9 @@ oob::KeyMessage VerbsResources::key_message(std::size_t qp_index) const {
   k.qpn = qp(qp_index)->qp_num;
   k.psn = qp_psn(qp_index);
   k.rkey = mr_->rkey;
-  k.vaddr = reinterpret_cast<std::uintptr_t>(recv_region(qp_index));
+  // perftest's SEND tests on iWARP advertise their credit word here (a SEND needs no address).
+  const bool credit = send_test_ && context_->device->transport_type == IBV_TRANSPORT_IWARP;
+  k.vaddr = reinterpret_cast<std::uintptr_t>(credit ? credit_word(qp_index) : recv_region(qp_index));
   if (gid_) k.gid = gid_->gid;
   k.srqn = 0;
   return k;

@@ -60,6 +60,9 @@ struct ResourceRequest {
   // -q: QPs sharing the PD, MR and CQs; each has its own send and receive slot in the buffer.
   // With cm_id only the first is created here; add_cm_qp adds the others, one per rdma_cm id.
   int qp_count = 1;
+  // A SEND test: on iWARP the key message's address is the QP's send-credit word (see
+  // credit_word), where perftest's peer RDMA WRITEs its receive count.
+  bool send_test = false;
 };
 
 class VerbsResources {
@@ -81,6 +84,11 @@ class VerbsResources {
   char* send_region(std::size_t qp_index = 0) const { return buffer_ + qp_index * region_size_; }
   char* recv_region(std::size_t qp_index = 0) const { return buffer_ + (planned_qps_ + qp_index) * region_size_; }
   std::size_t region_size() const { return region_size_; }
+  // The last kCreditRoom bytes of receive slot q, past any message received there: the word the
+  // peer's send-credit RDMA WRITE lands in, then (at +32) the word ours is written from.
+  static constexpr std::size_t kCreditRoom = 64;
+  char* credit_word(std::size_t qp_index = 0) const { return recv_region(qp_index) + region_size_ - kCreditRoom; }
+  char* credit_source(std::size_t qp_index = 0) const { return credit_word(qp_index) + 32; }
   const ibv_port_attr& port_attr() const { return port_attr_; }
   const ibv_device_attr& device_attr() const { return device_attr_; }
   const std::string& device_name() const { return device_name_; }
@@ -137,6 +145,7 @@ class VerbsResources {
   char* buffer_ = nullptr;
   std::size_t region_size_ = 0;
   std::size_t planned_qps_ = 1;  // request.qp_count: the buffer's slots
+  bool send_test_ = false;
   ibv_port_attr port_attr_{};
   ibv_device_attr device_attr_{};
   std::string device_name_;
