@@ -14,11 +14,10 @@ Checks, each against something rdmadiag's perftest did not compute itself:
   (local address lines) are the 4 its peer wrote to;
 * `rdmadiag analyze` on the same cut sees the same 4 requester flows each way, each paired
   with a responder flow;
-* bandwidth: the sum row (-b) the client printed in steps 2 and 3 lies within a factor of 2 of
-  the range of the two ib<->ib runs (steps 1, 4). Under TCG emulation on a shared machine two
-  identical ib<->ib runs differ by up to 2x (CI saw 4.44 and 8.96 MB/s, then rdmadiag 14.93
-  MB/s in the same boot), so a tighter band fails on noise; a unit or per-QP summing error (4x,
-  1000x) still falls outside.
+* bandwidth: the sum row (-b) the client printed in steps 2 and 3 lies within noise_band.py's factor (3) of
+  the range of the two ib<->ib runs (steps 1, 4): TCG emulation on a shared machine spreads
+  identical runs by 2x and more (noise_band.py has the figures CI saw); a unit or per-QP
+  summing error (4x, 1000x) still falls outside.
 """
 import json
 import os
@@ -144,7 +143,7 @@ def main():
         value = bw_average(read(out, "client", step), f"step {step} client")
         print(f"step {step}: client BW average {value:.2f} MB/s; ib<->ib {reference} -> [{low:.2f}, {high:.2f}]")
         if not low <= value <= high:
-            fail(f"step {step}: {value} MB/s beyond a factor of 2 of the ib<->ib runs")
+            fail(f"step {step}: {value} MB/s beyond the noise band (noise_band.py) of the ib<->ib runs")
     print("lab_q4b_check: ok")
 
 

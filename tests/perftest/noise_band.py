@@ -1,12 +1,13 @@
 """The band a figure measured in the lab must fall in, given perftest<->perftest runs of the same step.
 
-Under TCG emulation on a shared 2-core machine two identical ib<->ib runs differ by up to 2x
-(CI saw 4.44 and 8.96 MB/s in one boot, and 4.83 .. 6.79 MB/s across four runs of another), so a
-band tighter than a factor of 2 around their range fails on noise. A unit, scaling or
-per-QP summing error (4x, 100x, 1000x) still falls outside.
+Under TCG emulation on a shared 2-core machine identical runs differ by 2x and more: CI saw
+ib<->ib at 4.44 and 8.96 MB/s in one boot (rdmadiag 14.93), four runs of another spread over
+4.83 .. 6.79 MB/s, and a third boot had ib<->ib at 13.05 and 14.68 MB/s with rdmadiag's -q 4 -b
+client at 6.38 (2.05x below). So the band is a factor of 3 around their range: a unit,
+scaling or per-QP summing error (-q 4: 4x; 100x, 1000x) still falls outside.
 """
 
-FACTOR = 2.0
+FACTOR = 3.0
 
 
 def factor_band(reference, factor=FACTOR):
