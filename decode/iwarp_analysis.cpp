@@ -27,6 +27,11 @@ namespace {
 constexpr std::size_t kMaxBuffered = 256u << 10;     // bytes held per direction while not framing
 constexpr std::size_t kHuntKeep = 128u << 10;        // bytes kept while hunting for a boundary
 constexpr std::uint64_t kHuntGiveUp = 4u << 20;      // bytes scanned before a stream is declared not MPA
+// CRC work a hunt may spend: this many octets per stream octet, plus a start.
+// Each candidate boundary costs a CRC over its FPDU (up to 64 KB), so without a
+// bound a stream of plausible headers made hunting quadratic (fuzz_iwarp).
+constexpr std::uint64_t kHuntCrcPerByte = 64;
+constexpr std::uint64_t kHuntCrcStart = 1u << 20;
 constexpr std::size_t kMaxUncapturedRanges = 64;
 constexpr std::uint32_t kMaxMarkerStride = 8192;     // largest marker stride looked for (RFC 5044: 512)
 constexpr std::size_t kStrideDecideBytes = 64u << 10;  // bytes after which the stride is decided on what was seen
@@ -101,6 +106,8 @@ struct IwarpAnalyzer::Connection {
     FlowRing<std::pair<std::uint32_t, std::uint64_t>> segment_ends;  // (end seq, frame) of buffered segments
     std::size_t hunt_from = 0;
     std::uint64_t hunted = 0;
+    std::uint64_t stream_bytes = 0;     // octets this direction carried (captured or not)
+    std::uint64_t hunt_crc_spent = 0;  // octets CRC-checked by hunts
     std::uint64_t frame = 0;   // the segment being processed
     double ts = 0;
     DdpDirState ddp;  // DDP/RDMAP sequencing (ddp_sequence.h)
@@ -134,6 +141,7 @@ struct IwarpAnalyzer::Connection {
       Bytes ulpdu;
     };
     Cut cut(std::size_t pos, Fpdu& f);
+    Cut cut_marked(std::size_t pos, Fpdu& f);
     enum class Probe : std::uint8_t { fits, need_more, fails };
     Probe probe_stride(std::uint32_t stride) const;
     Probe settle_marker_stride();
@@ -253,6 +261,7 @@ void Dir::stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, s
   }
   frame = f;
   ts = t;
+  stream_bytes += wire_len;
   buf.insert(buf.end(), captured.begin(), captured.end());
   if (segment_ends.size() >= 4096) segment_ends.pop_front();
   segment_ends.push_back({s + wire_len, f});
@@ -432,38 +441,68 @@ Dir::Cut Dir::cut(std::size_t pos, Fpdu& f) {
     f.crc_computed = crc32c(r.sub(pos, total - kMpaCrcLen));
     f.ulpdu = r.sub(pos + 2, f.ulpdu_len);
   } else {
-    // Walk the wire bytes, skipping a 4-octet marker at every 512th sequence
-    // number; the CRC covers the markers inside the FPDU (they are on the wire).
-    std::vector<std::uint8_t>& out = an->scratch_;
-    out.clear();
-    std::size_t i = pos, crc_start = 0;
-    std::uint32_t need = 2;
-    while (out.size() < need) {
-      const std::uint32_t s = seq + static_cast<std::uint32_t>(i);
-      if (marker_base_known && mpa_marker_at(s, marker_base, marker_stride)) {
-        if (!r.has(i, kMpaMarkerLen)) return Cut::need_more;
-        ++f.markers;
-        if (r.be16(i) != 0 || r.be16(i + 2) != static_cast<std::uint16_t>(s - start)) ++f.marker_errors;
-        i += kMpaMarkerLen;
-        continue;
-      }
-      if (!r.has(i, 1)) return Cut::need_more;
-      if (out.size() + kMpaCrcLen == need && need > 2) crc_start = i;
-      out.push_back(r.u8(i));
-      ++i;
-      if (out.size() == 2) {
-        f.ulpdu_len = static_cast<std::uint16_t>(out[0] << 8 | out[1]);
-        if (f.ulpdu_len < kDdpTaggedHeaderLen) return Cut::bad;
-        need = mpa_fpdu_len(f.ulpdu_len);
-      }
-    }
-    f.wire_len = i - pos;
-    const ByteReader l{Bytes(out)};
-    f.crc_wire = l.le32(need - kMpaCrcLen);
-    f.crc_computed = crc32c(r.sub(pos, crc_start - pos));
-    f.ulpdu = l.sub(2, f.ulpdu_len);
+    const Cut c = cut_marked(pos, f);
+    if (c != Cut::ok) return c;
   }
   f.uncaptured = !uncaptured.empty() && overlaps_uncaptured(start, start + static_cast<std::uint32_t>(f.wire_len));
+  return Cut::ok;
+}
+
+// The FPDU at `pos` with markers in use: a 4-octet marker sits at every
+// stride-th sequence number and the CRC covers the markers inside the FPDU
+// (RFC 5044 sections 4.3, 6). The walk steps from marker to marker, not byte
+// by byte, and copies nothing until the whole FPDU is buffered: an FPDU still
+// arriving over many segments costs one step per marker each time (a per-byte
+// walk made a 64 KB FPDU in 1-byte segments quadratic; fuzz_iwarp timed out).
+Dir::Cut Dir::cut_marked(std::size_t pos, Fpdu& f) {
+  const ByteReader r(view());
+  const std::uint32_t start = seq + static_cast<std::uint32_t>(pos);
+  std::size_t i = pos, crc_start = 0;
+  std::uint32_t need = 2, got = 0;
+  std::uint8_t header[2] = {0, 0};
+  while (got < need) {
+    const std::uint32_t s = seq + static_cast<std::uint32_t>(i);
+    if (marker_base_known && mpa_marker_at(s, marker_base, marker_stride)) {
+      if (!r.has(i, kMpaMarkerLen)) return Cut::need_more;
+      ++f.markers;
+      if (r.be16(i) != 0 || r.be16(i + 2) != static_cast<std::uint16_t>(s - start)) ++f.marker_errors;
+      i += kMpaMarkerLen;
+      continue;
+    }
+    // Payload octets up to the next marker, the header's end or the CRC's start.
+    std::uint32_t run = need - got;
+    if (marker_base_known) run = std::min(run, mpa_next_marker(s, marker_base, marker_stride) - s);
+    if (need > 2 && got < need - kMpaCrcLen) run = std::min(run, need - kMpaCrcLen - got);
+    if (need > 2 && got == need - kMpaCrcLen) crc_start = i;
+    if (!r.has(i, run)) return Cut::need_more;
+    for (std::uint32_t k = 0; got + k < 2 && k < run; ++k) header[got + k] = r.u8(i + k);
+    got += run;
+    i += run;
+    if (need == 2 && got == 2) {
+      f.ulpdu_len = static_cast<std::uint16_t>(header[0] << 8 | header[1]);
+      if (f.ulpdu_len < kDdpTaggedHeaderLen) return Cut::bad;
+      need = mpa_fpdu_len(f.ulpdu_len);
+    }
+  }
+  f.wire_len = i - pos;
+  std::vector<std::uint8_t>& out = an->scratch_;  // the FPDU without its markers
+  out.clear();
+  for (std::size_t j = pos; out.size() < need;) {
+    const std::uint32_t s = seq + static_cast<std::uint32_t>(j);
+    if (marker_base_known && mpa_marker_at(s, marker_base, marker_stride)) {
+      j += kMpaMarkerLen;
+      continue;
+    }
+    std::size_t run = need - out.size();
+    if (marker_base_known) run = std::min<std::size_t>(run, mpa_next_marker(s, marker_base, marker_stride) - s);
+    const Bytes b = r.sub(j, run);
+    out.insert(out.end(), b.begin(), b.end());
+    j += run;
+  }
+  const ByteReader l{Bytes(out)};
+  f.crc_wire = l.le32(need - kMpaCrcLen);
+  f.crc_computed = crc32c(r.sub(pos, crc_start - pos));
+  f.ulpdu = l.sub(2, f.ulpdu_len);
   return Cut::ok;
 }
 
@@ -593,11 +632,18 @@ bool Dir::hunt() {
       first_incomplete = std::min(first_incomplete, i);
       continue;
     }
+    // Out of CRC budget: wait for more of the stream before trying this one.
+    const std::uint64_t cost = mpa_fpdu_len(r.be16(i));
+    if (hunt_crc_spent + cost > kHuntCrcStart + kHuntCrcPerByte * stream_bytes) {
+      first_incomplete = std::min(first_incomplete, i);
+      break;
+    }
     const Cut c = cut(i, f);
     if (c != Cut::ok) {
       if (c == Cut::need_more) first_incomplete = std::min(first_incomplete, i);
       continue;
     }
+    hunt_crc_spent += cost;
     if (f.uncaptured) continue;
     if (f.crc_wire == f.crc_computed && (!crc_known || crc)) {  // 32 bits of evidence
       accept_resync(i, true);
