@@ -88,6 +88,7 @@ class Analyzer {
   const TransportAnalyzer& transport() const { return *transport_; }
   TransportAnalyzer& transport() { return *transport_; }  // e.g. to enable its forward links
   const IwarpAnalyzer& iwarp() const { return *iwarp_; }
+  IwarpAnalyzer& iwarp() { return *iwarp_; }  // e.g. to keep Read Response heads (NVMe Connect data)
   const PfcAnalyzer& pfc() const { return *pfc_; }
   PfcAnalyzer& pfc() { return *pfc_; }  // e.g. to set the link speed
   const CongestionAnalyzer& congestion() const { return *cc_; }

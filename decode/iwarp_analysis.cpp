@@ -150,6 +150,7 @@ struct IwarpAnalyzer::Connection {
     void accept_resync(std::size_t pos, bool crc_verified);
     void emit(const Fpdu& f);
     void keep_payload_head(const Fpdu& f, IwarpPdu& u) const;
+    void keep_read_response_head(const Fpdu& f, const IwarpPdu& u) const;
     class DdpReport;
     void sequence_checks(IwarpPdu& u);
     Anomaly make_anomaly(AnomalyKind k, std::uint64_t fr) const;
@@ -288,6 +289,7 @@ void Dir::stream_hole(const TcpHoleEvent& h) {
       a.relate(damaged.frame);
     }
     an->log_.add(a);
+    if (an->cur_out_ && an->cur_out_->tcp_holes < UINT8_MAX) ++an->cur_out_->tcp_holes;
     if (h.recovered) ++an->stats_.tcp_holes_recovered;
     else {
       ++an->stats_.tcp_holes_lost;
@@ -700,6 +702,7 @@ void Dir::emit(const Fpdu& f) {
   const bool header_lost = f.uncaptured && overlaps_uncaptured(start, start + 2 + 18 + kAtomicRequestLen + 4);
   u->header_decoded = !header_lost && decode_ddp_segment(f.ulpdu, u->seg) == ParseStatus::ok;
   if (u->header_decoded) keep_payload_head(f, *u);
+  if (u->header_decoded && u != &tmp && an->keep_read_heads_) keep_read_response_head(f, *u);
 
   IwarpStats& st = an->stats_;
   IwarpFlowInfo* fi = info();
@@ -736,6 +739,21 @@ void Dir::keep_payload_head(const Fpdu& f, IwarpPdu& u) const {
   if (f.uncaptured && overlaps_uncaptured(seq, seq + end)) return;
   std::copy_n(f.ulpdu.begin() + static_cast<std::ptrdiff_t>(from), n, u.payload_head.begin());
   u.payload_head_len = static_cast<std::uint8_t>(n);
+}
+
+// The frame's first Read Response payload, longer than the unit's head; only
+// bytes the capture holds.
+void Dir::keep_read_response_head(const Fpdu& f, const IwarpPdu& u) const {
+  IwarpFrame& out = *an->cur_out_;
+  if (!out.read_response_head.empty() || u.seg.ddp.opcode() != static_cast<std::uint8_t>(RdmapOpcode::read_response))
+    return;
+  const std::size_t from = u.seg.header_len;
+  const std::size_t n = std::min<std::size_t>(IwarpFrame::kReadResponseHead, u.seg.payload_len);
+  if (n == 0 || f.ulpdu.size() < from + n) return;
+  if (f.uncaptured && overlaps_uncaptured(seq, seq + static_cast<std::uint32_t>(f.wire_len))) return;
+  const Bytes b = f.ulpdu.subspan(from, n);
+  out.read_response_head.assign(b.begin(), b.end());
+  out.read_response_unit = static_cast<std::uint8_t>(&u - out.items.data());
 }
 
 // What the DDP/RDMAP state machine finds, as anomalies and statistics of the
@@ -925,8 +943,11 @@ void IwarpAnalyzer::segment(Connection& c, int d, const DecodedPacket& p, std::u
   unit_in_frame_ = false;
   if (t.syn()) dir.tcp.syn(t.seq);
   const std::uint32_t data_seq = t.syn() ? t.seq + 1 : t.seq;
-  if (p.tcp_payload_len)
+  if (p.tcp_payload_len) {
+    const std::uint64_t old_data = dir.tcp.stats().retransmitted_segments;
     dir.tcp.segment(data_seq, p.tcp_payload, p.tcp_payload_len, frame, ts, dir, p.ipv4 ? std::int32_t{p.ipv4->id} : -1);
+    if (dir.tcp.stats().retransmitted_segments != old_data && c.iwarp_known()) out.tcp_retransmissions = 1;
+  }
   if (t.ack_flag()) {
     Dir& other = *c.dir[1 - d];
     if (other.tcp.held_bytes()) other.tcp.peer_ack(t.ack, frame, ts, other);

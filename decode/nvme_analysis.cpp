@@ -38,6 +38,14 @@ std::uint8_t transport_event_kinds(const DecodedPacket& p, const PacketVerdict* 
   return kinds;
 }
 
+// The TCP events of an iWARP frame, as NvmeCause bits (0: none).
+std::uint8_t tcp_event_kinds(const IwarpFrame& f) {
+  std::uint8_t kinds = 0;
+  if (f.tcp_holes) kinds |= 1u << static_cast<unsigned>(NvmeCause::tcp_hole);
+  if (f.tcp_retransmissions) kinds |= 1u << static_cast<unsigned>(NvmeCause::retransmission);
+  return kinds;
+}
+
 }  // namespace
 
 void LatencyHistogram::add(double us) {
@@ -73,7 +81,7 @@ std::string_view NvmeCommandResult::name() const {
 
 std::string_view nvme_cause_name(NvmeCause c) {
   static constexpr std::array<std::string_view, kNvmeCauseKinds> kNames = {
-      "psn_gap", "retransmission", "duplicate", "out_of_order", "cnp", "nak", "rnr_nak"};
+      "psn_gap", "retransmission", "duplicate", "out_of_order", "cnp", "nak", "rnr_nak", "tcp_hole"};
   return c < NvmeCause::count_ ? kNames[static_cast<std::size_t>(c)] : "unknown";
 }
 
@@ -168,7 +176,8 @@ void NvmeAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, std::int64_t
     add_data(p, frame, ts_ns);
   else
     add_capsule(h, c, frame, ts_ns, analysis && (analysis->duplicate || analysis->retransmission));
-  if (const std::uint8_t kinds = transport_event_kinds(p, analysis)) add_transport_event(p, frame, ts_ns, kinds);
+  if (const std::uint8_t kinds = transport_event_kinds(p, analysis))
+    add_transport_event(NvmeQpKey{e.dst, p.ib.bth.dest_qp}, frame, ts_ns, kinds);
 }
 
 void NvmeAnalyzer::add_capsule(const Hop& h, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns,
@@ -185,7 +194,8 @@ void NvmeAnalyzer::add_capsule(const Hop& h, const NvmeRdmaPayload& c, std::uint
 void NvmeAnalyzer::add_iwarp(const DecodedPacket& p, const IwarpFrame& units, std::uint64_t frame, std::int64_t ts_ns) {
   const bool to_controller = p.tcp->dst_port == port_, from_controller = p.tcp->src_port == port_;
   if (p.tcp_payload_len && (to_controller || from_controller)) ++totals_.iwarp_segments;
-  if (units.empty() || (!to_controller && !from_controller && !assume_all_)) return;
+  const std::uint8_t kinds = tcp_event_kinds(units);
+  if ((units.empty() && !kinds) || (!to_controller && !from_controller && !assume_all_)) return;
   const Endpoints e = endpoints_of(p);
   const auto ports = [](std::uint16_t src, std::uint16_t dst) { return std::uint32_t{src} << 16 | dst; };
   const Hop h{NvmeQpKey{e.dst, ports(p.tcp->src_port, p.tcp->dst_port), true, e.src}, e.src, e.dst};
@@ -193,14 +203,20 @@ void NvmeAnalyzer::add_iwarp(const DecodedPacket& p, const IwarpFrame& units, st
   if (to_controller || from_controller) mark_connection(to_controller ? back : h.qp, to_controller ? h.qp : back);
   for (const IwarpPdu& u : units) {
     if (u.kind != IwarpPdu::Kind::fpdu || !u.header_decoded) continue;
+    const bool head = !units.read_response_head.empty() && &u == units.items.data() + units.read_response_unit;
     const NvmeRdmaPayload c = classify_nvme_iwarp(u.seg, u.payload_head_bytes());
     // A unit held behind a TCP hole or framed late (resync) crossed the wire in an earlier frame.
     const std::uint64_t at = u.end_frame ? u.end_frame : frame;
     const std::int64_t at_ns = time_of(at, ts_ns);
     if (c.role == NvmeRdmaRole::data)
-      add_iwarp_data(h, u.seg, at, at_ns);
+      add_iwarp_data(h, u.seg, head ? Bytes(units.read_response_head) : Bytes(), at, at_ns);
     else
       add_capsule(h, c, at, at_ns, false);
+  }
+  // After the units it released: a command they complete ended before the event.
+  if (kinds) {
+    const QueuePair* here = qps_.at(qps_.find(h.qp));
+    add_transport_event(here && here->bound ? h.qp : back, frame, ts_ns, kinds);
   }
 }
 
@@ -457,12 +473,11 @@ void NvmeAnalyzer::add_response(const Hop& h, const NvmeRdmaPayload& c, std::uin
 
 // The admin queue's Connect data (host ID, NQNs) comes by RDMA READ: its first
 // response packet holds it whole at a path MTU of 1024 or more (a smaller path
-// MTU splits it, and it is left unread).
-void NvmeAnalyzer::note_connect_data(const DecodedPacket& p, NvmeQueueStats& stats) {
-  const OpKind kind = p.opcode()->kind;
-  if (kind != OpKind::read_response_first && kind != OpKind::read_response_only) return;
+// MTU splits it, and it is left unread); on iWARP the first Read Response
+// segment (siw sends it whole).
+void NvmeAnalyzer::note_connect_data(Bytes payload, NvmeQueueStats& stats) {
   NvmeConnectData data;
-  if (parse_nvme_connect_data(p.payload, data) != ParseStatus::ok) return;
+  if (parse_nvme_connect_data(payload, data) != ParseStatus::ok) return;
   stats.subnqn = std::string(data.subsystem());
   stats.hostnqn = std::string(data.host());
 }
@@ -499,14 +514,23 @@ void NvmeAnalyzer::add_data(const DecodedPacket& p, std::uint64_t frame, std::in
   Queue* q = data_queue(NvmeQpKey{endpoints_of(p).dst, p.ib.bth.dest_qp}, frame, ts_ns);
   if (!q) return;
   NvmeCommandResult* r = credit_data(*q, q->data.on_packet(p, sgl_finder(q->outstanding)), frame, ts_ns);
-  if (r && r->fabrics && r->fctype == static_cast<std::uint8_t>(FabricsType::connect)) note_connect_data(p, q->stats);
+  const OpKind kind = p.opcode()->kind;
+  const bool first = kind == OpKind::read_response_first || kind == OpKind::read_response_only;
+  if (r && first && r->fabrics && r->fctype == static_cast<std::uint8_t>(FabricsType::connect))
+    note_connect_data(p.payload, q->stats);
 }
 
 // iWARP: Writes and Read Requests go to the host's direction, Read Responses
 // to the controller's; both are bound to the queue at Connect.
-void NvmeAnalyzer::add_iwarp_data(const Hop& h, const DdpSegment& seg, std::uint64_t frame, std::int64_t ts_ns) {
-  if (Queue* q = data_queue(h.qp, frame, ts_ns))
-    credit_data(*q, q->iwarp_data.on_segment(seg, sgl_finder(q->outstanding)), frame, ts_ns);
+void NvmeAnalyzer::add_iwarp_data(const Hop& h, const DdpSegment& seg, Bytes read_response_head, std::uint64_t frame,
+                                  std::int64_t ts_ns) {
+  Queue* q = data_queue(h.qp, frame, ts_ns);
+  if (!q) return;
+  NvmeCommandResult* r = credit_data(*q, q->iwarp_data.on_segment(seg, sgl_finder(q->outstanding)), frame, ts_ns);
+  // A Read Response that carries a Connect's whole data (so from its start).
+  if (r && !read_response_head.empty() && r->fabrics && r->fctype == static_cast<std::uint8_t>(FabricsType::connect) &&
+      seg.payload_len == r->data_len)
+    note_connect_data(read_response_head, q->stats);
 }
 
 // Credits a data packet to the command the matcher named (nvme_data.h).
@@ -530,9 +554,9 @@ NvmeCommandResult* NvmeAnalyzer::credit_data(Queue& q, const std::optional<NvmeD
   return &r;
 }
 
-void NvmeAnalyzer::add_transport_event(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns,
+void NvmeAnalyzer::add_transport_event(const NvmeQpKey& k, std::uint64_t frame, std::int64_t ts_ns,
                                        std::uint8_t kinds) {
-  const QueuePair* qp = qps_.at(qps_.find(NvmeQpKey{endpoints_of(p).dst, p.ib.bth.dest_qp}));
+  const QueuePair* qp = qps_.at(qps_.find(k));
   if (!qp || !qp->bound) return;
   Queue* q = queue(qp->queue, false, frame, ts_ns);
   if (!q) return;

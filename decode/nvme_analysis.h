@@ -88,7 +88,10 @@ struct LatencyHistogram {
 };
 
 // Kinds of transport event a command's window can hold (a packet may be several).
-enum class NvmeCause : std::uint8_t { psn_gap, retransmission, duplicate, out_of_order, cnp, nak, rnr_nak, count_ };
+// tcp_hole (iWARP): a hole in the connection's byte stream closed at that frame
+// (filled by a resend or reordering, or given up); retransmission there: a
+// segment of bytes seen before.
+enum class NvmeCause : std::uint8_t { psn_gap, retransmission, duplicate, out_of_order, cnp, nak, rnr_nak, tcp_hole, count_ };
 inline constexpr std::size_t kNvmeCauseKinds = static_cast<std::size_t>(NvmeCause::count_);
 std::string_view nvme_cause_name(NvmeCause c);
 
@@ -131,7 +134,8 @@ struct NvmeCommandResult {
   std::uint16_t status = 0;          // CQE status field (bits 15:1 of bytes 14-15)
   std::uint8_t sct = 0, sc = 0;
   // Transport events (PSN gap, retransmission, duplicate, out of order, NAK,
-  // RNR NAK, CNP) on the queue's queue pairs between submit and completion.
+  // RNR NAK, CNP; iWARP: TCP hole, retransmission) on the queue's queue pairs
+  // (iWARP: its TCP connection) between submit and completion.
   std::uint32_t transport_events = 0;
   std::uint64_t first_event_frame = 0;
   std::array<std::uint32_t, kNvmeCauseKinds> causes{};  // packets per kind (by NvmeCause)
@@ -249,16 +253,17 @@ class NvmeAnalyzer {
   void add_capsule(const Hop& h, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns, bool resent);
   void add_command(const Hop& h, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns);
   void add_response(const Hop& h, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns, bool resent);
-  void add_transport_event(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, std::uint8_t kinds);
+  void add_transport_event(const NvmeQpKey& k, std::uint64_t frame, std::int64_t ts_ns, std::uint8_t kinds);
   void add_data(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns);
-  void add_iwarp_data(const Hop& h, const DdpSegment& seg, std::uint64_t frame, std::int64_t ts_ns);
+  void add_iwarp_data(const Hop& h, const DdpSegment& seg, Bytes read_response_head, std::uint64_t frame,
+                      std::int64_t ts_ns);
   Queue* data_queue(const NvmeQpKey& k, std::uint64_t frame, std::int64_t ts_ns);
   NvmeCommandResult* credit_data(Queue& q, const std::optional<NvmeDataPacket>& d, std::uint64_t frame,
                                  std::int64_t ts_ns);
   void mark_connection(const NvmeQpKey& host, const NvmeQpKey& controller);
   std::int64_t time_of(std::uint64_t frame, std::int64_t fallback) const;
   void note_invalidate(NvmeCommandResult& r, std::uint32_t key);
-  static void note_connect_data(const DecodedPacket& p, NvmeQueueStats& stats);
+  static void note_connect_data(Bytes payload, NvmeQueueStats& stats);
   void bind_connect(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame);
   void bind_both(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame);
   void find_peer(QueuePair& host, const Hop& h, std::uint16_t cid);

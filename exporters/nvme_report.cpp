@@ -317,8 +317,8 @@ void write_nvme_text(std::ostream& out, const NvmeAnalyzer& a) {
         << t.invalidate_mismatches << ")\n";
   if (t.iwarp_segments)
     out << "  " << t.iwarp_segments
-        << " TCP segments with data on the NVMe-oF port (NVMe over iWARP: capsules and data decoded; transport events not "
-           "attributed)\n";
+        << " TCP segments with data on the NVMe-oF port (NVMe over iWARP: transport events are TCP holes and "
+           "retransmissions on the command's connection)\n";
   if (t.queue_pairs == 0 && !t.iwarp_segments)
     out << "  no NVMe queue pair found: no rdma_cm REQ/REP for the NVMe-oF port was captured (--port, or --assume-all "
            "to take capsule-shaped RC SENDs for NVMe)\n";

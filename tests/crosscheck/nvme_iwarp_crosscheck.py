@@ -267,6 +267,52 @@ class Coverage:
         return copy
 
 
+def tcp_events(pcap):
+    """frame -> connection, and connection -> frames tshark's TCP analysis flags as
+    a retransmission or out of order (data segments only), from tshark alone;
+    None when tshark is missing."""
+    try:
+        out = subprocess.run(["tshark", "-n", "-r", pcap, "-Y", "tcp", "-T", "fields", "-E", "separator=\t",
+                              "-e", "frame.number", "-e", "ip.src", "-e", "tcp.srcport", "-e", "ip.dst",
+                              "-e", "tcp.dstport", "-e", "tcp.len", "-e", "tcp.analysis.retransmission",
+                              "-e", "tcp.analysis.out_of_order"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    conn_of, events = {}, {}
+    for line in out.splitlines():
+        f, src, sport, dst, dport, n, retx, ooo = (line.split("\t") + [""] * 8)[:8]
+        conn = tuple(sorted([(src, sport), (dst, dport)]))
+        conn_of[int(f)] = conn
+        if int(n or 0) > 0 and (retx or ooo):
+            events.setdefault(conn, []).append(int(f))
+    return conn_of, events
+
+
+def check_attribution(name, pcap, commands, errors):
+    """A command is attributed TCP events (tcp_hole, retransmission) exactly when
+    tshark flags a data segment of its connection between its capsule and its
+    completion as a retransmission or out of order, and the first is the same frame."""
+    oracle = tcp_events(pcap)
+    if oracle is None:
+        return "attribution not checked (no tshark)"
+    conn_of, events = oracle
+    agree = attributed = 0
+    for c in commands:
+        lo, hi = int(c["command_frame"]), int(c["response_frame"])
+        inside = [f for f in events.get(conn_of.get(lo), []) if lo <= f < hi]
+        ours = int(c["transport_events"]) > 0
+        attributed += ours
+        if bool(inside) != ours:
+            errors.append(f"{name}: command frame {lo} (completion {hi}): transport events ours {c['transport_events']}, "
+                          f"tshark's TCP analysis {inside}")
+        elif ours and min(inside) != int(c["first_event_frame"]):
+            errors.append(f"{name}: command frame {lo}: first transport event at frame {c['first_event_frame']} (ours), "
+                          f"{min(inside)} (tshark)")
+        else:
+            agree += 1
+    return f"attribution: {agree} of {len(commands)} commands agree with tshark's TCP analysis ({attributed} attributed)"
+
+
 def run(rdmadiag, pcap_dir, name, errors):
     oracle, coverage = Oracle(), Coverage()
     for row in nc.read_tsv(os.path.join(pcap_dir, name + ".iwarp_nvme.tsv")):
@@ -290,9 +336,10 @@ def run(rdmadiag, pcap_dir, name, errors):
     checked = check_capsules(name, oracle, capsules, errors)
     paired, with_data = check_commands(name, oracle, commands, errors)
     counts, want, kernel = nc.check_counts(name, pcap_dir, commands, errors)
+    attribution = check_attribution(name, os.path.join(pcap_dir, name + ".pcap"), commands, errors)
     return (f"{name}: {checked} capsules field by field, {paired} commands paired with latency and data "
             f"({with_data} with RDMA data), I/O per size {dict(sorted(counts.items()))} vs fio {dict(sorted(want.items()))}, "
-            f"kernel {kernel}")
+            f"kernel {kernel}; {attribution}")
 
 
 def main():
