@@ -79,7 +79,7 @@ int run_nvme(const NvmeOptions& o) {
       return 1;
     }
   decode::Analyzer transport;
-  transport.iwarp().keep_read_response_heads(true);  // NVMe over iWARP: the Connect data's NQNs
+  transport.iwarp().keep_long_heads(true);  // NVMe over iWARP: the Connect data's NQNs
   decode::NvmeAnalyzer nvme;
   nvme.set_assume_all(o.assume_all);
   nvme.set_port(o.port);

@@ -150,7 +150,7 @@ struct IwarpAnalyzer::Connection {
     void accept_resync(std::size_t pos, bool crc_verified);
     void emit(const Fpdu& f);
     void keep_payload_head(const Fpdu& f, IwarpPdu& u) const;
-    void keep_read_response_head(const Fpdu& f, const IwarpPdu& u) const;
+    void keep_long_head(const Fpdu& f, const IwarpPdu& u) const;
     class DdpReport;
     void sequence_checks(IwarpPdu& u);
     Anomaly make_anomaly(AnomalyKind k, std::uint64_t fr) const;
@@ -702,7 +702,7 @@ void Dir::emit(const Fpdu& f) {
   const bool header_lost = f.uncaptured && overlaps_uncaptured(start, start + 2 + 18 + kAtomicRequestLen + 4);
   u->header_decoded = !header_lost && decode_ddp_segment(f.ulpdu, u->seg) == ParseStatus::ok;
   if (u->header_decoded) keep_payload_head(f, *u);
-  if (u->header_decoded && u != &tmp && an->keep_read_heads_) keep_read_response_head(f, *u);
+  if (u->header_decoded && u != &tmp && an->keep_long_heads_) keep_long_head(f, *u);
 
   IwarpStats& st = an->stats_;
   IwarpFlowInfo* fi = info();
@@ -741,19 +741,22 @@ void Dir::keep_payload_head(const Fpdu& f, IwarpPdu& u) const {
   u.payload_head_len = static_cast<std::uint8_t>(n);
 }
 
-// The frame's first Read Response payload, longer than the unit's head; only
-// bytes the capture holds.
-void Dir::keep_read_response_head(const Fpdu& f, const IwarpPdu& u) const {
+// The frame's first Read Response payload, or long Send (its first segment);
+// only bytes the capture holds.
+void Dir::keep_long_head(const Fpdu& f, const IwarpPdu& u) const {
   IwarpFrame& out = *an->cur_out_;
-  if (!out.read_response_head.empty() || u.seg.ddp.opcode() != static_cast<std::uint8_t>(RdmapOpcode::read_response))
-    return;
+  const std::uint8_t op = u.seg.ddp.opcode();
+  const bool read_response = op == static_cast<std::uint8_t>(RdmapOpcode::read_response);
+  const bool long_send = !u.seg.ddp.tagged && u.seg.ddp.qn == kQueueSend && u.seg.ddp.mo == 0 &&
+                         u.seg.payload_len > IwarpPdu::kPayloadHead;
+  if (!out.long_head.empty() || (!read_response && !long_send)) return;
   const std::size_t from = u.seg.header_len;
-  const std::size_t n = std::min<std::size_t>(IwarpFrame::kReadResponseHead, u.seg.payload_len);
+  const std::size_t n = std::min<std::size_t>(IwarpFrame::kLongHead, u.seg.payload_len);
   if (n == 0 || f.ulpdu.size() < from + n) return;
   if (f.uncaptured && overlaps_uncaptured(seq, seq + static_cast<std::uint32_t>(f.wire_len))) return;
   const Bytes b = f.ulpdu.subspan(from, n);
-  out.read_response_head.assign(b.begin(), b.end());
-  out.read_response_unit = static_cast<std::uint8_t>(&u - out.items.data());
+  out.long_head.assign(b.begin(), b.end());
+  out.long_head_unit = static_cast<std::uint8_t>(&u - out.items.data());
 }
 
 // What the DDP/RDMAP state machine finds, as anomalies and statistics of the

@@ -73,18 +73,19 @@ struct IwarpFrame {
   // or reordering, or given up) and segments carrying only bytes seen before.
   std::uint8_t tcp_holes = 0;
   std::uint8_t tcp_retransmissions = 0;
-  // The first bytes of the payload of the first RDMA Read Response segment in
-  // this frame (items[read_response_unit]), kept only when asked for
-  // (IwarpAnalyzer::keep_read_response_heads): a ULP may put more than
-  // kPayloadHead there, as NVMe-oF does its 1024-byte Connect data.
-  static constexpr std::size_t kReadResponseHead = 1024;
-  std::vector<std::uint8_t> read_response_head;
-  std::uint8_t read_response_unit = 0;
+  // The first bytes of the payload of the first segment in this frame that is an
+  // RDMA Read Response, or a Send's first segment longer than kPayloadHead
+  // (items[long_head_unit]), kept only when asked for
+  // (IwarpAnalyzer::keep_long_heads): a ULP may put more there, as NVMe-oF does
+  // its 1024-byte Connect data after a 64-byte command.
+  static constexpr std::size_t kLongHead = 64 + 1024;
+  std::vector<std::uint8_t> long_head;
+  std::uint8_t long_head_unit = 0;
   void clear() {
     size = 0;
     overflow = 0;
     tcp_holes = tcp_retransmissions = 0;
-    read_response_head.clear();
+    long_head.clear();
   }
   bool empty() const { return size == 0 && overflow == 0; }
   IwarpPdu* push() {
@@ -192,8 +193,8 @@ class IwarpAnalyzer {
   void sweep(double now);
   // Closes the connections still open, in the order they were created.
   void finish();
-  // Keep IwarpFrame::read_response_head (a copy of up to 1 KB per Read Response segment).
-  void keep_read_response_heads(bool on) { keep_read_heads_ = on; }
+  // Keep IwarpFrame::long_head (a copy of up to 1 KB per Read Response or long Send segment).
+  void keep_long_heads(bool on) { keep_long_heads_ = on; }
 
   // The last TCP frame added; at finish() the streams still open end there. A
   // shard of a sharded analysis (analyzer_merge.h) is told the whole input's
@@ -238,7 +239,7 @@ class IwarpAnalyzer {
   FlowSlots<IwarpConnKey, IwarpConnKeyHash, Connection> conns_;  // live connections (at most kMaxConnections)
   std::size_t peak_buffered_ = 0;        // most out-of-order bytes held at once, all streams
   IwarpFrame* cur_out_ = nullptr;
-  bool keep_read_heads_ = false;
+  bool keep_long_heads_ = false;
   bool unit_in_frame_ = false;
   std::vector<IwarpFlowInfo> flows_;
   std::vector<std::uint64_t> flow_order_keys_;  // per flow: the log's order key when it was identified

@@ -203,13 +203,13 @@ void NvmeAnalyzer::add_iwarp(const DecodedPacket& p, const IwarpFrame& units, st
   if (to_controller || from_controller) mark_connection(to_controller ? back : h.qp, to_controller ? h.qp : back);
   for (const IwarpPdu& u : units) {
     if (u.kind != IwarpPdu::Kind::fpdu || !u.header_decoded) continue;
-    const bool head = !units.read_response_head.empty() && &u == units.items.data() + units.read_response_unit;
-    const NvmeRdmaPayload c = classify_nvme_iwarp(u.seg, u.payload_head_bytes());
+    const bool long_head = !units.long_head.empty() && &u == units.items.data() + units.long_head_unit;
+    const NvmeRdmaPayload c = classify_nvme_iwarp(u.seg, long_head ? Bytes(units.long_head) : u.payload_head_bytes());
     // A unit held behind a TCP hole or framed late (resync) crossed the wire in an earlier frame.
     const std::uint64_t at = u.end_frame ? u.end_frame : frame;
     const std::int64_t at_ns = time_of(at, ts_ns);
     if (c.role == NvmeRdmaRole::data)
-      add_iwarp_data(h, u.seg, head ? Bytes(units.read_response_head) : Bytes(), at, at_ns);
+      add_iwarp_data(h, u.seg, long_head ? Bytes(units.long_head) : Bytes(), at, at_ns);
     else
       add_capsule(h, c, at, at_ns, false);
   }

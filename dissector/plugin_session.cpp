@@ -13,7 +13,7 @@ PluginSession::PluginSession(const decode::DecodeOptions& options, unsigned pmtu
   analyzer_.pfc().set_options(pfc);
   analyzer_.transport().enable_forward_links(true);
   analyzer_.transport().set_pmtu_override(pmtu >= 256 && pmtu <= 4096 ? pmtu : 0);
-  analyzer_.iwarp().keep_read_response_heads(true);  // NVMe over iWARP: the Connect data's NQNs
+  analyzer_.iwarp().keep_long_heads(true);  // NVMe over iWARP: the Connect data's NQNs
   nvme_ = std::make_unique<decode::NvmeAnalyzer>();
   nvme_->set_command_sink([this](const decode::NvmeCommandResult& r) { note_nvme(r); });
 }

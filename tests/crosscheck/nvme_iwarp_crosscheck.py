@@ -20,13 +20,17 @@ responses by sink STag/offset).
 Checked: every capsule field by field and the command each completion pairs
 with (and its latency from tshark's frame times); per command the data
 operations, bytes, first and last data frame; completed I/O per direction and
-size against fio's total_ios and the kernel's counts (nvme_crosscheck.check_counts).
+size against fio's total_ios and the kernel's counts (nvme_crosscheck.check_counts);
+transport events per command against tshark's own TCP analysis (retransmission
+and out-of-order flags on the command's connection inside its window); every
+queue's NQNs against the lab scripts' (nvme_crosscheck.check_nqns).
 
   nvme_iwarp_crosscheck.py --rdmadiag BIN PCAP_DIR
 Exit 0 all agree, 1 a disagreement, 77 (skip) no NAME.iwarp_nvme.tsv.
 """
 import argparse
 import glob
+import json
 import os
 import subprocess
 import sys
@@ -337,9 +341,12 @@ def run(rdmadiag, pcap_dir, name, errors):
     paired, with_data = check_commands(name, oracle, commands, errors)
     counts, want, kernel = nc.check_counts(name, pcap_dir, commands, errors)
     attribution = check_attribution(name, os.path.join(pcap_dir, name + ".pcap"), commands, errors)
+    report = subprocess.run([rdmadiag, "nvme", os.path.join(pcap_dir, name + ".pcap"), "--json", "-"],
+                            capture_output=True, text=True)
+    nqns = nc.check_nqns(name, pcap_dir, json.loads(report.stdout) if report.returncode == 0 else {"queues": []}, errors)
     return (f"{name}: {checked} capsules field by field, {paired} commands paired with latency and data "
             f"({with_data} with RDMA data), I/O per size {dict(sorted(counts.items()))} vs fio {dict(sorted(want.items()))}, "
-            f"kernel {kernel}; {attribution}")
+            f"kernel {kernel}; {attribution}; {nqns}")
 
 
 def main():
