@@ -578,7 +578,7 @@ int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
   if (r && r->analysed) add_analysis(t, pinfo, tvb, *r);
   if (rdma && p.has_bth) add_response_link(t, tvb, pinfo->num, r);
   if (r && r->iwarp_count) add_iwarp(t, pinfo, tvb, *r);
-  if (const wireshark::NvmeFrameNote* n = file_state->nvme_at(pinfo->num)) add_nvme(t, pinfo, tvb, *n);
+  for (const wireshark::NvmeFrameNote& n : file_state->nvme_at(pinfo->num)) add_nvme(t, pinfo, tvb, n);
   return static_cast<int>(caplen);
 }
 

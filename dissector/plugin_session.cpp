@@ -21,15 +21,26 @@ PluginSession::PluginSession(const decode::DecodeOptions& options, unsigned pmtu
 void PluginSession::note_nvme(const decode::NvmeCommandResult& r) {
   NvmeFrameNote n{true, r.queue.qid, r.cid, r.command_frame, r.response_frame, r.latency_us, r.transport_events,
                   r.first_event_frame, std::string(r.name())};
-  nvme_frames_[r.command_frame] = n;
+  keep_nvme_note(r.command_frame, n);
   if (!r.response_frame) return;
   n.command = false;
-  nvme_frames_[r.response_frame] = n;
+  keep_nvme_note(r.response_frame, n);
 }
 
-const NvmeFrameNote* PluginSession::nvme_at(std::uint64_t frame) const {
+// A note for the same capsule (role and command frame) replaces the one kept.
+void PluginSession::keep_nvme_note(std::uint64_t frame, const NvmeFrameNote& n) {
+  std::vector<NvmeFrameNote>& notes = nvme_frames_[frame];
+  for (NvmeFrameNote& o : notes)
+    if (o.command == n.command && o.command_frame == n.command_frame && o.cid == n.cid) {
+      o = n;
+      return;
+    }
+  notes.push_back(n);
+}
+
+std::span<const NvmeFrameNote> PluginSession::nvme_at(std::uint64_t frame) const {
   const auto it = nvme_frames_.find(frame);
-  return it == nvme_frames_.end() ? nullptr : &it->second;
+  return it == nvme_frames_.end() ? std::span<const NvmeFrameNote>() : std::span<const NvmeFrameNote>(it->second);
 }
 
 bool PluginSession::analyse(const decode::DecodedPacket& p, std::uint64_t frame, double ts, std::int64_t ts_ns,

@@ -67,8 +67,9 @@ class PluginSession {
   // Pause anomalies (storms) that began at `frame`: known after finish() (a storm
   // is known when its pause ends, at a later frame).
   std::span<const decode::Anomaly> pause_anomalies_at(std::uint64_t frame) const;
-  // The NVMe command capsule or completion at `frame`, if any.
-  const NvmeFrameNote* nvme_at(std::uint64_t frame) const;
+  // The NVMe command capsules and completions at `frame` (an iWARP segment may
+  // carry several), in the order they were noted.
+  std::span<const NvmeFrameNote> nvme_at(std::uint64_t frame) const;
 
  private:
   decode::Analyzer analyzer_;
@@ -81,7 +82,9 @@ class PluginSession {
   std::vector<decode::Anomaly> pause_anomalies_;  // by starting frame, after finish()
   void note_nvme(const decode::NvmeCommandResult& r);
   std::unique_ptr<decode::NvmeAnalyzer> nvme_;  // large: on the heap
-  std::unordered_map<std::uint64_t, NvmeFrameNote> nvme_frames_;  // per command/completion frame, as Wireshark keeps per-frame state
+  // Per command/completion frame, as Wireshark keeps per-frame state.
+  std::unordered_map<std::uint64_t, std::vector<NvmeFrameNote>> nvme_frames_;
+  void keep_nvme_note(std::uint64_t frame, const NvmeFrameNote& n);
 };
 
 // Checksums are shown by their own items, not as anomalies.

@@ -14,6 +14,12 @@ every capture with tshark's NVMe decode beside it (tests/pcaps/NAME.nvme.tsv):
   the completions with events, and exactly those `rdmadiag nvme` attributes
   (nvme_crosscheck checks that list against the same independent events); rdmadiag.nvme.unanswered marks exactly the
   commands `rdmadiag nvme` lists as unanswered.
+On NVMe over iWARP captures (NAME.iwarp_nvme.tsv beside them; tshark has no
+NVMe decode there), for every command `rdmadiag nvme` completes: the plugin's
+fields on its completion frame name its command frame, the latency is the two
+frames' tshark times apart, rdmadiag.nvme.cause.events is non-zero exactly when
+tshark's own TCP analysis flags a data segment of the command's connection
+inside its window (nvme_iwarp_crosscheck.tcp_events), with the first such frame.
 tshark runs with -2 (command frames learn their completion on the second pass).
 Exit 77 (CTest skip) when tshark or the plugin cannot be run."""
 import argparse
@@ -31,6 +37,7 @@ sys.path.insert(0, str(here))
 sys.path.insert(0, str(here.parent / "crosscheck"))
 from tshark_plugin import tshark_or_skip  # noqa: E402
 from nvme_crosscheck import read_tsv, transport_events  # noqa: E402
+from nvme_iwarp_crosscheck import tcp_events  # noqa: E402
 
 FIELDS = ["frame.number", "frame.time_relative", "ip.dst", "infiniband.bth.destqp", "rdmadiag.nvme.queue",
           "rdmadiag.nvme.cid", "rdmadiag.nvme.command_frame", "rdmadiag.nvme.response_frame", "rdmadiag.nvme.latency",
@@ -92,6 +99,46 @@ def check_capture(ts, rdmadiag, pcap, tshark_tsv, errors):
           f"{len(expert_frames)} cause expert infos; {len(got_unanswered)} unanswered")
 
 
+def check_iwarp_capture(ts, rdmadiag, pcap, errors):
+    name = os.path.basename(pcap)
+    fields = ["frame.number", "frame.time_relative", "rdmadiag.nvme.command_frame", "rdmadiag.nvme.latency",
+              "rdmadiag.nvme.cause.events", "rdmadiag.nvme.cause.first_frame"]
+    out = ts.run(["-2", "-r", pcap, "-T", "fields", "-E", "header=y", "-E", "separator=/t"] +
+                 [a for f in fields for a in ("-e", f)])
+    rows = {int(r["frame.number"]): r for r in csv.DictReader(io.StringIO(out.stdout), delimiter="\t")}
+    oracle = tcp_events(pcap)
+    if oracle is None:
+        errors.append(f"{name}: tshark's TCP analysis could not be read")
+        return
+    conn_of, events = oracle
+    cmds = subprocess.run([rdmadiag, "nvme", pcap, "--commands", "-"], capture_output=True, text=True).stdout
+    checked = attributed = 0
+    for c in csv.DictReader(io.StringIO(cmds), delimiter="\t"):
+        lo, hi = int(c["command_frame"]), int(c["response_frame"])
+        r = rows.get(hi, {})
+        # A segment may end several capsules: the plugin lists each (comma separated).
+        listed = (r.get("rdmadiag.nvme.command_frame") or "").split(",")
+        if str(lo) not in listed:
+            errors.append(f"{name}: frame {hi}: plugin's command frames {listed}, rdmadiag nvme's {lo}")
+            continue
+        i = listed.index(str(lo))
+        pick = lambda f: (r.get(f) or "").split(",")[i] if len((r.get(f) or "").split(",")) > i else ""
+        want_us = (float(r["frame.time_relative"]) - float(rows[lo]["frame.time_relative"])) * 1e6
+        if abs(float(pick("rdmadiag.nvme.latency")) - want_us) > 0.01:
+            errors.append(f"{name}: frame {hi}: latency plugin {pick('rdmadiag.nvme.latency')}, tshark's frame times {want_us:.3f}")
+        inside = [f for f in events.get(conn_of.get(lo), []) if lo <= f < hi]
+        n = int(pick("rdmadiag.nvme.cause.events") or 0)
+        attributed += n > 0
+        if bool(inside) != (n > 0):
+            errors.append(f"{name}: frame {hi}: cause events plugin {n}, tshark's TCP analysis {inside[:5]}")
+        elif inside and int(pick("rdmadiag.nvme.cause.first_frame")) != inside[0]:
+            errors.append(f"{name}: frame {hi}: first cause frame plugin {pick('rdmadiag.nvme.cause.first_frame')}, "
+                          f"tshark {inside[0]}")
+        checked += 1
+    print(f"plugin_nvme_crosscheck: {name} (iWARP): {checked} completions name their command and latency as "
+          f"rdmadiag nvme and tshark's frame times do; {attributed} with causes, as tshark's TCP analysis says")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rdmadiag", required=True)
@@ -109,6 +156,8 @@ def main():
     for tsv in decodes:
         stem = tsv[: -len(".nvme.tsv")]
         check_capture(ts, a.rdmadiag, stem + ".pcap", stem + ".tshark.tsv", errors)
+    for tsv in sorted(glob.glob(os.path.join(a.pcap_dir, "*.iwarp_nvme.tsv"))):
+        check_iwarp_capture(ts, a.rdmadiag, tsv[: -len(".iwarp_nvme.tsv")] + ".pcap", errors)
     for e in errors[:50]:
         print("plugin_nvme_crosscheck: MISMATCH", e)
     return 1 if errors else 0
