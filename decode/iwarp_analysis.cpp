@@ -608,12 +608,15 @@ bool Dir::hunt() {
   Fpdu f;
   if (markers && marker_base_known) {
     // A marker points back at the header of the FPDU it sits in (RFC 5044 section 4.3).
+    // A boundary before where this hunt starts was tried (after a bad FPDU at 0,
+    // hunt_from is 1): taking it again framed the same bad FPDU forever.
+    const std::uint32_t first_start = seq + static_cast<std::uint32_t>(hunt_from);
     for (;;) {
       const std::uint32_t m = mpa_next_marker(seq + static_cast<std::uint32_t>(hunt_from), marker_base, marker_stride);
       const std::size_t mo = m - seq;
       if (!r.has(mo, kMpaMarkerLen)) return false;
       const std::uint32_t start = m - r.be16(mo + 2);
-      if (r.be16(mo) == 0 && seq_leq(seq, start)) {
+      if (r.be16(mo) == 0 && seq_leq(first_start, start)) {
         const Cut c = cut(start - seq, f);
         if (c == Cut::need_more) return false;
         if (c == Cut::ok) {
