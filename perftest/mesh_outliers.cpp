@@ -37,6 +37,10 @@ bool involves(const MeshPairResult& p, int host) { return p.client == host || p.
 bool tested(const MeshPairResult& p) { return p.status != MeshPairStatus::NotRun; }
 
 // Beyond the baseline in the bad direction.
+// A host's slow pairs count against it when each is at least this share of its
+// slowest pair's excess over the others' median.
+constexpr double kHostEvenShare = 0.25;
+
 bool is_worse(double value, const Baseline& b, double k, bool higher_is_worse) {
   return higher_is_worse ? value > b.median + k * b.scale : value < b.median - k * b.scale;
 }
@@ -64,14 +68,23 @@ MeshBadHost judge_host(int host, const std::vector<MeshPairResult>& pairs, const
   const Baseline base = baseline_of(others, o);
   if (!base.valid && !others.empty()) return h;
   h.baseline_median = base.median;
-  std::vector<double> own;
+  std::vector<double> own, excess;  // excess: of each slow pair over the baseline
   for (const auto& p : pairs) {
     if (!involves(p, host) || !tested(p) || involves_any(p, named)) continue;
     ++h.measured_pairs;
     const auto v = mesh_pair_value(p);
     if (v) own.push_back(*v);
-    if (p.status != MeshPairStatus::Ok || (v && base.valid && is_worse(*v, base, o.k, higher_is_worse))) ++h.bad_pairs;
+    if (p.status != MeshPairStatus::Ok)
+      ++h.bad_pairs;
+    else if (v && base.valid && is_worse(*v, base, o.k, higher_is_worse))
+      excess.push_back(std::abs(*v - base.median));
   }
+  // A slow host slows every pair it is in by about as much: a slow pair far below
+  // the host's worst is noise beside one bad link, not the host (with 3 hosts the
+  // baseline is a single pair, and one noisy pair made a bad link a bad host).
+  const double worst = excess.empty() ? 0 : *std::max_element(excess.begin(), excess.end());
+  for (double e : excess)
+    if (e >= kHostEvenShare * worst) ++h.bad_pairs;
   if (!own.empty()) h.host_median = median_of(own);
   return h;
 }

@@ -4,7 +4,7 @@
 # -n N per pair. Checks, independently of our statistics: the JSON validates, every pair is
 # ok with N-1 samples, and the kernel's rxe counters saw at least the 3 x 2N RDMA WRITEs and
 # their 3 x 2N ACKs (sent_pkts and rcvd_pkts). Several hosts on one L2 segment are not
-# covered here (the lab boots two VMs and has no MPI launcher between them yet).
+# covered here: lab_mesh_3hosts (tests/lab/mesh-lab) boots three.
 # usage: lab_mesh_one_vm.sh RDMADIAG_MESH SCHEMA OUTDIR
 set -euo pipefail
 mesh=$1 schema=$2 out=$3
