@@ -495,11 +495,6 @@ void fill_bandwidth(SizeResult& out, const std::vector<std::uint64_t>& posted, c
   out.msg_rate_mpps = f.msg_rate_mpps;
 }
 
-int effective_cq_mod(const TestOptions& o) {
-  return perftest_cq_mod(o.cq_mod, o.cq_mod_given, o.size, o.all_sizes, o.use_events, o.transport == Transport::UD,
-                         o.tx_depth, o.post_list);
-}
-
 // perftest computes no peak with -N, in duration mode, or above 20000 iterations (per QP).
 bool peak_wanted(const TestOptions& o) { return !o.no_peak && o.duration_s == 0 && o.iterations <= 20000; }
 
@@ -1302,6 +1297,11 @@ std::vector<std::uint64_t> sizes_to_run(const TestOptions& o) {
   std::vector<std::uint64_t> sizes;
   for (std::uint64_t s = 2; s <= kLargestSweepSize; s <<= 1) sizes.push_back(s);
   return sizes;
+}
+
+int effective_cq_mod(const TestOptions& o) {
+  return perftest_cq_mod(o.cq_mod, o.cq_mod_given, o.size, o.all_sizes, o.use_events, o.transport == Transport::UD,
+                         o.tx_depth, o.post_list);
 }
 
 std::string verb_title(Verb verb, Measure measure) {

@@ -160,6 +160,8 @@ TestResult run_test(const TestOptions& options);
 std::vector<std::uint64_t> sizes_to_run(const TestOptions& options);
 
 std::string verb_title(Verb verb, Measure measure);
+// The CQ moderation a bandwidth run uses: -Q as perftest adjusts it (-l, large messages).
+int effective_cq_mod(const TestOptions& o);
 
 std::string iso_time_now();  // "2026-01-02T03:04:05Z" (UTC)  // "RDMA_Write Latency Test", ...
 

@@ -193,12 +193,19 @@ std::string format_text(const TestResult& r, const TestOptions& o) {
   const auto& i = r.info;
   std::ostringstream out;
   const bool latency = o.measure == Measure::Latency;
+  const bool post_list = !latency && o.post_list > 1;
+  if (post_list && !o.cq_mod_given)  // perftest's note, before the header
+    out << kRule << "Post List requested - CQ moderation will be the size of the post list\n";
   out << kRule;
-  out << "                    " << verb_title(o.verb, o.measure) << "\n";
+  std::string title = verb_title(o.verb, o.measure);
+  if (post_list) title.replace(title.size() - std::string_view(" BW Test").size(), 0, " Post List");
+  out << "                    " << title << "\n";
   out << printf_string(" Dual-port       : OFF\t\tDevice         : %s\n", i.device.c_str());
   out << printf_string(" Number of qps   : %d\t\tTransport type : IB\n", latency ? 1 : o.qp_count);
   out << printf_string(" Connection type : %s\t\tUsing SRQ      : OFF\n", i.transport.c_str());
   if (!(latency && o.peer.empty() && o.verb == Verb::Send)) out << printf_string(" TX depth        : %d\n", latency ? 1 : o.tx_depth);
+  if (post_list) out << printf_string(" Post List       : %d\n", o.post_list);
+  if (!latency) out << printf_string(" CQ Moderation   : %d\n", effective_cq_mod(o));
   if (o.verb == Verb::Send && o.peer.empty())
     out << printf_string(" RX depth        : %d\n", static_cast<int>(std::min<std::uint64_t>(o.iterations, 512)));
   out << printf_string(" Mtu             : %d[B]\n", i.mtu);
@@ -321,7 +328,8 @@ nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
   if (o.measure == Measure::Bandwidth)
     info["bandwidth_options"] = {{"qps", o.qp_count}, {"bidirectional", o.bidirectional},
                                  {"report_gbits", o.report_gbits}, {"tx_depth", o.tx_depth},
-                                 {"cq_mod", o.cq_mod}, {"no_peak", o.no_peak}};
+                                 {"cq_mod", effective_cq_mod(o)}, {"post_list", std::max(o.post_list, 1)},
+                                 {"no_peak", o.no_peak}};
 
   nlohmann::json results = nlohmann::json::array();
   for (const auto& sr : r.sizes) {

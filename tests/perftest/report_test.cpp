@@ -90,6 +90,22 @@ TEST(Report, TextKeepsPerftestColumnsFirst) {
 // -b with --report_gbits: perftest's print_full_bw_report prints local + remote, and Gb/s is
 // bytes * 8 / 10^9 (format_factor 125000000). Local 200/100 MB/s (peak/avg), remote 100/50:
 // 300 MB/s = 300 * 1048576 * 8 / 1e9 = 2.516582 Gb/s, 150 MB/s = 1.258291 Gb/s.
+// -l 4: the header lines Debian's ib_write_bw -l 4 prints (lab run of 2026-11-25,
+// docs/perftest.md): the note, the title, Post List and the CQ moderation it implies.
+TEST(Report, PostListHeaderAsPerftestPrintsIt) {
+  TestOptions o = write_bw_options();
+  o.post_list = 4;
+  TestResult r;
+  r.info.test = "write-bw";
+  const auto text = format_text(r, o);
+  EXPECT_NE(text.find("Post List requested - CQ moderation will be the size of the post list\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("                    RDMA_Write Post List BW Test\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(" TX depth        : 128\n Post List       : 4\n CQ Moderation   : 4\n"), std::string::npos) << text;
+  const auto j = to_json(r, o);
+  EXPECT_EQ(j["test_info"]["bandwidth_options"]["cq_mod"], 4);
+  EXPECT_EQ(j["test_info"]["bandwidth_options"]["post_list"], 4);
+}
+
 TEST(Report, BidirectionalRowIsTheSumInGbits) {
   TestOptions o = write_bw_options();
   o.bidirectional = true;
