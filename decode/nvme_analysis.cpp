@@ -20,10 +20,12 @@ std::size_t hash_address(std::size_t h, const IpAddress& a) {
   return h;
 }
 
+// A cause as its bit in a set of kinds.
+std::uint8_t bit(NvmeCause c) { return static_cast<std::uint8_t>(1u << static_cast<unsigned>(c)); }
+
 // The transport events on this frame's queue pair that can delay a command: a
 // bit per NvmeCause (0: none).
 std::uint8_t transport_event_kinds(const DecodedPacket& p, const PacketVerdict* v) {
-  const auto bit = [](NvmeCause c) { return static_cast<std::uint8_t>(1u << static_cast<unsigned>(c)); };
   std::uint8_t kinds = 0;
   if (v && v->gap) kinds |= bit(NvmeCause::psn_gap);
   if (v && v->retransmission) kinds |= bit(NvmeCause::retransmission);
@@ -41,8 +43,8 @@ std::uint8_t transport_event_kinds(const DecodedPacket& p, const PacketVerdict* 
 // The TCP events of an iWARP frame, as NvmeCause bits (0: none).
 std::uint8_t tcp_event_kinds(const IwarpFrame& f) {
   std::uint8_t kinds = 0;
-  if (f.tcp_holes) kinds |= 1u << static_cast<unsigned>(NvmeCause::tcp_hole);
-  if (f.tcp_retransmissions) kinds |= 1u << static_cast<unsigned>(NvmeCause::retransmission);
+  if (f.tcp_holes) kinds |= bit(NvmeCause::tcp_hole);
+  if (f.tcp_retransmissions) kinds |= bit(NvmeCause::retransmission);
   return kinds;
 }
 
