@@ -1301,8 +1301,19 @@ std::vector<std::uint64_t> sizes_to_run(const TestOptions& o) {
 
 int effective_cq_mod(const TestOptions& o) {
   return perftest_cq_mod(o.cq_mod, o.cq_mod_given, o.size, o.all_sizes, o.use_events, o.transport == Transport::UD,
-                         o.tx_depth, o.post_list);
+                         effective_tx_depth(o), o.post_list);
 }
+
+namespace {
+bool iterations_mode(const TestOptions& o) { return o.duration_s == 0 && !o.run_infinitely; }
+int at_most_iterations(int depth, const TestOptions& o) {
+  if (!iterations_mode(o) || o.iterations >= static_cast<std::uint64_t>(depth)) return depth;
+  return static_cast<int>(o.iterations);
+}
+}  // namespace
+
+int effective_tx_depth(const TestOptions& o) { return at_most_iterations(o.tx_depth, o); }
+int effective_rx_depth(const TestOptions& o) { return at_most_iterations(o.rx_depth, o); }
 
 std::string verb_title(Verb verb, Measure measure) {
   const char* v = verb == Verb::Write ? "RDMA_Write" : verb == Verb::Read ? "RDMA_Read" : verb == Verb::Send ? "Send" : "Atomic FETCH_AND_ADD";

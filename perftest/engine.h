@@ -160,8 +160,11 @@ TestResult run_test(const TestOptions& options);
 std::vector<std::uint64_t> sizes_to_run(const TestOptions& options);
 
 std::string verb_title(Verb verb, Measure measure);
-// The CQ moderation a bandwidth run uses: -Q as perftest adjusts it (-l, large messages).
+// The CQ moderation a bandwidth run uses: -Q as perftest adjusts it (-l, large messages, -t).
 int effective_cq_mod(const TestOptions& o);
+// -t and -r as perftest's force_dependecies leaves them: in iterations mode never above -n.
+int effective_tx_depth(const TestOptions& o);
+int effective_rx_depth(const TestOptions& o);
 
 std::string iso_time_now();  // "2026-01-02T03:04:05Z" (UTC)  // "RDMA_Write Latency Test", ...
 

@@ -185,6 +185,31 @@ nlohmann::json histogram_json(const Histogram& h) {
   return {{"low_usec", h.low_usec}, {"bin_width_usec", h.bin_width_usec}, {"counts", h.counts}};
 }
 
+// perftest's ctx_print_test_info title: "<verb> [Bidirectional ][Post List ]BW Test".
+std::string header_title(const TestOptions& o) {
+  std::string title = verb_title(o.verb, o.measure);
+  if (o.measure == Measure::Latency) return title;
+  std::string extra = o.bidirectional ? " Bidirectional" : "";
+  if (o.post_list > 1) extra += " Post List";
+  return title.insert(title.size() - std::string_view(" BW Test").size(), extra);
+}
+
+// perftest's TX depth / Post List / RX depth / CQ Moderation lines. Bandwidth: TX depth on the
+// side that sends (the client, both with -b), RX depth on the side that receives SENDs (the
+// server, both with -b); latency tests: TX depth 1 except on a send-lat server.
+std::string depth_lines(const TestOptions& o) {
+  const bool latency = o.measure == Measure::Latency;
+  const bool server = o.peer.empty();
+  const bool sends = latency ? !(server && o.verb == Verb::Send) : (!server || o.bidirectional);
+  const bool receives = o.verb == Verb::Send && (server || (!latency && o.bidirectional));
+  std::string out;
+  if (sends) out += printf_string(" TX depth        : %d\n", latency ? 1 : effective_tx_depth(o));
+  if (!latency && o.post_list > 1) out += printf_string(" Post List       : %d\n", o.post_list);
+  if (receives) out += printf_string(" RX depth        : %d\n", effective_rx_depth(o));
+  if (!latency) out += printf_string(" CQ Moderation   : %d\n", effective_cq_mod(o));
+  return out;
+}
+
 }  // namespace
 
 std::string rdmadiag_version() { return "0.1.0"; }
@@ -197,17 +222,11 @@ std::string format_text(const TestResult& r, const TestOptions& o) {
   if (post_list && !o.cq_mod_given)  // perftest's note, before the header
     out << kRule << "Post List requested - CQ moderation will be the size of the post list\n";
   out << kRule;
-  std::string title = verb_title(o.verb, o.measure);
-  if (post_list) title.replace(title.size() - std::string_view(" BW Test").size(), 0, " Post List");
-  out << "                    " << title << "\n";
+  out << "                    " << header_title(o) << "\n";
   out << printf_string(" Dual-port       : OFF\t\tDevice         : %s\n", i.device.c_str());
   out << printf_string(" Number of qps   : %d\t\tTransport type : IB\n", latency ? 1 : o.qp_count);
   out << printf_string(" Connection type : %s\t\tUsing SRQ      : OFF\n", i.transport.c_str());
-  if (!(latency && o.peer.empty() && o.verb == Verb::Send)) out << printf_string(" TX depth        : %d\n", latency ? 1 : o.tx_depth);
-  if (post_list) out << printf_string(" Post List       : %d\n", o.post_list);
-  if (!latency) out << printf_string(" CQ Moderation   : %d\n", effective_cq_mod(o));
-  if (o.verb == Verb::Send && o.peer.empty())
-    out << printf_string(" RX depth        : %d\n", static_cast<int>(std::min<std::uint64_t>(o.iterations, 512)));
+  out << depth_lines(o);
   out << printf_string(" Mtu             : %d[B]\n", i.mtu);
   out << printf_string(" Link type       : %s\n", i.link_layer == "Ethernet" ? "Ethernet" : "IB");
   if (i.gid_index >= 0) out << printf_string(" GID index       : %d\n", i.gid_index);
@@ -327,7 +346,7 @@ nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
   }
   if (o.measure == Measure::Bandwidth)
     info["bandwidth_options"] = {{"qps", o.qp_count}, {"bidirectional", o.bidirectional},
-                                 {"report_gbits", o.report_gbits}, {"tx_depth", o.tx_depth},
+                                 {"report_gbits", o.report_gbits}, {"tx_depth", effective_tx_depth(o)},
                                  {"cq_mod", effective_cq_mod(o)}, {"post_list", std::max(o.post_list, 1)},
                                  {"no_peak", o.no_peak}};
 

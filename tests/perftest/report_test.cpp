@@ -95,6 +95,7 @@ TEST(Report, TextKeepsPerftestColumnsFirst) {
 TEST(Report, PostListHeaderAsPerftestPrintsIt) {
   TestOptions o = write_bw_options();
   o.post_list = 4;
+  o.peer = "10.77.0.1";  // Debian's lines below are its client's
   TestResult r;
   r.info.test = "write-bw";
   const auto text = format_text(r, o);
@@ -104,6 +105,35 @@ TEST(Report, PostListHeaderAsPerftestPrintsIt) {
   const auto j = to_json(r, o);
   EXPECT_EQ(j["test_info"]["bandwidth_options"]["cq_mod"], 4);
   EXPECT_EQ(j["test_info"]["bandwidth_options"]["post_list"], 4);
+}
+
+// The depth lines and titles Debian's perftest 4.5 printed in the lab (tests/perftest/lab_audit.py
+// compares every option set that way): ib_send_bw -q 4 -n 200 server (no TX depth: it only
+// receives), ib_send_bw -b server (both), ib_write_bw -n 60 server (-t and -Q clamped to -n).
+TEST(Report, DepthLinesAndTitleAsDebiansPerftestServer) {
+  TestOptions o = write_bw_options();
+  o.verb = Verb::Send;
+  o.qp_count = 4;
+  o.iterations = 200;
+  TestResult r;
+  auto text = format_text(r, o);
+  EXPECT_NE(text.find("                    Send BW Test\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Using SRQ      : OFF\n RX depth        : 200\n CQ Moderation   : 100\n Mtu"), std::string::npos) << text;
+
+  o.qp_count = 1;
+  o.bidirectional = true;
+  text = format_text(r, o);
+  EXPECT_NE(text.find("                    Send Bidirectional BW Test\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(" TX depth        : 128\n RX depth        : 200\n CQ Moderation   : 100\n"), std::string::npos) << text;
+
+  o = write_bw_options();
+  o.qp_count = 1;
+  o.iterations = 60;
+  text = format_text(r, o);
+  EXPECT_NE(text.find("Using SRQ      : OFF\n CQ Moderation   : 60\n Mtu"), std::string::npos) << text;
+  o.peer = "10.77.0.1";
+  EXPECT_NE(format_text(r, o).find(" TX depth        : 60\n CQ Moderation   : 60\n"), std::string::npos);
+  EXPECT_EQ(to_json(r, o)["test_info"]["bandwidth_options"]["tx_depth"], 60);
 }
 
 TEST(Report, BidirectionalRowIsTheSumInGbits) {
