@@ -247,6 +247,18 @@ add_test(NAME lab_perftest_q4b_check
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/lab_q4b_check.py ${PT_LAB_OUT}/q4b ${PT_RD})
 set_tests_properties(lab_perftest_q4b_check PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_q4b)
 
+# The option audit (issue 18): every bandwidth option set run perftest<->perftest, perftest
+# server / rdmadiag client and rdmadiag server / perftest client in one boot per stack;
+# rdmadiag's header lines, title, table columns, #bytes/#iterations and peak must be what
+# Debian's perftest prints in the same role, its BW within 3x of perftest<->perftest's
+# (tests/perftest/lab_audit.py prints the table; docs/perftest.md holds a run of it).
+foreach(stack rxe siw)
+  add_test(NAME lab_perftest_audit_${stack}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/lab_audit.py run ${PT_RD} ${PT_LAB_OUT}/audit_${stack} ${stack})
+  set_tests_properties(lab_perftest_audit_${stack} PROPERTIES
+    LABELS lab FIXTURES_REQUIRED lab TIMEOUT 960 RESOURCE_LOCK lab_vms)
+endforeach()
+
 # The timing comparison is a measurement, not a pass/fail test: emulated VMs on a
 # shared machine are too noisy for a 10 % bound to hold on every CI run. It is
 # built only on request: cmake -DRDMADIAG_LAB_ACCEPTANCE=ON, then

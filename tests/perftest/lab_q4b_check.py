@@ -26,13 +26,13 @@ import subprocess
 import sys
 import tempfile
 
+from lab_wire import step_markers, tshark
 from noise_band import factor_band
 
 QPS = 4
 WRITE_OPCODES = {6, 7, 8, 9, 10, 11}  # RC RDMA WRITE first/middle/last(/imm)/only(/imm)
 ACK = 17
 ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)")
-MARKER = "rdmadiag-lab step "
 
 
 def fail(message):
@@ -58,22 +58,9 @@ def printed_local_qpns(text):
     return {int(m, 16) for m in re.findall(r"local address: LID \w+ QPN (0x[0-9a-f]+)", text)}
 
 
-def tshark(pcap, display_filter, fields):
-    cmd = ["tshark", "-r", pcap, "-Y", display_filter, "-T", "fields", "-E", "separator=\t"]
-    for f in fields:
-        cmd += ["-e", f]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return [line.split("\t") for line in out.splitlines() if line]
-
-
 def step_starts(pcap):
     """{step: first frame} from the lab's marker datagrams (UDP port 9)."""
-    starts = {}
-    for number, payload in tshark(pcap, "udp.dstport == 9", ["frame.number", "data.data"]):
-        text = bytes.fromhex(payload.replace(":", "")).decode("ascii", "replace")
-        if text.startswith(MARKER):
-            starts.setdefault(int(text[len(MARKER):].split()[0]), int(number))
-    return starts
+    return {step: frame for step, (frame, _) in step_markers(pcap).items()}
 
 
 def wire_qps(rows, first, last):
