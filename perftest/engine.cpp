@@ -1272,7 +1272,11 @@ void describe_resources(TestInfo& info, const VerbsResources& res) {
   info.device = res.device_name();
   info.port = res.port();
   info.link_layer = link_layer_name(res.port_attr().link_layer);
-  info.gid_index = res.gid_index();
+  const bool iwarp = res.context()->device->transport_type == IBV_TRANSPORT_IWARP;
+  info.transport_type = iwarp ? "IW" : "IB";
+  // perftest reports the GID index it picked even where rdma_cm addresses the peer without one
+  // (iWARP: siw's only, MAC-based GID is index 0; Debian's ib_*_bw -R prints "GID index : 0").
+  info.gid_index = res.gid_index() >= 0 || !iwarp ? res.gid_index() : 0;
   info.gid.clear();
   info.gid_type.clear();
   info.netdev.clear();

@@ -134,6 +134,7 @@ struct TestInfo {
   std::string test, role, device, link_layer, transport, peer, exchange = "tcp";
   int port = 1, gid_index = -1, mtu = 0, inline_size = 0, tos = -1, tcp_port = 18515;
   std::string gid, gid_type, netdev;
+  std::string transport_type = "IB";      // perftest's header: "IB", or "IW" on an iWARP device
   std::string local_version, peer_version;
   bool peer_is_rdmadiag = false;
   bool negotiated = false;

@@ -224,7 +224,7 @@ std::string format_text(const TestResult& r, const TestOptions& o) {
   out << kRule;
   out << "                    " << header_title(o) << "\n";
   out << printf_string(" Dual-port       : OFF\t\tDevice         : %s\n", i.device.c_str());
-  out << printf_string(" Number of qps   : %d\t\tTransport type : IB\n", latency ? 1 : o.qp_count);
+  out << printf_string(" Number of qps   : %d\t\tTransport type : %s\n", latency ? 1 : o.qp_count, i.transport_type.c_str());
   out << printf_string(" Connection type : %s\t\tUsing SRQ      : OFF\n", i.transport.c_str());
   out << depth_lines(o);
   out << printf_string(" Mtu             : %d[B]\n", i.mtu);
@@ -313,6 +313,7 @@ nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
       {"netdev", i.netdev.empty() ? nlohmann::json(nullptr) : nlohmann::json(i.netdev)},
       {"mtu", i.mtu},
       {"transport", i.transport},
+      {"transport_type", i.transport_type},
       {"inline_size", i.inline_size},
       {"tos", i.tos},
       {"peer", i.peer},

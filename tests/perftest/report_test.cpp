@@ -109,7 +109,7 @@ TEST(Report, PostListHeaderAsPerftestPrintsIt) {
 
 // The depth lines and titles Debian's perftest 4.5 printed in the lab (tests/perftest/lab_audit.py
 // compares every option set that way): ib_send_bw -q 4 -n 200 server (no TX depth: it only
-// receives), ib_send_bw -b server (both), ib_write_bw -n 60 server (-t and -Q clamped to -n).
+// receives), ib_send_bw -b server (both, "IW" on siw), ib_write_bw -n 60 server (-t, -Q clamped to -n).
 TEST(Report, DepthLinesAndTitleAsDebiansPerftestServer) {
   TestOptions o = write_bw_options();
   o.verb = Verb::Send;
@@ -125,6 +125,11 @@ TEST(Report, DepthLinesAndTitleAsDebiansPerftestServer) {
   text = format_text(r, o);
   EXPECT_NE(text.find("                    Send Bidirectional BW Test\n"), std::string::npos) << text;
   EXPECT_NE(text.find(" TX depth        : 128\n RX depth        : 200\n CQ Moderation   : 100\n"), std::string::npos) << text;
+
+  r.info.transport_type = "IW";  // Debian's ib_write_bw -R on siw: "Transport type : IW"
+  EXPECT_NE(format_text(r, o).find(" Number of qps   : 1\t\tTransport type : IW\n"), std::string::npos);
+  EXPECT_EQ(to_json(r, o)["test_info"]["transport_type"], "IW");
+  r.info.transport_type = "IB";
 
   o = write_bw_options();
   o.qp_count = 1;
