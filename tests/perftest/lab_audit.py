@@ -17,7 +17,8 @@ with perftest's own in the same role (the first perftest <-> perftest step):
     within noise_band.py's factor (3) of the range of the two perftest <->
     perftest runs in the same role (emulated VMs on a shared 2-core machine
     spread identical runs by 2x and more; a unit or per-QP summing error still
-    falls outside);
+    falls outside; on siw a row with rdmadiag as server only not below it:
+    SERVER_SPINS);
   - every step of the boot exits 0 (tests/lab/run).
 Prints the audit table (markdown) and exits 1 on any disagreement.
 
@@ -45,7 +46,7 @@ OPTION_SETS = {
         "sets": [
             ("write", ""), ("write", "-q 2"), ("write", "-b"), ("write", "--report_gbits"),
             ("write", "-l 4"), ("write", "-Q 10"), ("write", "-N"), ("write", "-t 32"),
-            ("write", "--tclass 32"), ("read", ""), ("read", "-q 2"), ("read", "-b"),
+            ("write", "--tclass 32"), ("write", "--flow_label 5"), ("read", ""), ("read", "-q 2"), ("read", "-b"),
             ("send", ""), ("send", "-r 64"), ("send", "-b"), ("send", "-q 2"), ("write", "-D 2"),
         ],
     },
@@ -56,6 +57,12 @@ OPTION_SETS = {
     },
 }
 IGNORED_KEYS = {"PCIe relax order", "ibv_wr* API"}
+# SERVER_SPINS: with -R perftest's server busy-polls its rdma_cm exchange QP's CQ for the whole
+# test (rdma_read_keys' poll loop, waiting for the client's end-of-test message), so in an
+# emulated 2-vCPU VM it takes a vCPU from siw's TCP/CRC work; an rdmadiag server waits without
+# spinning, and the runs with it came out up to 5.6x faster than perftest<->perftest (write-bw
+# 15.99 against 2.83 / 2.21 MB/s in one boot). On siw a row with rdmadiag as server is
+# therefore held only to the band's lower bound (not slower than perftest's spread allows).
 ROLES = ("server", "client")
 
 
@@ -248,6 +255,8 @@ def check(out, stack):
             problems += [f"rdmadiag {role}: {x}" for x in p]
             ref = ref_bw[role]
             low, high = factor_band(ref) if ref else (None, None)
+            if role == "server" and stack == "siw":
+                high = float("inf")  # see SERVER_SPINS
             if ref and bw is not None and not (low <= bw <= high):
                 problems.append(f"rdmadiag {role}: BW {bw} outside {low:.3g}..{high:.3g}")
             pair = (bw, peer_bw) if role == "client" else (peer_bw, bw)
