@@ -14,11 +14,9 @@ with perftest's own in the same role (the first perftest <-> perftest step):
     (IGNORED_KEYS);
   - the results table: the column line, #bytes and #iterations, a peak of 0.00
     exactly where perftest prints one (-N, a SEND server), and the BW average
-    within noise_band.py's factor (3) of the range of the two perftest <->
-    perftest runs in the same role (emulated VMs on a shared 2-core machine
-    spread identical runs by 2x and more; a unit or per-QP summing error still
-    falls outside; on siw a row with rdmadiag as server only not below it:
-    SERVER_SPINS);
+    within AUDIT_FACTOR (6) of the range of the two perftest <-> perftest runs
+    in the same role (see AUDIT_FACTOR; on siw a row with rdmadiag as server
+    only not below it: SERVER_SPINS);
   - every step of the boot exits 0 (tests/lab/run).
 Prints the audit table (markdown) and exits 1 on any disagreement.
 
@@ -57,6 +55,13 @@ OPTION_SETS = {
     },
 }
 IGNORED_KEYS = {"PCIe relax order", "ibv_wr* API"}
+# AUDIT_FACTOR: the band around the two perftest <-> perftest runs of an option set. Perftest
+# against itself spread up to 6.4x within one boot (send-bw -q 2 server rows 56.82 and 8.89 MB/s;
+# siw --report_gbits 0.13 and 0.028 Gb/s), and a boot makes 48 such comparisons, not the 2 of
+# lab_perftest_q4b (noise_band.py's 3x): with 3x the first CI run failed twice on single rows
+# (rdmadiag read-bw client 17.05 against 4.53 / 3.73). 6x still catches a Gb/s row printed in
+# MB/s (8.4x) and the 1000x of a unit slip; the header, #iterations and peak checks are exact.
+AUDIT_FACTOR = 6.0
 # SERVER_SPINS: with -R perftest's server busy-polls its rdma_cm exchange QP's CQ for the whole
 # test (rdma_read_keys' poll loop, waiting for the client's end-of-test message), so in an
 # emulated 2-vCPU VM it takes a vCPU from siw's TCP/CRC work; an rdmadiag server waits without
@@ -254,7 +259,7 @@ def check(out, stack):
             peer_bw = bw_of(texts[(i, peer)])
             problems += [f"rdmadiag {role}: {x}" for x in p]
             ref = ref_bw[role]
-            low, high = factor_band(ref) if ref else (None, None)
+            low, high = factor_band(ref, AUDIT_FACTOR) if ref else (None, None)
             if role == "server" and stack == "siw":
                 high = float("inf")  # see SERVER_SPINS
             if ref and bw is not None and not (low <= bw <= high):
@@ -275,7 +280,8 @@ def check(out, stack):
         print(f"FAIL {p}")
     print(f"\n{len(sets) - failures} of {len(sets)} option sets agree with perftest "
           f"(BW cells: MB/s or Gb/s as printed; client row / server row;\n"
-          "each rdmadiag row is held within 3x of the range of the same role's rows of both perftest<->perftest runs).")
+          f"each rdmadiag row is held within {AUDIT_FACTOR:g}x of the range of the same role's rows of both "
+          "perftest<->perftest runs).")
     return 1 if failures or window_problems else 0
 
 
