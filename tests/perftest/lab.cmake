@@ -250,7 +250,7 @@ set_tests_properties(lab_perftest_q4b_check PROPERTIES LABELS lab FIXTURES_REQUI
 # The option audit (issue 18): every bandwidth option set run perftest<->perftest, perftest
 # server / rdmadiag client and rdmadiag server / perftest client in one boot per stack;
 # rdmadiag's header lines, title, table columns, #bytes/#iterations and peak must be what
-# Debian's perftest prints in the same role, its BW within 6x of the two perftest<->perftest runs'
+# Debian's perftest prints in the same role, its BW within 6x of the two perftest<->perftest runs
 # (tests/perftest/lab_audit.py prints the table; docs/perftest.md holds a run of it).
 foreach(stack rxe siw)
   add_test(NAME lab_perftest_audit_${stack}
