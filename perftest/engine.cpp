@@ -650,7 +650,7 @@ class BwSender {
   // WRITE of a run left the guest up to 50 ms after its post; counted from the post, that start
   // was the slowest window of every run and hid the dips the figure is for).
   void fill_min_window(const CycleClock& clock) {
-    if (posted_.empty() || retired_ == 0 || !completed_[retired_ - 1]) return;
+    if (retired_ == 0 || !completed_[retired_ - 1]) return;
     std::vector<std::uint64_t> times, retired;
     for (std::size_t k = 0; k < retired_; ++k)
       if (completed_[k]) {
