@@ -46,12 +46,15 @@ std::size_t ShardAssigner::assign(std::uint64_t key) {
   return least;
 }
 
-ShardPass::ShardPass(unsigned index, unsigned shards, const decode::DecodeOptions& opts, std::uint32_t pmtu_override,
-                     bool tally, const decode::PfcOptions& pfc)
-    : index_(index), assigner_(shards), opts_(opts) {
+FrameAssigner::FrameAssigner(unsigned shards) : assigner_(shards) {
   // For the tests: this frame's shard key is read wrong, as a parse that
   // disagreed with the full decode would (the run must then be repeated on one thread).
   if (const char* bad = std::getenv("RDMADIAG_JOBS_TEST_BAD_KEY")) bad_key_frame_ = std::strtoull(bad, nullptr, 10);
+}
+
+ShardPass::ShardPass(unsigned index, unsigned shards, const decode::DecodeOptions& opts, std::uint32_t pmtu_override,
+                     bool tally, const decode::PfcOptions& pfc)
+    : index_(index), assigner_(shards), opts_(opts) {
   analyzer_ = std::make_unique<decode::Analyzer>();
   analyzer_->keep_merge_order();
   analyzer_->transport().set_pmtu_override(pmtu_override);
@@ -156,6 +159,7 @@ ParallelAnalysis::Result ParallelAnalysis::run(const std::vector<std::string>& p
     // else (pcapng, standard input, an unreadable file) every thread reads whole.
     capture::FileReader probe;
     const bool split = passes_.size() > 1 && probe.open(path) && probe.mapped_layout() &&
+                       probe.mapped_layout()->file_size < SplitRead::kMaxFileBytes &&
                        std::getenv("RDMADIAG_JOBS_NO_SPLIT") == nullptr;
     if (split) {
       SplitRead read(passes_, path, *probe.mapped_layout(), probe.linktype());

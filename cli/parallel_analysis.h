@@ -50,6 +50,25 @@ class ShardAssigner {
   std::array<RecentPair, 256> recent_{};
 };
 
+// The assignment of frames in input order (numbered from 1 across all inputs):
+// what every ShardPass computes for itself, or a reader computes once for all
+// of them (SplitRead) and hands back at the end of the input (ShardPass::adopt).
+class FrameAssigner {
+ public:
+  explicit FrameAssigner(unsigned shards);
+  // The next frame's shard; `key` becomes what the analysis checks it against.
+  std::size_t next(decode::ShardKey& key) {
+    ++assigned_;
+    if (assigned_ == bad_key_frame_) key.hash ^= 1;
+    return assigner_.shard(assigned_, key);
+  }
+
+ private:
+  ShardAssigner assigner_;
+  std::uint64_t assigned_ = 0;       // frames assigned
+  std::uint64_t bad_key_frame_ = 0;  // RDMADIAG_JOBS_TEST_BAD_KEY
+};
+
 // One shard's pass over the whole input: every frame goes through frame(), the
 // shard's own are analysed.
 class ShardPass {
@@ -61,18 +80,20 @@ class ShardPass {
 
   // The next record of the input (frames are numbered from 1 across all inputs).
   void frame(const capture::Record& rec, std::uint32_t linktype);
-  // The same, its shard key already read (SplitRead): `read()` gives the record
-  // and is called only when this shard needs its bytes or its time.
+  // The same, its shard key already read: `read()` gives the record and is
+  // called only when this shard needs its bytes or its time.
   template <class ReadRecord>
   void frame_keyed(decode::ShardKey key, std::uint32_t linktype, ReadRecord&& read, bool pause_state) {
     const bool own = assign(key);
     frame_assigned(own, key, linktype, read, pause_state);
   }
-  // The two halves of frame_keyed, so the assignment can run ahead of the
-  // analysis (SplitRead: a part's frames first, then only the own ones' bytes are
-  // streamed in): whether the next frame to be assigned is this shard's (`key`
-  // becomes what the analysis checks it against), then the next frame to be analysed.
-  bool assign(decode::ShardKey& key);
+  // The two halves of frame_keyed: whether the next frame to be assigned is this
+  // shard's (`key` becomes what the analysis checks it against), then the next
+  // frame to be analysed. SplitRead assigns once for every shard instead, with
+  // a copy of assigner(), and hands the state back after the input (adopt).
+  bool assign(decode::ShardKey& key) { return assigner_.next(key) == index_; }
+  const FrameAssigner& assigner() const { return assigner_; }
+  void adopt(const FrameAssigner& assigner) { assigner_ = assigner; }
   template <class ReadRecord>
   void frame_assigned(bool own, const decode::ShardKey& key, std::uint32_t linktype, ReadRecord&& read,
                       bool pause_state);
@@ -88,25 +109,17 @@ class ShardPass {
   void other_frame(const capture::Record& rec, std::uint32_t linktype, bool pause_state, bool sweep_point, double ts);
 
   unsigned index_;
-  ShardAssigner assigner_;
+  FrameAssigner assigner_;
   decode::DecodeOptions opts_;
   std::unique_ptr<decode::Analyzer> analyzer_;
   std::unique_ptr<exporters::FlowTally> tally_;
   std::unique_ptr<decode::DecodedPacket> pkt_;
   std::unique_ptr<decode::PacketAnalysis> pa_;  // ~12 KB, reused
   std::uint64_t frame_ = 0, frames_ = 0, misrouted_ = 0;
-  std::uint64_t assigned_ = 0;  // frames assigned (assign() may run ahead of frame_)
-  std::uint64_t bad_key_frame_ = 0;  // RDMADIAG_JOBS_TEST_BAD_KEY
   double origin_ = 0;
   bool sweep_pending_ = false;
   double sweep_now_ = 0;
 };
-
-inline bool ShardPass::assign(decode::ShardKey& key) {
-  ++assigned_;
-  if (assigned_ == bad_key_frame_) key.hash ^= 1;
-  return assigner_.shard(assigned_, key) == index_;
-}
 
 template <class ReadRecord>
 void ShardPass::frame_assigned(bool own, const decode::ShardKey& key, std::uint32_t linktype, ReadRecord&& read,

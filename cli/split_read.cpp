@@ -32,7 +32,7 @@ SplitRead::SplitRead(std::vector<std::unique_ptr<ShardPass>>& passes, const std:
       linktype_(linktype),
       slots_(passes.size() * kSlotsPerThread),
       next_walk_(passes.size()),
-      assigned_(passes.size()) {
+      assigner_(passes.at(0)->assigner()) {
   // For the tests: small parts, so that a small capture crosses many part boundaries.
   if (const char* bytes = std::getenv("RDMADIAG_JOBS_PART_BYTES"))
     part_bytes_ = std::max<std::size_t>(64, std::strtoull(bytes, nullptr, 10));
@@ -148,6 +148,7 @@ bool SplitRead::confirmed(std::size_t part) {
       walk(p, last_landing_);
       ++rewalks_;
     }
+    assign(p);
     frames_ += p.records.size();
     if (p.damage != kNone) {
       split_end_ = p.damage;
@@ -171,23 +172,24 @@ void SplitRead::wait_confirmed(unsigned t, std::size_t part) {
   }
 }
 
-// Every record of a confirmed part through thread t's ShardPass, in frame
-// order: first which are its own (from the keys alone), then the frames, with
-// the bytes of its own records within the next 4 KB on their way into the cache
-// (they were walked on another core): the others' bytes are not read.
-void SplitRead::analyse(unsigned t, Part& part) {
-  ShardPass& pass = *passes_[t];
-  std::vector<Assigned>& assigned = assigned_[t];
-  const std::size_t n = part.records.size();
-  assigned.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const Indexed& r = part.records[i];
+// A confirmed part's records to shards, in frame order (under the mutex).
+void SplitRead::assign(Part& part) {
+  for (Indexed& r : part.records) {
     decode::ShardKey key;
     key.has_addresses = (r.offset_flags & kHasAddresses) != 0;
     key.hash = r.key_hash;
-    const bool own = pass.assign(key);
-    assigned[i] = Assigned{key, own};
+    const std::uint64_t shard = assigner_.next(key);
+    r.key_hash = key.hash;
+    r.offset_flags |= shard << kShardShift;
   }
+}
+
+// Every record of a confirmed part through thread t's ShardPass, in frame
+// order, with the bytes of its own records within the next 4 KB on their way
+// into the cache (they were walked on another core): the others' bytes are not read.
+void SplitRead::analyse(unsigned t, Part& part) {
+  ShardPass& pass = *passes_[t];
+  const std::size_t n = part.records.size();
   const auto offset_of = [&](std::size_t i) {
     return i < n ? static_cast<std::size_t>(part.records[i].offset_flags & kOffsetMask) : part.map_base + part.map_len;
   };
@@ -195,13 +197,16 @@ void SplitRead::analyse(unsigned t, Part& part) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t offset = offset_of(i);
     for (; ahead < n && offset_of(ahead) < offset + kPrefetchAhead; ++ahead) {
-      if (!assigned[ahead].own) continue;
+      if (shard_of(part.records[ahead]) != t) continue;
       const std::size_t end = std::min(offset_of(ahead + 1), offset_of(ahead) + kPrefetchAhead);
       for (std::size_t line = offset_of(ahead); line < end; line += 64) __builtin_prefetch(part.at(line));
     }
     const Indexed& r = part.records[i];
+    decode::ShardKey key;
+    key.has_addresses = (r.offset_flags & kHasAddresses) != 0;
+    key.hash = r.key_hash;
     pass.frame_assigned(
-        assigned[i].own, assigned[i].key, linktype_, [&] { return capture::record_at(part.at(offset), layout_); },
+        shard_of(r) == t, key, linktype_, [&] { return capture::record_at(part.at(offset), layout_); },
         (r.offset_flags & kPauseState) != 0);
   }
 }
@@ -235,6 +240,9 @@ ParallelAnalysis::Input SplitRead::run(unsigned t, bool progress) {
     std::lock_guard<std::mutex> lock(confirm_mutex_);
     in.records = frames_;
     split_end = split_end_;
+    // Every part is confirmed: the assignment so far is final, and the rest of
+    // this input (after damage) and the next inputs go on from it.
+    passes_[t]->adopt(assigner_);
   }
   if (split_end == kNone) return in;
   // The rest (from a record that is not plainly well-formed) as a lone reader would read it.

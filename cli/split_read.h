@@ -9,9 +9,12 @@
 //    landed on its first record: a pcap file has no sync marker, a walk from a
 //    known record is the proof; otherwise it is walked again from there. A
 //    record that is not plainly well-formed ends the split at that record;
-//  - every thread goes over the keys of every confirmed part in frame order (its
-//    ShardPass decides which records are its own, as when it read them all) and
-//    reads only its own records, the pause frames and a header per sweep point.
+//  - the thread that confirms a part assigns its records to shards there, in
+//    frame order (FrameAssigner, once for all threads: it is sequential anyway),
+//    and marks each index entry with its shard;
+//  - every thread goes over the index entries of every confirmed part in frame
+//    order and reads only its own records, the pause frames and a header per
+//    sweep point.
 // The threads meet only at parts not yet walked or confirmed (no lockstep: a
 // thread descheduled on a busy machine holds the others up only when they run
 // kSlots parts ahead). After damage every thread reads the rest of the file
@@ -42,16 +45,20 @@ class SplitRead {
   ParallelAnalysis::Input run(unsigned t, bool progress);
   // Parts walked again because their first record was not confirmed.
   std::uint64_t rewalks() const { return rewalks_; }
+  // Files this size or larger are not split (the index packs offsets into kOffsetBits).
+  static constexpr std::uint64_t kMaxFileBytes = std::uint64_t{1} << 54;
 
   static constexpr std::size_t kPartBytes = std::size_t{2} << 20;
 
  private:
   struct Indexed {  // a record of a part
-    std::uint64_t offset_flags;  // file offset | kHasAddresses | kPauseState
-    std::uint64_t key_hash;
+    std::uint64_t offset_flags;  // file offset | shard << kShardShift | kHasAddresses | kPauseState
+    std::uint64_t key_hash;      // as assigned (FrameAssigner::next)
   };
+  static constexpr unsigned kShardShift = 54;  // shards 0-255 (analyze -j is at most 256) in bits 54-61
   static constexpr std::uint64_t kHasAddresses = std::uint64_t{1} << 62, kPauseState = std::uint64_t{1} << 63;
-  static constexpr std::uint64_t kOffsetMask = kHasAddresses - 1;
+  static constexpr std::uint64_t kOffsetMask = kMaxFileBytes - 1;
+  static unsigned shard_of(const Indexed& r) { return static_cast<unsigned>((r.offset_flags >> kShardShift) & 0xff); }
   static constexpr std::size_t kNone = ~std::size_t{0};
   struct Part {  // one slot of the ring of parts in flight
     std::atomic<std::size_t> index{kNone};  // which part it holds (set before its fields, read before them)
@@ -71,6 +78,7 @@ class SplitRead {
   bool walk_next(unsigned t);
   void walk(Part& part, std::size_t from) const;
   bool confirmed(std::size_t part);
+  void assign(Part& part);
   void wait_confirmed(unsigned t, std::size_t part);
   void analyse(unsigned t, Part& part);
   void finish(Part& part);
@@ -85,11 +93,6 @@ class SplitRead {
   std::int64_t first_ts_ = 0;
   std::vector<Part> slots_;
   std::vector<std::size_t> next_walk_;  // per thread: its next part to walk
-  struct Assigned {  // a record of the part being analysed, as its thread's ShardPass assigned it
-    decode::ShardKey key;
-    bool own;
-  };
-  std::vector<std::vector<Assigned>> assigned_;  // per thread, reused part after part
   std::atomic<std::uint64_t> progress_{0};
   // Confirmation, in part order, under the mutex:
   std::mutex confirm_mutex_;
@@ -99,6 +102,7 @@ class SplitRead {
   std::size_t split_end_ = kNone;         // that record
   std::uint64_t frames_ = 0;              // records of the confirmed parts
   std::uint64_t rewalks_ = 0;
+  FrameAssigner assigner_;                // the confirmed parts' records assigned so far
 };
 
 }  // namespace rdmadiag::cli

@@ -133,6 +133,9 @@ open(sys.argv[2], "wb").write(d[:len(d) * 3 // 5 + 7])
 PY
 check small_parts_cut "$work/mix_cut.pcap"
 grep -q "damaged capture" "$work/small_parts_cut.j1.err" || { echo "FAIL: the cut capture is not reported damaged"; fail=1; }
+# Damage in the first of two inputs: each thread reads the rest of the first
+# itself, then the second is split again; the shard assignment goes on across both.
+check cut_then_more "$work/mix_cut.pcap" "$pcaps/rxe_write_bw_loss.pcap"
 RDMADIAG_JOBS_STATS=1 "$bin" analyze -q -j 3 "$work/mix.pcap" 2> "$work/rewalks.err"
 grep -q "split parts walked again: 0$" "$work/rewalks.err" || { echo "FAIL: split parts walked again:"; cat "$work/rewalks.err"; fail=1; }
 # Frames whose payload is itself a chain of well-formed pcap record headers
