@@ -1,13 +1,13 @@
 #include "capture/file_reader.h"
 
 #include <pcap/pcap.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace rdmadiag::capture {
@@ -97,7 +97,7 @@ bool FileReader::open(const std::string& path) {
   linktype_ = static_cast<std::uint32_t>(pcap_datalink(handle_));
   snaplen_ = static_cast<std::uint32_t>(pcap_snapshot(handle_));
   if (path != "-") {
-    // Classic pcap in a regular file: read records in place from a mapping.
+    // Classic pcap in a regular file: read records in place from a window of the file.
     FILE* f = pcap_file(handle_);
     struct stat st {};
     std::uint8_t head[4] = {};
@@ -120,40 +120,50 @@ bool FileReader::open(const std::string& path) {
 }
 
 namespace {
-constexpr std::size_t kWindow = 8u << 20;
+// The read window. Small enough to stay in the core's cache between the copy
+// and the decode (the ICRC reads every byte right after); a record that
+// crosses its end is read again from its start.
+std::size_t window_bytes() {
+  static const std::size_t bytes = [] {
+    const char* env = std::getenv("RDMADIAG_READ_WINDOW");  // for the benchmarks
+    return env ? std::max<std::size_t>(4096, std::strtoull(env, nullptr, 10)) : std::size_t{1} << 20;
+  }();
+  return bytes;
+}
 }  // namespace
 
-// One mapped window; unmapped when the reader lets go of it.
-struct FileReader::Mapping {
-  Mapping(const std::uint8_t* b, std::size_t n) : base(b), len(n) {}
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() { ::munmap(const_cast<std::uint8_t*>(base), len); }
-  const std::uint8_t* base;
-  std::size_t len;
-};
+void FileReader::unmap() { map_ = nullptr; }
 
-void FileReader::unmap() {
-  window_.reset();
-  map_ = nullptr;
+std::size_t read_at(int fd, std::uint8_t* buf, std::size_t len, std::size_t offset) {
+  std::size_t done = 0;
+  while (done < len) {
+    const ssize_t n = ::pread(fd, buf + done, len - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  return done;
 }
 
-// Maps the window that starts at (the page holding) file offset `pos`.
+// Reads the window that starts at file offset `pos` (a record header) into the
+// buffer: all of it up to the end of the file, or false (libpcap then decides).
 bool FileReader::map_window(std::size_t pos) {
   unmap();
-  static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  map_base_ = pos / page * page;
-  map_len_ = std::min(kWindow, layout_.file_size - map_base_);
+  if (!buffer_) {
+    // Room for the window, or for the longest record read in place.
+    buffer_len_ = std::max(window_bytes(), kPcapRecordHeaderLen + layout_.max_caplen);
+    buffer_ = std::make_unique_for_overwrite<std::uint8_t[]>(buffer_len_);
+  }
+  map_base_ = pos;
   map_pos_ = pos;
-  if (map_len_ == 0) return true;
-  void* m = ::mmap(nullptr, map_len_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, layout_.fd, static_cast<off_t>(map_base_));
-  if (m == MAP_FAILED) return false;
-  map_ = static_cast<const std::uint8_t*>(m);
-  window_ = std::make_shared<const Mapping>(map_, map_len_);
+  const std::size_t want = std::min(buffer_len_, layout_.file_size - pos);
+  map_len_ = read_at(layout_.fd, buffer_.get(), want, pos);
+  if (map_len_ < want) return false;  // an I/O error, or the file shrank
+  map_ = buffer_.get();
   return true;
 }
 
-// The next record from the mapping, if it is plainly well-formed; otherwise
+// The next record from the window, if it is plainly well-formed; otherwise
 // libpcap continues from this record (its FILE is moved there) and decides.
 bool FileReader::next_mapped(Record& rec) {
   const std::size_t left = layout_.file_size - map_pos_;

@@ -2,10 +2,11 @@
 // one record at a time, with nanosecond timestamps. A file damaged part-way is
 // read up to the damage; `stop_reason()` then says where and why it stopped.
 //
-// Fast path: a regular classic-pcap file is memory-mapped (a window at a time)
-// and its records are handed out in place (no copy per record; libpcap copies
-// each one twice, from the page cache into stdio's buffer and then into its
-// own). A record's data is valid until the next call to next(), as with libpcap.
+// Fast path: a regular classic-pcap file is read a window at a time (one
+// pread into a reused buffer) and its records are handed out in place (no copy
+// per record; libpcap copies each one twice, from the page cache into stdio's
+// buffer and then into its own). A record's data is valid until the next call
+// to next(), as with libpcap.
 // libpcap still
 // opens the file (link type, snap length, every header check) and takes over
 // at the first record that is not plainly well-formed, so damaged files get
@@ -31,7 +32,7 @@ struct Record {
 };
 
 // Where and how a classic pcap file's records lie (for reading them from a
-// mapping): the file, its byte order and time unit, the largest record length
+// window): the file, its byte order and time unit, the largest record length
 // read in place (a longer one goes to libpcap).
 struct PcapLayout {
   int fd = -1;
@@ -57,6 +58,10 @@ Record record_at(const std::uint8_t* h, const PcapLayout& layout);
 bool plausible_record_chain(const std::uint8_t* h, std::size_t avail, std::size_t left, const PcapLayout& layout,
                             unsigned chain);
 
+// Reads `len` bytes at file offset `offset` (retrying short reads and EINTR);
+// fewer at the end of the file or on an error. Returns how many were read.
+std::size_t read_at(int fd, std::uint8_t* buf, std::size_t len, std::size_t offset);
+
 class FileReader {
  public:
   FileReader() = default;
@@ -78,9 +83,9 @@ class FileReader {
   std::uint64_t records_read() const { return records_; }
   // Byte offset in the file where the next record would start (pcap only; 0 if unknown).
   std::int64_t file_offset() const;
-  // The layout when the records are read from a mapping (classic pcap, a regular file).
+  // The layout when the records are read in place (classic pcap, a regular file).
   std::optional<PcapLayout> mapped_layout() const;
-  // Continues at `offset`, a record boundary in a mapped file, as if `records`
+  // Continues at `offset`, a record boundary in such a file, as if `records`
   // records had been read before it (analyze -j: the rest of a split read).
   bool seek_record(std::size_t offset, std::uint64_t records);
 
@@ -89,17 +94,18 @@ class FileReader {
   bool map_window(std::size_t pos);
   bool fall_back(Record& rec);
   void unmap();
-  struct Mapping;
 
   pcap* handle_ = nullptr;
-  // Classic pcap in a regular file is mapped a window at a time (mapped_:
-  // true; otherwise libpcap reads every record). The window is populated when
-  // mapped (one call instead of a page fault every few pages) and unmapped
-  // when passed, so resident memory does not grow with the file.
+  // Classic pcap in a regular file is read a window at a time into one
+  // buffer (mapped_: true; otherwise libpcap reads every record). A read
+  // copies from the page cache at a fraction of the cost of mapping the same
+  // pages (page tables built and torn down, TLB shootdowns with threads), and
+  // leaves the bytes in the cache for the decode.
   bool mapped_ = false;
   PcapLayout layout_;
-  std::shared_ptr<const Mapping> window_;  // owns the mapping below
-  const std::uint8_t* map_ = nullptr;  // the window
+  std::unique_ptr<std::uint8_t[]> buffer_;
+  std::size_t buffer_len_ = 0;
+  const std::uint8_t* map_ = nullptr;  // the window (in buffer_), nullptr when none
   std::size_t map_base_ = 0;     // its offset in the file
   std::size_t map_len_ = 0;
   std::size_t map_pos_ = 0;      // file offset of the next record header

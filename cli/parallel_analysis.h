@@ -62,6 +62,7 @@ class FrameAssigner {
     if (assigned_ == bad_key_frame_) key.hash ^= 1;
     return assigner_.shard(assigned_, key);
   }
+  std::uint64_t frames() const { return assigned_; }  // frames assigned so far (the last one's number)
 
  private:
   ShardAssigner assigner_;
@@ -97,6 +98,14 @@ class ShardPass {
   template <class ReadRecord>
   void frame_assigned(bool own, const decode::ShardKey& key, std::uint32_t linktype, ReadRecord&& read,
                       bool pause_state);
+  // The frames up to `frame` passed without this shard (none of them its own, a
+  // pause frame, a sweep point or the first; see needs_frame): the next one
+  // frame_assigned() sees is frame + 1.
+  void skip_to(std::uint64_t frame) { frame_ = frame; }
+  // Whether a frame that is not this shard's still has to go through frame_assigned().
+  static bool needs_frame(std::uint64_t frame, bool pause_state) {
+    return pause_state || frame % decode::Analyzer::kSweepFrames == 0 || frame == 1;
+  }
 
   decode::Analyzer& analyzer() { return *analyzer_; }
   exporters::FlowTally* tally() { return tally_.get(); }
@@ -126,7 +135,7 @@ void ShardPass::frame_assigned(bool own, const decode::ShardKey& key, std::uint3
                                bool pause_state) {
   ++frame_;
   const bool sweep_point = frame_ % decode::Analyzer::kSweepFrames == 0;
-  if (!own && !pause_state && !sweep_point && frame_ != 1) return;  // none of its bytes touched
+  if (!own && !needs_frame(frame_, pause_state)) return;  // none of its bytes touched
   const capture::Record rec = read();
   const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;  // as AnalysisSession::frame
   if (frame_ == 1) origin_ = ts;

@@ -1,6 +1,5 @@
 #include "cli/split_read.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,10 +17,14 @@ constexpr unsigned kChain = 16;
 // A record start's timestamp lies within this of the file's first record
 // (plausibility only: a part whose start it misses is walked again).
 constexpr std::int64_t kTsSlackBefore = 60, kTsSlackAfter = 365LL * 86400;
-constexpr std::size_t kPrefetchAhead = 4096;
+constexpr std::size_t kPrefetchAhead = 4096;  // of a record
+constexpr std::size_t kPrefetchRecords = 4;   // of a thread's records, ahead of the one analysed
 // Parts in flight per thread: how far a thread may walk ahead of the slowest one's analysis.
 constexpr std::size_t kSlotsPerThread = 4;
-const std::size_t kPage = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+// A part is read this much at a time, as its walk goes.
+constexpr std::size_t kReadChunk = std::size_t{128} << 10;
+// Bytes past a candidate first record that its chain check may see.
+constexpr std::size_t kStartProbeBytes = std::size_t{64} << 10;
 }  // namespace
 
 SplitRead::SplitRead(std::vector<std::unique_ptr<ShardPass>>& passes, const std::string& path,
@@ -45,9 +48,42 @@ SplitRead::SplitRead(std::vector<std::unique_ptr<ShardPass>>& passes, const std:
     first_ts_ = capture::record_at(head, layout_).ts_sec;
 }
 
-SplitRead::~SplitRead() {
-  for (Part& p : slots_)
-    if (p.map) ::munmap(const_cast<std::uint8_t*>(p.map), p.map_len);
+SplitRead::~SplitRead() = default;
+
+// Reads the part's bytes up to file offset `until` into its slot's buffer, a
+// chunk at a time as the walk goes (a read costs a fraction
+// of mapping the same pages: no page tables to build and tear down, no TLB
+// shootdowns between the threads; and a chunk is still in the cache when the
+// walk reads its headers). The last record that starts in the part may end up
+// to one record past it. False when the file cannot be read that far.
+bool SplitRead::read_more(Part& part, std::size_t until) const {
+  std::size_t have = part.map_base + part.map_len;
+  const std::size_t limit = std::min(layout_.file_size, part.end + capture::kPcapRecordHeaderLen + layout_.max_caplen);
+  until = std::min(limit, std::max(until, have + kReadChunk));
+  const std::size_t n = capture::read_at(layout_.fd, part.buffer.get() + part.map_len, until - have, have);
+  part.map_len += n;
+  if (have + n < until) return false;  // an I/O error, or the file shrank
+  return true;
+}
+
+// The part's first plausible record start (kNone: none; `readable`: false
+// when its bytes could not be read).
+std::size_t SplitRead::find_start(Part& part, std::size_t index, bool& readable) const {
+  readable = true;
+  if (index == 0) return part.begin;
+  for (std::size_t p = part.begin; p < part.end; ++p) {
+    if (!load(part, p + kStartProbeBytes)) {
+      readable = false;
+      return kNone;
+    }
+    if (!capture::plain_record(part.at(p), layout_.file_size - p, layout_)) continue;
+    const capture::Record probe = capture::record_at(part.at(p), layout_);
+    if (probe.caplen == 0 || probe.ts_sec < first_ts_ - kTsSlackBefore || probe.ts_sec > first_ts_ + kTsSlackAfter)
+      continue;
+    const std::size_t avail = part.map_base + part.map_len - p;
+    if (capture::plausible_record_chain(part.at(p), avail, layout_.file_size - p, layout_, kChain)) return p;
+  }
+  return kNone;
 }
 
 void SplitRead::notify() {
@@ -62,42 +98,30 @@ bool SplitRead::slot_free(std::size_t part) const {
                                  slot.analysed.load(std::memory_order_acquire) == passes_.size());
 }
 
-// Thread t's next part, mapped and walked from its first plausible record
+// Thread t's next part, read and walked from its first plausible record
 // start, if its slot is free; false when there was nothing to do.
 bool SplitRead::walk_next(unsigned t) {
   const std::size_t index = next_walk_[t];
   if (index >= parts_ || index > last_part_.load(std::memory_order_acquire) || !slot_free(index)) return false;
   next_walk_[t] += passes_.size();
   Part& part = slots_[index % slots_.size()];
-  if (part.map) ::munmap(const_cast<std::uint8_t*>(part.map), part.map_len);
-  part.map = nullptr;
   part.walked.store(false, std::memory_order_relaxed);
   part.analysed.store(0, std::memory_order_relaxed);
   part.index.store(index, std::memory_order_release);  // a reader that sees it sees walked == false
   part.begin = kPcapFileHeaderLen + index * part_bytes_;
   part.end = std::min(layout_.file_size, part.begin + part_bytes_);
-  // The last record that starts in the part may end up to one record past it.
-  part.map_base = part.begin / kPage * kPage;
-  part.map_len = std::min(layout_.file_size, part.end + capture::kPcapRecordHeaderLen + layout_.max_caplen) -
-                 part.map_base;
-  void* m = ::mmap(nullptr, part.map_len, PROT_READ, MAP_SHARED, layout_.fd, static_cast<off_t>(part.map_base));
   part.start = kNone;
   part.records.clear();
-  if (m != MAP_FAILED) {
-    part.map = static_cast<const std::uint8_t*>(m);
-    // Page tables in one call (a fault every few pages costs more).
-    ::madvise(m, part.map_len, MADV_POPULATE_READ);
-    const std::size_t map_end = part.map_base + part.map_len;
-    std::size_t start = index == 0 ? part.begin : kNone;
-    for (std::size_t p = part.begin; start == kNone && p < part.end; ++p) {
-      if (!capture::plain_record(part.at(p), layout_.file_size - p, layout_)) continue;
-      const capture::Record probe = capture::record_at(part.at(p), layout_);
-      if (probe.caplen == 0 || probe.ts_sec < first_ts_ - kTsSlackBefore || probe.ts_sec > first_ts_ + kTsSlackAfter)
-        continue;
-      if (capture::plausible_record_chain(part.at(p), map_end - p, layout_.file_size - p, layout_, kChain)) start = p;
-    }
-    if (start != kNone) walk(part, start);
-  }
+  if (!part.buffer)  // room for the part and the longest record that can start at its end
+    part.buffer = std::make_unique_for_overwrite<std::uint8_t[]>(part_bytes_ + capture::kPcapRecordHeaderLen +
+                                                                 layout_.max_caplen);
+  part.map = part.buffer.get();
+  part.map_base = part.begin;
+  part.map_len = 0;
+  bool readable = true;
+  const std::size_t start = find_start(part, index, readable);
+  if (!readable) part.map = nullptr;
+  if (start != kNone) walk(part, start);
   part.walked.store(true, std::memory_order_release);
   notify();
   return true;
@@ -110,16 +134,13 @@ void SplitRead::walk(Part& part, std::size_t from) const {
   part.start = from;
   part.landing = kNone;
   part.damage = kNone;
-  std::size_t off = from, prefetched = from;
-  const std::size_t map_end = part.map_base + part.map_len;
+  std::size_t off = from;
   while (off < part.end && off < layout_.file_size) {
-    // Each next header is where this one says: a chain of misses to memory
-    // unless the bytes ahead are already on their way (each line once).
-    for (const std::size_t until = std::min(off + kPrefetchAhead, map_end); prefetched < until; prefetched += 64)
-      __builtin_prefetch(part.at(prefetched));
-    const std::uint8_t* h = part.at(off);
-    if (!capture::plain_record(h, layout_.file_size - off, layout_)) {
-      part.damage = off;
+    // (the bytes come in by chunks, each read right before the walk reads it: in the cache)
+    const std::uint8_t* h = load(part, off + capture::kPcapRecordHeaderLen) ? part.at(off) : nullptr;
+    if (!h || !capture::plain_record(h, layout_.file_size - off, layout_) ||
+        !load(part, off + capture::kPcapRecordHeaderLen + capture::record_at(h, layout_).caplen)) {
+      part.damage = off;  // every thread reads on from here itself (libpcap's verdict)
       return;
     }
     const capture::Record rec = capture::record_at(h, layout_);
@@ -141,7 +162,7 @@ bool SplitRead::confirmed(std::size_t part) {
     Part& p = slots_[confirmed_ % slots_.size()];
     if (p.index.load(std::memory_order_acquire) != confirmed_ || !p.walked.load(std::memory_order_acquire))
       return false;
-    if (!p.map) {  // could not be mapped: every thread reads the rest itself, as before
+    if (!p.map) {  // could not be read: every thread reads the rest itself, as before
       p.records.clear();
       p.damage = last_landing_;
     } else if (p.start != last_landing_) {
@@ -174,41 +195,52 @@ void SplitRead::wait_confirmed(unsigned t, std::size_t part) {
 
 // A confirmed part's records to shards, in frame order (under the mutex).
 void SplitRead::assign(Part& part) {
-  for (Indexed& r : part.records) {
+  part.visits.resize(passes_.size());
+  for (auto& v : part.visits) v.clear();
+  part.first_frame = assigner_.frames() + 1;
+  for (std::uint32_t i = 0; i < part.records.size(); ++i) {
+    Indexed& r = part.records[i];
     decode::ShardKey key;
     key.has_addresses = (r.offset_flags & kHasAddresses) != 0;
     key.hash = r.key_hash;
     const std::uint64_t shard = assigner_.next(key);
     r.key_hash = key.hash;
     r.offset_flags |= shard << kShardShift;
+    if (ShardPass::needs_frame(assigner_.frames(), (r.offset_flags & kPauseState) != 0)) {
+      for (auto& v : part.visits) v.push_back(i);
+    } else {
+      part.visits[shard].push_back(i);
+    }
   }
 }
 
-// Every record of a confirmed part through thread t's ShardPass, in frame
-// order, with the bytes of its own records within the next 4 KB on their way
-// into the cache (they were walked on another core): the others' bytes are not read.
+// Thread t's records of a confirmed part (and those it must see) through its
+// ShardPass, in frame order, the bytes of the next few of its own on their way
+// into the cache (another core read them): the others' bytes are not touched.
 void SplitRead::analyse(unsigned t, Part& part) {
   ShardPass& pass = *passes_[t];
-  const std::size_t n = part.records.size();
-  const auto offset_of = [&](std::size_t i) {
-    return i < n ? static_cast<std::size_t>(part.records[i].offset_flags & kOffsetMask) : part.map_base + part.map_len;
+  const std::vector<std::uint32_t>& visits = part.visits[t];
+  const std::size_t loaded_end = part.map_base + part.map_len;
+  const auto prefetch = [&](std::uint32_t i) {
+    const std::size_t from = part.records[i].offset_flags & kOffsetMask;
+    const std::size_t to = i + 1 < part.records.size() ? part.records[i + 1].offset_flags & kOffsetMask : loaded_end;
+    for (std::size_t line = from; line < std::min(to, from + kPrefetchAhead); line += 64) __builtin_prefetch(part.at(line));
   };
-  std::size_t ahead = 0;  // records before it are prefetched (or not this thread's)
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t offset = offset_of(i);
-    for (; ahead < n && offset_of(ahead) < offset + kPrefetchAhead; ++ahead) {
-      if (shard_of(part.records[ahead]) != t) continue;
-      const std::size_t end = std::min(offset_of(ahead + 1), offset_of(ahead) + kPrefetchAhead);
-      for (std::size_t line = offset_of(ahead); line < end; line += 64) __builtin_prefetch(part.at(line));
-    }
+  for (std::size_t k = 0; k < std::min(kPrefetchRecords, visits.size()); ++k) prefetch(visits[k]);
+  for (std::size_t k = 0; k < visits.size(); ++k) {
+    if (k + kPrefetchRecords < visits.size()) prefetch(visits[k + kPrefetchRecords]);
+    const std::uint32_t i = visits[k];
     const Indexed& r = part.records[i];
+    const std::size_t offset = r.offset_flags & kOffsetMask;
     decode::ShardKey key;
     key.has_addresses = (r.offset_flags & kHasAddresses) != 0;
     key.hash = r.key_hash;
+    pass.skip_to(part.first_frame + i - 1);
     pass.frame_assigned(
         shard_of(r) == t, key, linktype_, [&] { return capture::record_at(part.at(offset), layout_); },
         (r.offset_flags & kPauseState) != 0);
   }
+  pass.skip_to(part.first_frame + part.records.size() - 1);
 }
 
 // This thread is done with `part`: the last one to be frees its slot.

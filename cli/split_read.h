@@ -11,10 +11,10 @@
 //    record that is not plainly well-formed ends the split at that record;
 //  - the thread that confirms a part assigns its records to shards there, in
 //    frame order (FrameAssigner, once for all threads: it is sequential anyway),
-//    and marks each index entry with its shard;
-//  - every thread goes over the index entries of every confirmed part in frame
-//    order and reads only its own records, the pause frames and a header per
-//    sweep point.
+//    marks each index entry with its shard
+//    and lists, per shard, the records its thread must see;
+//  - every thread goes over its list of every confirmed part in frame order and
+//    reads only its own records, the pause frames and a header per sweep point.
 // The threads meet only at parts not yet walked or confirmed (no lockstep: a
 // thread descheduled on a busy machine holds the others up only when they run
 // kSlots parts ahead). After damage every thread reads the rest of the file
@@ -63,12 +63,17 @@ class SplitRead {
   struct Part {  // one slot of the ring of parts in flight
     std::atomic<std::size_t> index{kNone};  // which part it holds (set before its fields, read before them)
     std::size_t begin = 0, end = 0;  // its bytes: the records that start here are its own
-    const std::uint8_t* map = nullptr;
-    std::size_t map_base = 0, map_len = 0;
+    std::unique_ptr<std::uint8_t[]> buffer;  // allocated at the slot's first use, reused
+    const std::uint8_t* map = nullptr;       // its bytes (buffer), nullptr if they could not be read
+    std::size_t map_base = 0, map_len = 0;   // their file offset, and how many are read so far
     std::size_t start = kNone;    // its first record (kNone: no plausible start found)
     std::size_t landing = kNone;  // the first record start at or past `end`
     std::size_t damage = kNone;   // a record that is not plainly well-formed
     std::vector<Indexed> records;
+    std::uint64_t first_frame = 0;  // the number of records[0] (once assigned)
+    // Per shard, the records that go through its ShardPass (its own, the pause
+    // frames, the sweep points, frame 1), by index in `records`, in frame order.
+    std::vector<std::vector<std::uint32_t>> visits;
     std::atomic<bool> walked{false};
     std::atomic<unsigned> analysed{0};  // threads done with it
     const std::uint8_t* at(std::size_t offset) const { return map + (offset - map_base); }
@@ -76,6 +81,12 @@ class SplitRead {
 
   bool slot_free(std::size_t part) const;
   bool walk_next(unsigned t);
+  // Whether the part's bytes up to file offset `until` are read (reads them if not).
+  bool load(Part& part, std::size_t until) const {
+    return until <= part.map_base + part.map_len || read_more(part, until);
+  }
+  bool read_more(Part& part, std::size_t until) const;
+  std::size_t find_start(Part& part, std::size_t index, bool& readable) const;
   void walk(Part& part, std::size_t from) const;
   bool confirmed(std::size_t part);
   void assign(Part& part);
