@@ -1,15 +1,15 @@
 // `analyze -j N`: the analysis spread over N threads by connection.
-// Every thread reads the whole input itself (its own FileReader: a regular
-// pcap file is memory-mapped, so N readers share the page cache and nothing is
-// copied or handed between threads), finds each record's shard with a light
-// header parse (decode/shard_key.h) and decodes (ICRC included) and analyses
-// only the records of its own shard, in frame order with their original numbers
+// A classic pcap file is split between the threads (cli/split_read.h: each
+// part read and walked by one, each record's shard assigned once, every thread
+// reads only its own records); any other input every thread reads whole itself
+// (its own FileReader), finding each record's shard with a light header parse
+// (decode/shard_key.h). Each thread decodes (ICRC included) and analyses only
+// the records of its own shard, in frame order with their original numbers
 // and times, in its own decode::Analyzer; every shard also keeps the pause state
-// of every MAC Control frame (decode/shard_key.h is_pause_state_frame). Skipping a record costs its header
-// parse, a few percent of analysing it, so N threads come close to N times one.
+// of every MAC Control frame (decode/shard_key.h is_pause_state_frame).
 // Which shard an address pair belongs to is decided when the pair first
-// appears, by a rule of the input alone (ShardAssigner), so all threads agree
-// without talking to each other. At the end the shards are merged
+// appears, by a rule of the input alone (ShardAssigner, FrameAssigner), so the
+// result does not depend on timing. At the end the shards are merged
 // (decode/analyzer_merge.h) into the results one thread would have produced.
 #pragma once
 #include <array>

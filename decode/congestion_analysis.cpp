@@ -216,8 +216,11 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::step(CcFlowState& s, const
 
 CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p, std::uint64_t frame,
                                                           std::int64_t ts_ns, std::uint32_t flow) {
-  if (!p.has_bth || endpoints_of(p).addr_len == 0) return {};
+  if (!p.has_bth) return {};
   const bool cnp = opcode_info(p.ib.bth.opcode).kind == OpKind::cnp;
+  // Not ECN-capable and no congestion-controlled flow yet: nothing to see (per packet: cheap first).
+  if (!cnp && ecn_codepoint(p) == 0 && flows_.size() == 0) return {};
+  if (endpoints_of(p).addr_len == 0) return {};
   if (cnp) {
     ++totals_.cnps;
     const std::uint32_t slot = flow_for_cnp(p, data_key(p, true));

@@ -377,9 +377,10 @@ void TransportAnalyzer::note_unplaced_ack(RequesterState& q) const {
 // The packet right after an unplaced corrupt one, between the same hosts: in the
 // same direction (it was this flow's), or the reverse for an ACK (its requester's).
 bool TransportAnalyzer::follows_unplaced(const Flow& f, std::uint64_t frame, bool ack) const {
+  if (!unplaced_frame_ || frame != unplaced_frame_ + 1 || unplaced_ack_ != ack) return false;  // (per packet: cheap first)
   FlowKey hosts = hosts_of(f.s.key);
   if (ack) std::swap(hosts.src, hosts.dst);
-  return unplaced_frame_ && frame == unplaced_frame_ + 1 && unplaced_ack_ == ack && hosts == unplaced_hosts_;
+  return hosts == unplaced_hosts_;
 }
 
 // READ response data one PSN past the next, right after an unplaced corrupt
