@@ -116,4 +116,15 @@ std::uint32_t compute_icrc(const IcrcInput& in) {
   return crc32_update(crc, in.rest);
 }
 
+bool icrc_holds_with_dest_qp(IcrcInput in, std::uint32_t wire, std::uint32_t dest_qp) {
+  std::array<std::uint8_t, 12> bth;
+  if (in.bth.size() != bth.size()) return false;
+  std::copy(in.bth.begin(), in.bth.end(), bth.begin());
+  bth[5] = static_cast<std::uint8_t>(dest_qp >> 16);
+  bth[6] = static_cast<std::uint8_t>(dest_qp >> 8);
+  bth[7] = static_cast<std::uint8_t>(dest_qp);
+  in.bth = bth;
+  return compute_icrc(in) == wire;
+}
+
 }  // namespace rdmadiag::decode

@@ -37,5 +37,8 @@ struct IcrcInput {
   Bytes lrh;   // native IB with GRH: the LRH (replaced by ones, only its presence matters)
 };
 std::uint32_t compute_icrc(const IcrcInput& in);
+// Whether the ICRC `wire` holds for `in` with the BTH's destination QP (IBA
+// 9.2, bytes 5-7) replaced by `dest_qp`: the QP number was what a bit error damaged.
+bool icrc_holds_with_dest_qp(IcrcInput in, std::uint32_t wire, std::uint32_t dest_qp);
 
 }  // namespace rdmadiag::decode

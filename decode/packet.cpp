@@ -343,6 +343,7 @@ class FrameDecoder {
       p_.icrc_wire = wire;
       p_.icrc_computed = computed;
       p_.icrc_offset = static_cast<std::uint32_t>(icrc_off);
+      p_.icrc_input = icrc_in;
       p_.icrc = computed == wire ? CrcStatus::ok : CrcStatus::bad;
       if (p_.icrc == CrcStatus::bad) p_.diags.add(DiagCode::icrc_bad, Severity::error, icrc_off);
     } else {

@@ -90,6 +90,7 @@ struct DecodedPacket {
   std::uint32_t icrc_offset = 0;    // of the ICRC in the frame, when it was captured (the VCRC follows it)
   std::uint32_t icrc_wire = 0;      // as the integer the CRC produces (wire bytes are little-endian)
   std::uint32_t icrc_computed = 0;
+  IcrcInput icrc_input{};           // what the ICRC covers (spans into the frame: valid while the frame is)
   CrcStatus vcrc = CrcStatus::not_present;
   std::uint16_t vcrc_wire = 0;
   std::uint16_t vcrc_computed = 0;

@@ -333,19 +333,24 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     // Its receiver drops it: counted, and sequenced only where what it says can be checked.
     sp.corrupt = true;
     sp.anomaly = report_bad_crc(f, p, frame, out);
+    Flow* seq = &f;  // the flow it is sequenced in
     if (f.s.packets == 1) {  // it made a flow of its own
-      unplaced_frame_ = frame;
-      unplaced_hosts_ = hosts_of(f.s.key);
-      unplaced_ack_ = info.kind == OpKind::acknowledge || info.kind == OpKind::atomic_acknowledge;
-      unplaced_psn_ = sp.psn;
+      if (Flow* g = one_bit_from(f, p)) {
+        seq = g;  // its QP number damaged by one bit (a bit error): that flow's packet
+      } else {
+        unplaced_frame_ = frame;
+        unplaced_hosts_ = hosts_of(f.s.key);
+        unplaced_ack_ = info.kind == OpKind::acknowledge || info.kind == OpKind::atomic_acknowledge;
+        unplaced_psn_ = sp.psn;
+      }
     }
     const bool reliable = info.service != TransportService::ud && info.service != TransportService::uc;
-    if (info.valid && reliable && info.is_request() && f.started()) {
-      requester(f, p, sp, out);
-      index_unpaired(f);
+    if (info.valid && reliable && info.is_request() && seq->started()) {
+      requester(*seq, p, sp, out);
+      index_unpaired(*seq);
     }
-    if (info.valid && reliable && info.is_response() && f.resp) responder(f, p, sp, out);
-    if (info.valid && info.service == TransportService::uc) unreliable(f, p, sp, out);
+    if (info.valid && reliable && info.is_response() && seq->resp) responder(*seq, p, sp, out);
+    if (info.valid && info.service == TransportService::uc) unreliable(*seq, p, sp, out);
     return;
   }
   if (!info.valid) return;
@@ -365,6 +370,23 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     if (follows_unplaced(f, frame, false)) place_corrupt_response(f, p, sp);
     responder(f, p, sp, out);
   }
+}
+
+// The live flow of corrupt packet `p`, which made flow `f` of its own, when a
+// single bit error in its destination QP is what damaged it: the flow one QP
+// bit away whose number makes the ICRC hold (a link's or netem's corruption
+// flips one bit). nullptr otherwise; UD flows (keyed by the source QP) are not tried.
+TransportAnalyzer::Flow* TransportAnalyzer::one_bit_from(const Flow& f, const DecodedPacket& p) {
+  if (f.s.key.src_qp != 0 || p.icrc != CrcStatus::bad) return nullptr;
+  for (unsigned bit = 0; bit < 24; ++bit) {
+    FlowKey k = f.s.key;
+    k.dest_qp ^= 1u << bit;
+    const std::uint32_t slot = flows_.find(k);
+    if (slot == decltype(flows_)::kNone || !icrc_holds_with_dest_qp(p.icrc_input, p.icrc_wire, k.dest_qp)) continue;
+    Flow* g = flows_.at(slot);
+    return g->s.service == f.s.service ? g : nullptr;
+  }
+  return nullptr;
 }
 
 // The corrupt packet just before a request, its QP number damaged, said it was

@@ -105,6 +105,7 @@ class TransportAnalyzer {
   void cm_message(const DecodedPacket& p, std::uint64_t frame);
   void note_cm_id(std::vector<std::uint32_t>& ids, std::uint32_t id);
   Flow* peer_requester(Flow& resp, std::uint32_t psn);
+  Flow* one_bit_from(const Flow& f, const DecodedPacket& p);
   bool follows_unplaced(const Flow& f, std::uint64_t frame, bool ack) const;
   void place_corrupt_response(Flow& f, const DecodedPacket& p, const SeqPacket& sp);
   Flow* infer_peer(Flow& resp, std::uint32_t psn);
