@@ -335,8 +335,11 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     sp.anomaly = report_bad_crc(f, p, frame, out);
     Flow* seq = &f;  // the flow it is sequenced in
     if (f.s.packets == 1) {  // it made a flow of its own
-      if (Flow* g = one_bit_from(f, p)) {
-        seq = g;  // its QP number damaged by one bit (a bit error): that flow's packet
+      const bool ack = info.kind == OpKind::acknowledge || info.kind == OpKind::atomic_acknowledge;
+      // An ACK whose QP number a bit error damaged: its flow's. (Only ACKs so far:
+      // a corrupt READ response placed this way was taken for a resend, session 11.)
+      if (Flow* g = ack ? one_bit_from(f, p) : nullptr) {
+        seq = g;
       } else {
         unplaced_frame_ = frame;
         unplaced_hosts_ = hosts_of(f.s.key);
