@@ -62,8 +62,7 @@ bool SplitRead::read_more(Part& part, std::size_t until) const {
   until = std::min(limit, std::max(until, have + kReadChunk));
   const std::size_t n = capture::read_at(layout_.fd, part.buffer.get() + part.map_len, until - have, have);
   part.map_len += n;
-  if (have + n < until) return false;  // an I/O error, or the file shrank
-  return true;
+  return have + n == until;  // short: an I/O error, or the file shrank
 }
 
 // The part's first plausible record start (kNone: none; `readable`: false

@@ -336,14 +336,14 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     Flow* seq = &f;  // the flow it is sequenced in
     if (f.s.packets == 1) {  // it made a flow of its own
       const bool ack = info.kind == OpKind::acknowledge || info.kind == OpKind::atomic_acknowledge;
-      // An ACK whose QP number a bit error damaged: its flow's. (Only ACKs so far:
-      // a corrupt READ response placed this way was taken for a resend, session 11.)
+      // An ACK whose QP number a bit error damaged: its flow's. (Only ACKs so far: a
+      // corrupt READ response placed this way was taken for a resend, docs/fault-matrix.md.)
       if (Flow* g = ack ? one_bit_from(f, p) : nullptr) {
         seq = g;
       } else {
         unplaced_frame_ = frame;
         unplaced_hosts_ = hosts_of(f.s.key);
-        unplaced_ack_ = info.kind == OpKind::acknowledge || info.kind == OpKind::atomic_acknowledge;
+        unplaced_ack_ = ack;
         unplaced_psn_ = sp.psn;
       }
     }
