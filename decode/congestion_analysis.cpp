@@ -149,7 +149,7 @@ FlowKey data_key(const DecodedPacket& p, bool reversed) {
 std::uint32_t CongestionAnalyzer::slot_for(const FlowKey& k, std::uint64_t frame, std::uint32_t flow) {
   std::uint32_t slot = flows_.find(k);
   if (slot != decltype(flows_)::kNone) return slot;
-  auto st = std::make_unique<CcFlowState>();
+  std::unique_ptr<CcFlowState> st = flows_.acquire();
   st->r.key = k;
   st->r.flow = flow;
   st->r.first_frame = frame;

@@ -7,13 +7,14 @@
 // flows and whether the cap ever forced a retirement. What a retired flow
 // leaves behind (a summary) is the owner's business: retirement calls back.
 //
-// Memory: one slot (key + pointer) and one index entry per live flow; never
-// anything per packet.
+// Memory: one slot (key + pointer) and one index entry per live flow, and up to
+// max_live/8 reset states kept for reuse; never anything per packet.
 #pragma once
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,15 @@ class FlowSlots {
   bool cap_reached() const { return cap_reached_; }
 
   std::uint32_t find(const Key& k) const { return index_.find(k); }
+
+  // A State{} for a new flow: one a retired flow left (already reset), else a
+  // new one. Where flows come and go this saves a heap allocation per flow.
+  std::unique_ptr<State> acquire() {
+    if (spare_.empty()) return std::make_unique<State>();
+    std::unique_ptr<State> s = std::move(spare_.back());
+    spare_.pop_back();
+    return s;
+  }
   State* at(std::uint32_t slot) { return slot < slots_.size() ? slots_[slot].state.get() : nullptr; }
   const State* at(std::uint32_t slot) const { return slot < slots_.size() ? slots_[slot].state.get() : nullptr; }
 
@@ -85,6 +95,7 @@ class FlowSlots {
 
   void clear() {
     slots_.clear();
+    spare_.clear();
     free_.clear();
     index_.clear();
   }
@@ -99,6 +110,12 @@ class FlowSlots {
   void retire(std::uint32_t s, OnRetire& on_retire) {
     on_retire(s, *slots_[s].state);
     index_.erase(slots_[s].key);
+    if constexpr (std::is_move_assignable_v<State> && std::is_default_constructible_v<State>) {
+      if (spare_.size() < max_live_ / 8 + 1) {
+        *slots_[s].state = State{};  // frees what it held now, not when reused
+        spare_.push_back(std::move(slots_[s].state));
+      }
+    }
     slots_[s].state.reset();
     free_.push_back(s);
   }
@@ -117,6 +134,7 @@ class FlowSlots {
   std::size_t max_live_;
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_;
+  std::vector<std::unique_ptr<State>> spare_;  // reset states of retired flows (at most an eighth of max_live)
   FlowTable<Key, Hash> index_;
   std::size_t peak_ = 0;
   bool cap_reached_ = false;

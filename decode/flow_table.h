@@ -30,6 +30,19 @@ class FlowTable {
     }
   }
 
+  // Sets the slot stored for `k` (present).
+  void assign(const Key& k, std::uint32_t value) {
+    const std::uint64_t h = hash_of(k);
+    for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+      Entry& e = entries_[i];
+      if (e.value == kNone) return;
+      if (e.hash == h && e.key == k) {
+        e.value = value;
+        return;
+      }
+    }
+  }
+
   // Adds `k` (not present) -> `value`.
   void insert(const Key& k, std::uint32_t value) {
     if ((size_ + 1) * 2 > entries_.size()) rehash(entries_.size() * 2);

@@ -140,6 +140,7 @@ struct TransportAnalyzer::Flow {
   std::int64_t peer_slot = -1;
   std::uint32_t unpaired_bucket = kNotIndexed;  // its PSN bucket in the pairing index
   static constexpr std::uint32_t kNotIndexed = UINT32_MAX;
+  std::uint32_t bucket_next = kNotIndexed, bucket_prev = kNotIndexed;  // its neighbours in that bucket's list
   std::uint64_t host_pair = 0;
   std::uint64_t path = 0;
   bool pkey_set = false;
@@ -199,7 +200,7 @@ TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std
 
 TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, TransportService service, std::uint64_t frame,
                                                         double ts) {
-  auto f = std::make_unique<Flow>();
+  std::unique_ptr<Flow> f = flows_.acquire();
   f->s.key = k;
   f->s.service = service;
   f->s.index = next_index_++;
@@ -509,10 +510,18 @@ TransportAnalyzer::Flow* TransportAnalyzer::peer_requester(Flow& resp, std::uint
   return infer_peer(resp, psn);
 }
 
-std::vector<std::uint32_t>* TransportAnalyzer::unpaired_bucket(std::uint64_t host_pair, std::uint32_t bucket) {
+namespace {
+
+std::uint64_t bucket_key(std::uint64_t host_pair, std::uint32_t bucket) {
+  return host_pair ^ (static_cast<std::uint64_t>(bucket) * 0x9E3779B97F4A7C15ULL);
+}
+
+}  // namespace
+
+// The slot of the first flow in a bucket of the pairing index, or kNotIndexed.
+std::uint32_t TransportAnalyzer::unpaired_bucket(std::uint64_t host_pair, std::uint32_t bucket) {
   ++pair_probes_;
-  const auto it = unpaired_by_psn_.find(host_pair ^ (static_cast<std::uint64_t>(bucket) * 0x9E3779B97F4A7C15ULL));
-  return it == unpaired_by_psn_.end() ? nullptr : &it->second;
+  return unpaired_by_psn_.find(bucket_key(host_pair, bucket));
 }
 
 // Keeps `f` in the pairing index exactly while it is a candidate (started,
@@ -525,7 +534,16 @@ void TransportAnalyzer::index_unpaired(Flow& f) {
   if (bucket == f.unpaired_bucket) return;
   unindex_unpaired(f);
   if (bucket == Flow::kNotIndexed) return;
-  unpaired_by_psn_[f.host_pair ^ (static_cast<std::uint64_t>(bucket) * 0x9E3779B97F4A7C15ULL)].push_back(f.slot);
+  const std::uint64_t key = bucket_key(f.host_pair, bucket);
+  const std::uint32_t head = unpaired_by_psn_.find(key);
+  f.bucket_prev = Flow::kNotIndexed;
+  f.bucket_next = head;
+  if (head == Flow::kNotIndexed) {
+    unpaired_by_psn_.insert(key, f.slot);
+  } else {
+    flows_.at(head)->bucket_prev = f.slot;
+    unpaired_by_psn_.assign(key, f.slot);
+  }
   UnpairedEnds& e = unpaired_[f.host_pair];
   ++e.count;
   e.slot_xor ^= f.slot;
@@ -534,11 +552,12 @@ void TransportAnalyzer::index_unpaired(Flow& f) {
 
 void TransportAnalyzer::unindex_unpaired(Flow& f) {
   if (f.unpaired_bucket == Flow::kNotIndexed) return;
-  const std::uint64_t key = f.host_pair ^ (static_cast<std::uint64_t>(f.unpaired_bucket) * 0x9E3779B97F4A7C15ULL);
-  if (auto b = unpaired_by_psn_.find(key); b != unpaired_by_psn_.end()) {
-    std::erase(b->second, f.slot);
-    if (b->second.empty()) unpaired_by_psn_.erase(b);
-  }
+  const std::uint64_t key = bucket_key(f.host_pair, f.unpaired_bucket);
+  if (f.bucket_next != Flow::kNotIndexed) flows_.at(f.bucket_next)->bucket_prev = f.bucket_prev;
+  if (f.bucket_prev != Flow::kNotIndexed) flows_.at(f.bucket_prev)->bucket_next = f.bucket_next;
+  else if (f.bucket_next != Flow::kNotIndexed) unpaired_by_psn_.assign(key, f.bucket_next);
+  else unpaired_by_psn_.erase(key);
+  f.bucket_next = f.bucket_prev = Flow::kNotIndexed;
   if (auto e = unpaired_.find(f.host_pair); e != unpaired_.end()) {
     e->second.slot_xor ^= f.slot;
     if (--e->second.count == 0) unpaired_.erase(e);
@@ -567,11 +586,11 @@ TransportAnalyzer::Flow* TransportAnalyzer::infer_peer(Flow& resp, std::uint32_t
   constexpr std::uint32_t kBuckets = 1u << (24 - kPsnBucketBits);
   const std::uint32_t first = (psn & 0xFFFFFF) >> kPsnBucketBits;
   for (std::uint32_t i = 0; i <= (1u << (16 - kPsnBucketBits)) && !by_psn; ++i) {
-    const std::vector<std::uint32_t>* bucket = unpaired_bucket(reverse, (first + i) % kBuckets);
-    for (std::size_t n = 0; bucket && n < bucket->size(); ++n) {
-      Flow* q = flows_.at((*bucket)[n]);
+    for (std::uint32_t n = unpaired_bucket(reverse, (first + i) % kBuckets); n != Flow::kNotIndexed;) {
+      Flow* q = flows_.at(n);
       ++pair_probes_;
-      if (!q || q == &resp || q->host_pair != reverse) continue;
+      n = q->bucket_next;
+      if (q == &resp || q->host_pair != reverse) continue;
       bool holds = false;
       for (const auto& r : q->req->pending) holds |= psn_diff(psn, r.first) >= 0 && psn_diff(r.last, psn) >= 0;
       std::int32_t d = psn_diff(q->req->high_next, psn);

@@ -112,7 +112,7 @@ class TransportAnalyzer {
   void pair(Flow& a, Flow& b, Pairing how);
   void index_unpaired(Flow& f);
   void unindex_unpaired(Flow& f);
-  std::vector<std::uint32_t>* unpaired_bucket(std::uint64_t host_pair, std::uint32_t bucket);
+  std::uint32_t unpaired_bucket(std::uint64_t host_pair, std::uint32_t bucket);
   std::uint32_t pmtu_for(const Flow& f) const;
   void learn_pmtu(Flow& f, std::uint32_t payload);
   void note_path_pmtu(const Flow& f, std::uint32_t pmtu);
@@ -130,9 +130,14 @@ class TransportAnalyzer {
   // kPsnBucketBits); and per (transport, source, destination) how many there are
   // and the XOR of their slots (with one, that is its slot). A response looks at
   // the buckets just above its PSN, never at the paired flows or other PSNs.
-  // Memory: one slot number per unpaired flow, one map entry per non-empty bucket.
+  // A bucket is a list threaded through its flows (Flow::bucket_next/prev); the
+  // flat index holds its first flow's slot. Memory: one index entry per
+  // non-empty bucket, nothing allocated per flow.
   static constexpr unsigned kPsnBucketBits = 12;
-  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> unpaired_by_psn_;
+  struct BucketKeyHash {
+    std::size_t operator()(std::uint64_t k) const { return static_cast<std::size_t>((k ^ (k >> 29)) * 0xBF58476D1CE4E5B9ULL); }
+  };
+  FlowTable<std::uint64_t, BucketKeyHash> unpaired_by_psn_;
   struct UnpairedEnds {
     std::uint32_t count = 0;
     std::uint32_t slot_xor = 0;
