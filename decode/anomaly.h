@@ -65,6 +65,8 @@ enum class ResendCause : std::uint8_t {
   response_loss,  // a READ re-issued because its response packets were lost (IBA 9.7.6.1)
   timer,          // none of the above: its original and answers passed the capture point
   answer_corrupt, // the ACK/response of the original was captured corrupt: the requester dropped it
+  response_lost_after,  // a READ re-issued from a response the capture holds intact, captured in order:
+                        // lost (or held up) after the capture point, before the requester (IBA 9.7.6.1)
 };
 
 struct Anomaly {

@@ -57,6 +57,10 @@ class PsnWindow {
     w |= m;
     return fresh;
   }
+  // Unmarks `psn` (if inside the window).
+  void forget(std::uint32_t psn) {
+    if (covers(psn)) clear(psn & kPsnMask);
+  }
   // How many of the `count` PSNs from `first` the capture does not hold.
   std::uint32_t not_held(std::uint32_t first, std::uint32_t count) const {
     std::uint32_t n = 0;

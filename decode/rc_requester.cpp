@@ -31,6 +31,18 @@ bool reissued_mid_read(const RequesterState& q, std::uint32_t psn) {
   return false;
 }
 
+// A requester re-issues a READ from the first response PSN it lacks (IBA 9.7.6.1).
+// The capture holds the answer to the last request for that PSN, intact, with no
+// lower response after it (so the requester had all below it), on a response flow
+// not reordered before the capture point lately (the responder's IPv4 IDs; without
+// them the order is unknown): that answer was lost, or held up, after the capture point.
+bool answer_lost_after(const RequesterState& q, const SeqPacket& p) {
+  const AnswersInOrder* o = q.in_order.get();
+  if (!o || p.ip_id < 0 || !o->got.holds(p.psn)) return false;
+  const std::int32_t d = psn_diff(p.psn, o->reordered_psn), window = PsnWindow::kBits;
+  return !o->reordered || d >= window || d <= -window;
+}
+
 // Why a resend with no NAK before it was made.
 ResendCause cause_without_nak(const RequesterState& q, const SeqPacket& p, const OpenLoss* loss) {
   // Go-back-N resends from the oldest unacknowledged request (IBA 9.7.6): a loss
@@ -39,21 +51,14 @@ ResendCause cause_without_nak(const RequesterState& q, const SeqPacket& p, const
     for (const OpenLoss& l : q.losses)
       if (!l.response && psn_diff(l.first, p.psn) >= 0 && psn_diff(l.first, q.high_next) < 0) loss = &l;
   if (loss) return loss->corrupt ? ResendCause::corrupt : ResendCause::request_loss;
+  if (p.kind != OpKind::read_request) return ResendCause::timer;
+  if (q.loss_at(p.psn, true)) return ResendCause::response_loss;  // missing or corrupt here
+  if (answer_lost_after(q, p)) return ResendCause::response_lost_after;
   // A READ whose response PSN the capture lacks while it holds later ones: the
   // responder answers in order, so that response was lost before the capture point.
   const bool response_missing = !q.answered.holds(p.psn) && q.answered.covers(p.psn);
-  if (p.kind == OpKind::read_request && (q.loss_at(p.psn, true) || response_missing || reissued_mid_read(q, p.psn)))
-    return ResendCause::response_loss;
+  if (response_missing || reissued_mid_read(q, p.psn)) return ResendCause::response_loss;
   return ResendCause::timer;
-}
-
-// The sender numbers its IPv4 packets in order (mod 2^16): a packet whose ID
-// comes before that of the packet that showed a gap was sent before it, so it is
-// the late original, not a resend, whatever NAK came meanwhile.
-bool sent_before(std::int32_t ip_id, std::int32_t than) {
-  if (ip_id < 0 || than < 0) return false;
-  const std::uint32_t d = (static_cast<std::uint32_t>(than) - static_cast<std::uint32_t>(ip_id)) & 0xFFFF;
-  return d > 0 && d < 0x8000;
 }
 
 // A gap recovered by a resend whose original of `p.psn` comes now: sent before
@@ -492,6 +497,7 @@ void RequesterState::restart(std::uint32_t psn) {
   pending.clear();
   sent.reset(psn);
   answered.reset(psn);
+  in_order.reset();
   read_span_unknown = false;
 }
 
@@ -631,6 +637,17 @@ void apply_step(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, 
   remember(q, p);
 }
 
+// A READ request the responder gets (original, re-issue or copy): it answers its
+// PSNs again, so what was captured of them before answers an older request.
+void asked(RequesterState& q, const SeqPacket& p) {
+  if (!q.in_order) {
+    q.in_order = std::make_unique<AnswersInOrder>();
+    q.in_order->got.reset(p.psn);
+  }
+  const std::uint32_t n = std::min(p.span, PsnWindow::kBits);
+  for (std::uint32_t i = 0; i < n; ++i) q.in_order->got.forget((p.psn + i) & kPsnMask);
+}
+
 }  // namespace
 
 void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink) {
@@ -643,7 +660,25 @@ void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSi
     q.newest_ts = p.ts;
   }
   if (e.step == ReqStep::restart) q.responder = ResponderView{};
-  if (!p.corrupt) q.responder.takes(p.psn, p.span);  // a corrupt packet is dropped by its receiver
+  if (p.corrupt) return;  // dropped by its receiver
+  q.responder.takes(p.psn, p.span);
+  if (p.kind == OpKind::read_request) asked(q, p);
+}
+
+void note_answer(RequesterState& q, const SeqPacket& p, const RecentCopies::Copy* prev) {
+  if (!q.in_order) return;
+  AnswersInOrder& o = *q.in_order;
+  if (prev && p.ts - prev->ts < kIpIdClockSeconds && sent_before(p.ip_id, prev->ip_id)) {
+    o.reordered = true;
+    o.reordered_psn = p.psn;
+  }
+  // Higher PSNs captured before it may have reached the requester before it: not
+  // taken then. (No PSN above the last one captured is held, so that bounds it.)
+  const std::int32_t above = std::min<std::int32_t>(o.any ? psn_diff(o.last, p.psn) : 0, PsnWindow::kBits);
+  for (std::int32_t i = 1; i <= above; ++i) o.got.forget((p.psn + i) & kPsnMask);
+  o.got.mark(p.psn);
+  o.any = true;
+  o.last = p.psn;
 }
 
 void open_corrupt(RequesterState& q, bool response, const SeqPacket& p) {

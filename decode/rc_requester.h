@@ -13,9 +13,10 @@
 // is never called lost if the capture holds it since its last use, even
 // corrupt. The windows of PSNs seen (psn_window.h) answer that.
 //
-// Memory per flow: two PSN windows (2 x 256 bytes), a ring of the last 64
-// requests' IP IDs (1 KB, from the second request on), at most 4096 outstanding requests, 64 open losses
-// and the last 32 recovered ones (only once a gap was recovered).
+// Memory per flow: two PSN windows (2 x 256 bytes; a third once it sends a
+// READ), a ring of the last 64 requests' IP IDs (1 KB, from the second request
+// on), at most 4096 outstanding requests, 64 open losses and the last 32
+// recovered ones (only once a gap was recovered).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -38,6 +39,14 @@ inline constexpr double kTimeoutSilenceSeconds = 0.001;
 inline constexpr std::int32_t kCorruptAhead = 4096;  // how far ahead a corrupt packet's PSN is believed
 inline constexpr double kIpIdClockSeconds = 0.5;  // how long an IPv4 ID orders packets (a 16-bit counter per host pair)
 inline constexpr double kLateAnswerSeconds = 0.05;  // how long an answer reordered behind a newer one is waited for
+
+// The sender numbers its IPv4 packets in order (mod 2^16): whether `ip_id` was
+// sent before `than` (false without an IPv4 header).
+inline bool sent_before(std::int32_t ip_id, std::int32_t than) {
+  if (ip_id < 0 || than < 0) return false;
+  const std::uint32_t d = (static_cast<std::uint32_t>(than) - static_cast<std::uint32_t>(ip_id)) & 0xFFFF;
+  return d > 0 && d < 0x8000;
+}
 
 // What the sequence machines need of one packet.
 struct SeqPacket {
@@ -140,6 +149,12 @@ struct RecentCopies {
     Copy& c = i == 0 ? head : (*rest)[i - 1];
     if (c.psn == psn && c.ip_id == ip_id) c.first_seen = 1;
   }
+  // The copy added last, or nullptr.
+  const Copy* last() const {
+    if (!pos) return nullptr;
+    const std::size_t i = (pos - 1) % kSize;
+    return i == 0 ? &head : &(*rest)[i - 1];
+  }
   // A copy made by the network keeps the IPv4 ID of its original; without an
   // IPv4 header, only a copy within `within` seconds of its original counts.
   bool has_copy(std::uint32_t psn, std::int32_t ip_id, double ts, double within) const {
@@ -156,6 +171,20 @@ struct RecentCopies {
         if (pred(c)) return true;
     return false;
   }
+};
+
+// What a READ requester can have got of its responses, by the capture's order
+// (its completer takes them in PSN order only, IBA 9.7.5.1.3; rxe drops one that
+// comes early): the PSNs captured intact since the last READ request covering
+// them with no lower response captured after them, and the last response
+// captured after one its responder sent later (IPv4 ID): reordered before the
+// capture point, where the requester's view cannot be told.
+struct AnswersInOrder {
+  PsnWindow got;
+  bool any = false;
+  std::uint32_t last = 0;  // the response captured last
+  bool reordered = false;
+  std::uint32_t reordered_psn = 0;
 };
 
 // Message structure (IBA 9.4: FIRST, MIDDLE..., LAST; or ONLY).
@@ -209,6 +238,7 @@ struct RequesterState {
   std::uint32_t acked_through = 0;  // the highest PSN an ACK or response covered
   PsnWindow sent;                   // request PSNs seen (a READ's reserved PSNs included)
   PsnWindow answered;               // READ response / atomic ACK PSNs seen
+  std::unique_ptr<AnswersInOrder> in_order;  // allocated at the flow's first READ
   FlowRing<PendingRequest> pending;
   std::vector<OpenLoss> losses;
   // The last gaps a resend recovered (at most kMaxRecovered, allocated at the
@@ -300,6 +330,11 @@ void open_corrupt(RequesterState& q, bool response, const SeqPacket& p);
 // `late`: the packet is a late original (reordered) even without an IPv4 ID to prove it.
 void mark_seen(RequesterState& q, bool response, std::uint32_t psn, std::uint32_t span, const SeqPacket& at,
                SeqSink& sink, bool late = false);
+// READ response `p` captured intact (AnswersInOrder); `prev`: the response captured
+// just before it on its flow (nullptr: none). Higher PSNs captured before it no longer
+// count (they came before it); sent before `prev` (the responder's IPv4 ID), it shows
+// the response flow reordered before the capture point.
+void note_answer(RequesterState& q, const SeqPacket& p, const RecentCopies::Copy* prev);
 // Settles an open spurious-resend check (conclusive: the answers had time to come).
 void spurious_verdict(RequesterState& q, SeqSink& sink, bool conclusive);
 

@@ -241,6 +241,7 @@ std::uint32_t apply_read(ResponseCursor& r, RequesterState* q, const ResponseEve
   }
   r.in_read_response = !ends_response(p.kind);
   r.expected = (p.psn + 1) & kPsnMask;
+  if (q) note_answer(*q, p, r.recent.last());
   r.recent.add(p.psn, p.ip_id, p.ts);
   if (!q) return 0;
   if (!r.in_read_response) count_answer(*q, p.psn, p.ts, *req);

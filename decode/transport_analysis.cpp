@@ -411,13 +411,15 @@ bool TransportAnalyzer::follows_unplaced(const Flow& f, std::uint64_t frame, boo
 
 // READ response data one PSN past the next, right after an unplaced corrupt
 // packet: that packet was the response at the next PSN (its QP number damaged),
-// or the first response of the flow, to a READ starting there. Its requester
-// dropped it; it is held, not lost.
+// or the first response of the flow, to a READ starting there; or, before a new
+// response, the last packet of the one in progress. Its requester dropped it;
+// it is held, not lost.
 void TransportAnalyzer::place_corrupt_response(Flow& f, const DecodedPacket& p, const SeqPacket& sp) {
   const bool continues = sp.kind == OpKind::read_response_middle || sp.kind == OpKind::read_response_last;
+  const bool starts = sp.kind == OpKind::read_response_first || sp.kind == OpKind::read_response_only;
   const std::uint32_t before = (sp.psn - 1) & kPsnMask;
-  if (!continues) return;
-  OpKind kind = OpKind::read_response_middle;
+  if (!continues && !(starts && f.resp)) return;
+  OpKind kind = continues ? OpKind::read_response_middle : OpKind::read_response_last;
   if (!f.resp) {
     const Flow* qf = peer_requester(f, before);
     if (!qf || !qf->req || !read_starts_at(*qf->req, before)) return;

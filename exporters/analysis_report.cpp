@@ -38,6 +38,7 @@ const char* retransmission_cause(const Anomaly& a) {
   if (a.cause == ResendCause::corrupt) return "corruption";
   if (a.cause == ResendCause::answer_corrupt) return "ack_corrupt";
   if (a.cause == ResendCause::response_loss) return "read_response_lost";
+  if (a.cause == ResendCause::response_lost_after) return "read_response_lost_after_capture";
   return a.related_count ? "nak_or_gap" : "timeout";
 }
 
@@ -218,6 +219,9 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
       else if (a.cause == ResendCause::response_loss)
         s += "; READ re-issued: its response packets were lost before the capture point" +
              (rel.empty() ? std::string() : " (frames " + rel + ")");
+      else if (a.cause == ResendCause::response_lost_after)
+        s += "; READ re-issued from a response the capture holds intact, in order: lost (or held up) after the "
+             "capture point, before the requester";
       else
         s += rel.empty() ? "; no NAK before it: transport timeout" : "; after frames " + rel;
       if (a.duration_us >= 0) s += fmt("; recovered in %.0f us", a.duration_us);

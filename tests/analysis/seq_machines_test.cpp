@@ -349,6 +349,68 @@ TEST(RcResponder, ReadRecoveryReissueAndResentResponses) {
     }
 }
 
+// A READ's `n` response packets from `first`, in order, with IPv4 IDs from `ip_id`.
+void answer_read(ResponseCursor& r, RequesterState& q, Probe& resp, Probe& req, std::uint32_t first, std::uint32_t n,
+                 std::int32_t ip_id) {
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const OpKind k = i == 0 ? OpKind::read_response_first : i + 1 == n ? OpKind::read_response_last
+                                                                       : OpKind::read_response_middle;
+    answer(r, q, resp, req, packet(k, first + i, ip_id + static_cast<std::int32_t>(i)));
+  }
+}
+
+// A READ re-issued from a response PSN whose response the capture holds intact
+// and in order (rxe_corrupt_read_reissue, frame 601): the requester re-issues from
+// the first response it lacks (IBA 9.7.6.1), so that response was lost after the
+// capture point; not an ACK lost before it, not a needless resend.
+TEST(RcResponder, ReissueFromAResponseCapturedInOrderIsALossAfterTheCapturePoint) {
+  RequesterState q;
+  Probe pr, resp;
+  ResponseCursor r;
+  send(q, pr, packet(OpKind::read_request, 300, 1, 4));  // PSNs 300..303
+  send(q, pr, packet(OpKind::read_request, 304, 2, 4));  // PSNs 304..307
+  answer_read(r, q, resp, pr, 300, 4, 20);  // the requester never got 302
+  answer(r, q, resp, pr, packet(OpKind::read_response_first, 304, 24));
+  const SeqPacket reissue = packet(OpKind::read_request, 302, 3, 2);
+  EXPECT_EQ(classify(q, reissue).cause, ResendCause::response_lost_after);
+  send(q, pr, reissue);
+  send(q, pr, packet(OpKind::read_request, 304, 4, 4));  // go-back-N: the next READ too
+  send(q, pr, packet(OpKind::read_request, 308, 5, 1));  // a new one
+  EXPECT_EQ(pr.count(AnomalyKind::retransmission), 1u);
+  EXPECT_EQ(pr.stats.spurious_retransmissions, 0u);
+  EXPECT_EQ(pr.stats.retransmissions, 2u);
+  // Its answer, captured intact, and the requester re-issues from it again: lost again.
+  answer(r, q, resp, pr, packet(OpKind::read_response_middle, 302, 25));
+  EXPECT_EQ(classify(q, packet(OpKind::read_request, 302, 6, 2)).cause, ResendCause::response_lost_after);
+}
+
+// Not when the answer to the last request for that PSN is not captured (the
+// re-issue answers a loss before the capture point), nor when a lower response
+// came after it (the requester may have dropped it as early), nor on a flow whose
+// responses were reordered before the capture point (the responder's IPv4 IDs).
+TEST(RcResponder, ReissueAfterReorderingOrANewerLossIsNoLossAfterTheCapturePoint) {
+  RequesterState q;
+  Probe pr, resp;
+  ResponseCursor r;
+  send(q, pr, packet(OpKind::read_request, 400, 1, 4));
+  answer_read(r, q, resp, pr, 400, 4, 20);
+  send(q, pr, packet(OpKind::read_request, 402, 2, 2));  // re-issued: its answers are due again
+  answer(r, q, resp, pr, packet(OpKind::read_response_last, 403, 25));  // 402's answer never captured
+  EXPECT_NE(classify(q, packet(OpKind::read_request, 402, 3, 2)).cause, ResendCause::response_lost_after);
+  // A lower PSN after a higher one, sent later (a new round): 403 may have been dropped as early.
+  answer(r, q, resp, pr, packet(OpKind::read_response_middle, 402, 26));
+  EXPECT_NE(classify(q, packet(OpKind::read_request, 403, 3, 1)).cause, ResendCause::response_lost_after);
+  // A response sent before the one captured just before it: reordered before the capture point.
+  RequesterState q2;
+  ResponseCursor r2;
+  send(q2, pr, packet(OpKind::read_request, 500, 1, 4));
+  answer(r2, q2, resp, pr, packet(OpKind::read_response_first, 500, 40));
+  answer(r2, q2, resp, pr, packet(OpKind::read_response_last, 503, 43));
+  answer(r2, q2, resp, pr, packet(OpKind::read_response_middle, 501, 41));
+  answer(r2, q2, resp, pr, packet(OpKind::read_response_middle, 502, 42));
+  EXPECT_NE(classify(q2, packet(OpKind::read_request, 502, 2, 2)).cause, ResendCause::response_lost_after);
+}
+
 TEST(RcResponder, CoalescedAckAfterAResendAnswersTheCopy) {
   RequesterState q;
   Probe pr, resp;

@@ -295,6 +295,12 @@ class Judge:
         if a.get("cause") == "ack_corrupt" and not self.damaged_answer(key, p, prior, f):
             return ("R6", f"'the ACK/response was captured corrupt' but no damaged packet from the responder "
                           f"came between PSN {p}'s last copy and frame {f}")
+        if a.get("cause") == "read_response_lost_after_capture":
+            last = self.last_response_copy(key, p, f)
+            if last is None or self.frames[last].get("damaged"):
+                return ("R7", f"'READ response lost after the capture point' but "
+                              + (f"the last READ response with PSN {p} before it is damaged (frame {last})" if last
+                                 else f"no READ response with PSN {p} is on the wire before it"))
         if a.get("cause") == "ack_lost":
             resp = self.response_seen(key, p, prior, f)
             if resp:
@@ -308,6 +314,13 @@ class Judge:
         src, dst, _ = key
         return last is not None and any(self.frames.get(n, {}).get("src") == dst and self.frames.get(n, {}).get("dst") == src
                                         and self.frames[n].get("damaged") for n in range(last + 1, f))
+
+    def last_response_copy(self, key, p, f):
+        """The last READ response with PSN p from the responder's host before f
+        (damaged copies too, whatever their QP number says), or None."""
+        src, dst, _ = key
+        return next((n for n in range(f - 1, 0, -1) if self.reverse(n, src, dst, (13, 14, 15, 16))
+                     and self.frames[n].get("psn") == p), None)
 
     def response_seen(self, key, p, prior, f):
         """A response from the responder covering PSN p, after p's last earlier

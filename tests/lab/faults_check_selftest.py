@@ -92,6 +92,15 @@ def resend_rules():
     j = judge([pkt(1, 100, 1), pkt(2, 100, 7, src=B, dst=A, opcode=17, syndrome=0), pkt(3, 100, 2)])
     expect("R6 'ACK captured corrupt' with only an intact ACK",
            fc.ROCE_RULES["retransmission"](j, {"frame": 3, "cause": "ack_corrupt"}), "R6")
+    # READ 100..103; responses 100..103; the READ re-issued from 102 (the requester lacked it).
+    answers = [pkt(2 + i, 100 + i, 10 + i, src=B, dst=A, opcode=(13, 14, 14, 15)[i]) for i in range(4)]
+    j = judge([pkt(1, 100, 1, opcode=12, dmalen=4096), *answers, pkt(6, 102, 2, opcode=12, dmalen=2048)])
+    expect("R7 silent on 'READ response lost after the capture point' with it captured intact",
+           fc.ROCE_RULES["retransmission"](j, {"frame": 6, "cause": "read_response_lost_after_capture"}), None)
+    answers[2] = pkt(4, 102, 12, src=B, dst=A, opcode=14, qp=0x80011, damaged=True)
+    j = judge([pkt(1, 100, 1, opcode=12, dmalen=4096), *answers, pkt(6, 102, 2, opcode=12, dmalen=2048)])
+    expect("R7 'READ response lost after the capture point' with it captured damaged",
+           fc.ROCE_RULES["retransmission"](j, {"frame": 6, "cause": "read_response_lost_after_capture"}), "R7")
     # The capture of the QP begins at 101; the responder NAKs 100 (it took 101): 100 was sent before.
     j = judge([pkt(1, 101, 2), pkt(2, 100, 7, src=B, dst=A, opcode=17, syndrome=0x60), pkt(3, 100, 3)])
     expect("R1 silent on a resend the responder's NAK asked for",
