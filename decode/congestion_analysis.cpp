@@ -215,12 +215,13 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::step(CcFlowState& s, const
 }
 
 CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p, std::uint64_t frame,
-                                                          std::int64_t ts_ns, std::uint32_t flow) {
+                                                          std::int64_t ts_ns, std::uint32_t flow, const FlowKey* keyed,
+                                                          std::uint64_t keyed_hash) {
   if (!p.has_bth) return {};
   const bool cnp = opcode_info(p.ib.bth.opcode).kind == OpKind::cnp;
   // Not ECN-capable and no congestion-controlled flow yet: nothing to see (per packet: cheap first).
   if (!cnp && ecn_codepoint(p) == 0 && flows_.size() == 0) return {};
-  if (endpoints_of(p).addr_len == 0) return {};
+  if ((keyed ? keyed->addr_len : endpoints_of(p).addr_len) == 0) return {};
   if (cnp) {
     ++totals_.cnps;
     const std::uint32_t slot = flow_for_cnp(p, data_key(p, true));
@@ -236,9 +237,10 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p
     return step(s, CcPacket{frame, ts_ns, true, false});
   }
   const int ecn = ecn_codepoint(p);
-  FlowKey k = data_key(p, false);
+  const bool reuse = keyed && keyed->src_qp == 0 && keyed->dest_qp == p.ib.bth.dest_qp;
+  FlowKey k = reuse ? *keyed : data_key(p, false);
   k.dest_qp = p.ib.bth.dest_qp;
-  std::uint32_t slot = flows_.find(k);
+  std::uint32_t slot = flows_.find(k, reuse ? keyed_hash : flows_.hash_of(k));
   if (ecn == 0 && slot == decltype(flows_)::kNone) return {};  // not ECN-capable: no congestion control to see
   if (ecn) ++totals_.ect_packets;
   if (ecn == 3) ++totals_.ce_marked;

@@ -148,7 +148,10 @@ class CongestionAnalyzer {
     CcVerdict verdict = CcVerdict::none; // an episode judged at this frame
     std::uint64_t episode_cnp_frame = 0;
   };
-  FrameFindings add(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, std::uint32_t flow);
+  // `keyed`: the transport analysis' key of the packet and its hash, used when
+  // it is this analysis' key too (not UD), else made here.
+  FrameFindings add(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, std::uint32_t flow,
+                    const FlowKey* keyed = nullptr, std::uint64_t keyed_hash = 0);
   void sweep(std::int64_t now_ns);
   void finish();
 

@@ -37,6 +37,8 @@ class FlowSlots {
   bool cap_reached() const { return cap_reached_; }
 
   std::uint32_t find(const Key& k) const { return index_.find(k); }
+  std::uint32_t find(const Key& k, std::uint64_t hash) const { return index_.find(k, hash); }
+  static std::uint64_t hash_of(const Key& k) { return FlowTable<Key, Hash>::hash_of(k); }
 
   // A State{} for a new flow: one a retired flow left (already reset), else a
   // new one. Where flows come and go this saves a heap allocation per flow.

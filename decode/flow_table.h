@@ -21,8 +21,9 @@ class FlowTable {
   std::size_t size() const { return size_; }
 
   // The slot stored for `k`, or kNone.
-  std::uint32_t find(const Key& k) const {
-    const std::uint64_t h = hash_of(k);
+  std::uint32_t find(const Key& k) const { return find(k, hash_of(k)); }
+  // The same with `h` = hash_of(k), computed once for several tables of one key.
+  std::uint32_t find(const Key& k, std::uint64_t h) const {
     for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Entry& e = entries_[i];
       if (e.value == kNone) return kNone;
@@ -88,7 +89,10 @@ class FlowTable {
     while (c < n * 2) c *= 2;
     return c;
   }
+ public:
   static std::uint64_t hash_of(const Key& k) { return static_cast<std::uint64_t>(Hash{}(k)); }
+
+ private:
 
   void place(const Entry& e) {
     std::size_t i = e.hash & mask_;

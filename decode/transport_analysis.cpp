@@ -122,7 +122,13 @@ std::size_t FlowKeyHash::operator()(const FlowKey& k) const {
   std::memcpy(w, k.src.data(), 16);
   std::memcpy(w + 2, k.dst.data(), 16);
   std::uint64_t h = (static_cast<std::uint64_t>(k.transport) << 56) ^ (static_cast<std::uint64_t>(k.src_qp) << 24) ^ k.dest_qp;
-  for (std::uint64_t x : w) h = (h ^ x) * 0x9E3779B97F4A7C15ULL + (h >> 31);
+  const auto mix = [&h](std::uint64_t x) { h = (h ^ x) * 0x9E3779B97F4A7C15ULL + (h >> 31); };
+  mix(w[0]);
+  mix(w[2]);
+  if (k.addr_len > 8) {  // IPv6, GIDs (a LID or an IPv4 address leaves these words zero)
+    mix(w[1]);
+    mix(w[3]);
+  }
   h ^= h >> 29;
   h *= 0xBF58476D1CE4E5B9ULL;
   return static_cast<std::size_t>(h ^ (h >> 32));
@@ -184,7 +190,8 @@ FlowKey hosts_of(FlowKey k) {
 }  // namespace
 
 TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std::uint64_t frame, double ts) {
-  FlowKey k;
+  FlowKey& k = last_key_.key;
+  k = FlowKey{};
   endpoint_addresses(p, k);
   const OpcodeInfo& info = opcode_info(p.ib.bth.opcode);
   if (info.service == TransportService::ud && p.ib.has(kDeth)) {
@@ -193,7 +200,8 @@ TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std
   } else {
     k.dest_qp = p.ib.bth.dest_qp;
   }
-  const std::uint32_t slot = flows_.find(k);
+  last_key_.hash = flows_.hash_of(k);
+  const std::uint32_t slot = flows_.find(k, last_key_.hash);
   if (slot != decltype(flows_)::kNone) return *flows_.at(slot);
   return create_flow(k, info.service, frame, ts);
 }

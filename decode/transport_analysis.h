@@ -40,6 +40,13 @@ class TransportAnalyzer {
   ~TransportAnalyzer();
 
   void add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
+  // The flow key of the packet add() had last, and its hash (the congestion
+  // analysis keys its flows the same way, except UD: it need not hash it again).
+  struct KeyedFlow {
+    FlowKey key;
+    std::uint64_t hash = 0;
+  };
+  const KeyedFlow& last_key() const { return last_key_; }
   // Retires the flows idle for kIdleRetireSeconds at time `now` (the Analyzer
   // calls it every kSweepFrames frames, counted over the whole input, so that a
   // sharded analysis sweeps at the same points as one thread).
@@ -183,6 +190,7 @@ class TransportAnalyzer {
   bool unplaced_ack_ = false;  // it says it is an ACK or atomic ACK (what its requester would drop)
   std::uint32_t unplaced_psn_ = 0;
   SeqSink::LinkFn link_fn_;
+  KeyedFlow last_key_;
 };
 
 }  // namespace rdmadiag::decode
