@@ -689,10 +689,21 @@ void TransportAnalyzer::note_cm_id(std::vector<std::uint32_t>& ids, std::uint32_
 // Called by the flow table just before it frees the slot.
 void TransportAnalyzer::retire(std::uint32_t, Flow& f) {
   settle_spurious(f);
-  if (summaries_.size() < kMaxRetiredFlows) summaries_.push_back(std::move(f.s));  // f.s is not read again
-  else ++evicted_;
+  keep_summary(std::move(f.s));  // f.s is not read again
   unindex_unpaired(f);
   if (auto ps = paths_.find(f.path); ps != paths_.end() && --ps->second.flows == 0) paths_.erase(ps);
+}
+
+// Up to kMaxRetiredFlows summaries. Past a few thousand the room for all is
+// taken at once: doubling moved every summary (408 bytes) again at each step
+// and faulted in each new block (1M QPs: 131,072 summaries).
+void TransportAnalyzer::keep_summary(FlowSummary&& s) {
+  if (summaries_.size() >= kMaxRetiredFlows) {
+    ++evicted_;
+    return;
+  }
+  if (summaries_.size() == summaries_.capacity() && summaries_.size() >= 4096) summaries_.reserve(kMaxRetiredFlows);
+  summaries_.push_back(std::move(s));
 }
 
 void TransportAnalyzer::retire_idle(double now) {
@@ -737,8 +748,7 @@ void sort_by_index(std::vector<FlowSummary>& v) {
 void TransportAnalyzer::finish() {
   flows_.for_each([this](std::uint32_t, Flow& f) {
     settle_spurious(f);
-    if (summaries_.size() < kMaxRetiredFlows) summaries_.push_back(std::move(f.s));
-    else ++evicted_;
+    keep_summary(std::move(f.s));
   });
   flows_.clear();
   unpaired_by_psn_.clear();

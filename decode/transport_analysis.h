@@ -124,6 +124,7 @@ class TransportAnalyzer {
   void learn_pmtu(Flow& f, std::uint32_t payload);
   void note_path_pmtu(const Flow& f, std::uint32_t pmtu);
   void retire_idle(double now);
+  void keep_summary(FlowSummary&& s);
   void retire(std::uint32_t slot, Flow& f);
   void settle_spurious(Flow& f);
   void note_unplaced_ack(RequesterState& q) const;
