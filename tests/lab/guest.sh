@@ -73,9 +73,15 @@ snapshot() {  # snapshot FILE-PREFIX before|after
   done >"$1.counters.$2"
   # /proc/net/snmp: per protocol a line of names, then a line of values with
   # the same "Proto:" prefix (a protocol may have no lines at all: IcmpMsg).
-  local line k prev=() n v
-  while read -r line; do
+  # Read in one go (mapfile: one read of the ~1.5 KB file). `read` per line
+  # seeks back to each line's end and the kernel makes the file anew at every
+  # read: a counter that grew a digit in between shifts the text by a byte, and
+  # the next line read was empty, which killed a step under `set -u` (CI).
+  local line k prev=() n v lines=()
+  mapfile -t lines </proc/net/snmp
+  for line in "${lines[@]}"; do
     read -ra n <<<"$line"
+    [ "${#n[@]}" -gt 0 ] || continue
     if [ "${#prev[@]}" -gt 0 ] && [ "${prev[0]}" = "${n[0]}" ]; then
       v=("${n[@]}")
       for k in "${!prev[@]}"; do
@@ -85,7 +91,7 @@ snapshot() {  # snapshot FILE-PREFIX before|after
     else
       prev=("${n[@]}")
     fi
-  done </proc/net/snmp >>"$1.counters.$2"
+  done >>"$1.counters.$2"
   tc -s qdisc show dev eth0 >"$1.qdisc.$2" 2>&1
 }
 
