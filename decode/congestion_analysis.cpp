@@ -149,13 +149,13 @@ FlowKey data_key(const DecodedPacket& p, bool reversed) {
 std::uint32_t CongestionAnalyzer::slot_for(const FlowKey& k, std::uint64_t frame, std::uint32_t flow) {
   std::uint32_t slot = flows_.find(k);
   if (slot != decltype(flows_)::kNone) return slot;
-  std::unique_ptr<CcFlowState> st = flows_.acquire();
-  st->r.key = k;
-  st->r.flow = flow;
-  st->r.first_frame = frame;
-  slot = flows_.insert(
-      k, std::move(st), [](const CcFlowState& s) { return static_cast<double>(s.last_ns); },
+  slot = flows_.emplace(
+      k, [](const CcFlowState& s) { return static_cast<double>(s.last_ns); },
       [this](std::uint32_t sl, CcFlowState& s) { retire(sl, s); });
+  CcFlowState& st = *flows_.at(slot);
+  st.r.key = k;
+  st.r.flow = flow;
+  st.r.first_frame = frame;
   FlowKey pair = k;
   pair.dest_qp = 0;
   PairFlows& listed = by_pair_[pair];

@@ -7,14 +7,20 @@
 // flows and whether the cap ever forced a retirement. What a retired flow
 // leaves behind (a summary) is the owner's business: retirement calls back.
 //
-// Memory: one slot (key + pointer) and one index entry per live flow, and up to
-// max_live/8 reset states kept for reuse; never anything per packet.
+// The states are built in place in chunks of slots that never move (so
+// references stay valid while a flow is live) and whose address follows from
+// the slot number: a packet goes from the index entry straight to its state,
+// one trip to memory fewer than through a pointer per slot when there are more
+// flows than the caches hold, and no heap allocation per flow.
+//
+// Memory: one cell (state + key) per slot up to the peak of live flows, in
+// chunks of ~64 KiB, and one index entry per live flow; never anything per packet.
 #pragma once
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -23,13 +29,16 @@
 namespace rdmadiag::decode {
 
 // Key: equality-comparable, default-constructible; Hash: Key -> std::size_t;
-// State: any type (held by pointer, so references to it stay valid while live).
+// State: any destructible type, built in place by emplace().
 template <class Key, class Hash, class State>
 class FlowSlots {
  public:
   static constexpr std::uint32_t kNone = FlowTable<Key, Hash>::kNone;
 
   explicit FlowSlots(std::size_t max_live) : max_live_(max_live) {}
+  FlowSlots(const FlowSlots&) = delete;
+  FlowSlots& operator=(const FlowSlots&) = delete;
+  ~FlowSlots() { clear(); }
 
   std::size_t size() const { return index_.size(); }
   std::size_t peak() const { return peak_; }
@@ -40,21 +49,18 @@ class FlowSlots {
   std::uint32_t find(const Key& k, std::uint64_t hash) const { return index_.find(k, hash); }
   static std::uint64_t hash_of(const Key& k) { return FlowTable<Key, Hash>::hash_of(k); }
 
-  // A State{} for a new flow: one a retired flow left (already reset), else a
-  // new one. Where flows come and go this saves a heap allocation per flow.
-  std::unique_ptr<State> acquire() {
-    if (spare_.empty()) return std::make_unique<State>();
-    std::unique_ptr<State> s = std::move(spare_.back());
-    spare_.pop_back();
-    return s;
+  // The live state in `slot`, else nullptr.
+  State* at(std::uint32_t slot) {
+    Cell* c = cell(slot);
+    return c && c->live ? &c->state : nullptr;
   }
-  State* at(std::uint32_t slot) { return slot < slots_.size() ? slots_[slot].state.get() : nullptr; }
-  const State* at(std::uint32_t slot) const { return slot < slots_.size() ? slots_[slot].state.get() : nullptr; }
+  const State* at(std::uint32_t slot) const { return const_cast<FlowSlots*>(this)->at(slot); }
 
-  // Adds a flow for `k` (not present). At the cap, first retires the least
-  // recently active eighth (by `last_active(const State&)`), through `on_retire`.
-  template <class LastActive, class OnRetire>
-  std::uint32_t insert(const Key& k, std::unique_ptr<State> state, LastActive last_active, OnRetire on_retire) {
+  // Adds a flow for `k` (not present) with a State built from `args`, and
+  // returns its slot. At the cap, first retires the least recently active
+  // eighth (by `last_active(const State&)`), through `on_retire(slot, State&)`.
+  template <class LastActive, class OnRetire, class... Args>
+  std::uint32_t emplace(const Key& k, LastActive last_active, OnRetire on_retire, Args&&... args) {
     if (index_.size() >= max_live_) {
       cap_reached_ = true;
       retire_least_recent(last_active, on_retire);
@@ -64,10 +70,13 @@ class FlowSlots {
       slot = free_.back();
       free_.pop_back();
     } else {
-      slot = static_cast<std::uint32_t>(slots_.size());
-      slots_.emplace_back();
+      slot = used_++;
+      if ((slot & kChunkMask) == 0) chunks_.push_back(std::make_unique<Cell[]>(kChunkCells));
     }
-    slots_[slot] = Slot{k, std::move(state)};
+    Cell& c = *cell(slot);
+    std::construct_at(&c.state, std::forward<Args>(args)...);
+    c.key = k;
+    c.live = true;
     index_.insert(k, slot);
     peak_ = std::max(peak_, index_.size());
     return slot;
@@ -77,8 +86,8 @@ class FlowSlots {
   // on_retire(slot, State&) runs before the slot is freed.
   template <class Idle, class OnRetire>
   void retire_if(Idle idle, OnRetire on_retire) {
-    for (std::uint32_t s = 0; s < slots_.size(); ++s)
-      if (slots_[s].state && idle(*slots_[s].state)) retire(s, on_retire);
+    for (std::uint32_t s = 0; s < used_; ++s)
+      if (State* st = at(s); st && idle(*st)) retire(s, on_retire);
   }
 
   // Retires one live flow (one that ended on its own, e.g. a closed TCP
@@ -91,42 +100,59 @@ class FlowSlots {
   // Calls f(slot, State&) for every live flow, in slot order.
   template <class F>
   void for_each(F f) {
-    for (std::uint32_t s = 0; s < slots_.size(); ++s)
-      if (slots_[s].state) f(s, *slots_[s].state);
+    for (std::uint32_t s = 0; s < used_; ++s)
+      if (State* st = at(s)) f(s, *st);
   }
 
   void clear() {
-    slots_.clear();
-    spare_.clear();
+    for (std::uint32_t s = 0; s < used_; ++s) destroy(s);
+    chunks_.clear();
     free_.clear();
+    used_ = 0;
     index_.clear();
   }
 
  private:
-  struct Slot {
+  // A slot: the state (built and destroyed by hand, the union keeps it
+  // unconstructed while the slot is free) and its key, for the index.
+  struct Cell {
+    Cell() {}
+    ~Cell() {}
+    union {
+      State state;
+    };
     Key key{};
-    std::unique_ptr<State> state;
+    bool live = false;
   };
+  static constexpr std::size_t kChunkCells = std::max<std::size_t>(16, std::bit_floor(65536 / sizeof(Cell)));
+  static constexpr std::uint32_t kChunkShift = std::countr_zero(kChunkCells);
+  static constexpr std::uint32_t kChunkMask = kChunkCells - 1;
+
+  Cell* cell(std::uint32_t slot) {
+    return slot < used_ ? &chunks_[slot >> kChunkShift][slot & kChunkMask] : nullptr;
+  }
+
+  void destroy(std::uint32_t s) {
+    Cell& c = *cell(s);
+    if (!c.live) return;
+    std::destroy_at(&c.state);
+    c.live = false;
+  }
 
   template <class OnRetire>
   void retire(std::uint32_t s, OnRetire& on_retire) {
-    on_retire(s, *slots_[s].state);
-    index_.erase(slots_[s].key);
-    if constexpr (std::is_move_assignable_v<State> && std::is_default_constructible_v<State>) {
-      if (spare_.size() < max_live_ / 8 + 1) {
-        *slots_[s].state = State{};  // frees what it held now, not when reused
-        spare_.push_back(std::move(slots_[s].state));
-      }
-    }
-    slots_[s].state.reset();
+    Cell& c = *cell(s);
+    on_retire(s, c.state);
+    index_.erase(c.key);
+    destroy(s);
     free_.push_back(s);
   }
 
   template <class LastActive, class OnRetire>
   void retire_least_recent(LastActive& last_active, OnRetire& on_retire) {
     std::vector<std::pair<double, std::uint32_t>> by_age;
-    for (std::uint32_t s = 0; s < slots_.size(); ++s)
-      if (slots_[s].state) by_age.emplace_back(last_active(*slots_[s].state), s);
+    for (std::uint32_t s = 0; s < used_; ++s)
+      if (const State* st = at(s)) by_age.emplace_back(last_active(*st), s);
     if (by_age.empty()) return;
     const std::size_t n = std::max<std::size_t>(by_age.size() / 8, 1);
     std::nth_element(by_age.begin(), by_age.begin() + static_cast<std::ptrdiff_t>(n - 1), by_age.end());
@@ -134,9 +160,9 @@ class FlowSlots {
   }
 
   std::size_t max_live_;
-  std::vector<Slot> slots_;
-  std::vector<std::uint32_t> free_;
-  std::vector<std::unique_ptr<State>> spare_;  // reset states of retired flows (at most an eighth of max_live)
+  std::vector<std::unique_ptr<Cell[]>> chunks_;  // kChunkCells cells each; cells never move
+  std::uint32_t used_ = 0;                       // slots ever handed out (the high-water mark)
+  std::vector<std::uint32_t> free_;              // retired slots, reused first
   FlowTable<Key, Hash> index_;
   std::size_t peak_ = 0;
   bool cap_reached_ = false;

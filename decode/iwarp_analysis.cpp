@@ -880,16 +880,17 @@ void IwarpAnalyzer::close(Connection& c) {
 IwarpAnalyzer::Connection& IwarpAnalyzer::connection_for(const IwarpConnKey& key, bool from_lo, bool ipv6,
                                                          std::uint64_t frame) {
   const Endpoint lo{key.lo_addr, key.lo_port}, hi{key.hi_addr, key.hi_port};
-  auto c = std::make_unique<Connection>(this, from_lo ? lo : hi, from_lo ? hi : lo);
-  c->ipv6 = ipv6;
-  c->created_frame = frame;
-  const std::uint32_t slot = conns_.insert(
-      key, std::move(c), [](const Connection& x) { return x.last_ts; },
+  const std::uint32_t slot = conns_.emplace(
+      key, [](const Connection& x) { return x.last_ts; },
       [this](std::uint32_t, Connection& x) {  // only at kMaxConnections
         ++stats_.retired_at_cap;
         close(x);
-      });
-  return *conns_.at(slot);
+      },
+      this, from_lo ? lo : hi, from_lo ? hi : lo);
+  Connection& c = *conns_.at(slot);
+  c.ipv6 = ipv6;
+  c.created_frame = frame;
+  return c;
 }
 
 void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, IwarpFrame& out) {

@@ -242,12 +242,12 @@ void NvmeAnalyzer::add_cm(const DecodedPacket& p) {
 void NvmeAnalyzer::mark_connection(const NvmeQpKey& host, const NvmeQpKey& controller) {
   const auto mark = [&](const NvmeQpKey& k, const NvmeQpKey& peer, bool controller_side) {
     if (qps_.find(k) != decltype(qps_)::kNone) return;
-    auto qp = std::make_unique<QueuePair>();
-    qp->controller_side = controller_side;
-    qp->peer = peer;
-    qp->key = k;
-    qps_.insert(k, std::move(qp), [](const QueuePair& q) { return static_cast<double>(q.last_ns); },
-                [](std::uint32_t, QueuePair&) {});
+    const std::uint32_t slot = qps_.emplace(
+        k, [](const QueuePair& q) { return static_cast<double>(q.last_ns); }, [](std::uint32_t, QueuePair&) {});
+    QueuePair& qp = *qps_.at(slot);
+    qp.controller_side = controller_side;
+    qp.peer = peer;
+    qp.key = k;
     ++totals_.queue_pairs;
   };
   mark(host, controller, false);
@@ -258,9 +258,8 @@ NvmeAnalyzer::QueuePair* NvmeAnalyzer::queue_pair(const NvmeQpKey& k, bool creat
   std::uint32_t slot = qps_.find(k);
   if (slot == decltype(qps_)::kNone) {
     if (!create || !assume_all_) return nullptr;
-    slot = qps_.insert(k, std::make_unique<QueuePair>(),
-                       [](const QueuePair& q) { return static_cast<double>(q.last_ns); },
-                       [](std::uint32_t, QueuePair&) {});
+    slot = qps_.emplace(k, [](const QueuePair& q) { return static_cast<double>(q.last_ns); },
+                        [](std::uint32_t, QueuePair&) {});
     ++totals_.queue_pairs;
   }
   QueuePair* qp = qps_.at(slot);
@@ -273,15 +272,15 @@ NvmeAnalyzer::Queue* NvmeAnalyzer::queue(const NvmeQueueKey& k, bool create, std
   std::uint32_t slot = queues_.find(k);
   if (slot == decltype(queues_)::kNone) {
     if (!create) return nullptr;
-    auto q = std::make_unique<Queue>();
-    q->stats.key = k;
-    q->stats.first_frame = frame;
-    q->stats.first_ns = ts_ns;
-    slot = queues_.insert(k, std::move(q), [](const Queue& s) { return static_cast<double>(s.stats.last_ns); },
-                          [this](std::uint32_t, Queue& s) {
-                            totals_.queue_cap_reached = true;
-                            retire_queue(s);
-                          });
+    slot = queues_.emplace(k, [](const Queue& s) { return static_cast<double>(s.stats.last_ns); },
+                           [this](std::uint32_t, Queue& s) {
+                             totals_.queue_cap_reached = true;
+                             retire_queue(s);
+                           });
+    Queue& made = *queues_.at(slot);
+    made.stats.key = k;
+    made.stats.first_frame = frame;
+    made.stats.first_ns = ts_ns;
   }
   Queue* q = queues_.at(slot);
   q->stats.last_ns = ts_ns;

@@ -58,9 +58,9 @@ void PauseStalls::stall(std::size_t n, std::int64_t t0, std::int64_t t1, std::ui
 std::int64_t PauseStalls::long_gap_start(std::uint64_t qp, std::int64_t ts_ns) {
   const std::uint32_t slot = last_.find(qp);
   if (slot == decltype(last_)::kNone) {
-    last_.insert(
-        qp, std::make_unique<LastPacket>(LastPacket{ts_ns}), [](const LastPacket& l) { return static_cast<double>(l.ts_ns); },
-        [](std::uint32_t, LastPacket&) {});
+    last_.emplace(
+        qp, [](const LastPacket& l) { return static_cast<double>(l.ts_ns); }, [](std::uint32_t, LastPacket&) {},
+        LastPacket{ts_ns});
     return -1;
   }
   LastPacket& last = *last_.at(slot);

@@ -211,22 +211,25 @@ TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std
 
 TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, TransportService service, std::uint64_t frame,
                                                         double ts) {
-  std::unique_ptr<Flow> f = flows_.acquire();
-  f->s.key = k;
-  f->s.service = service;
-  f->s.index = next_index_++;
-  f->s.first_frame = frame;
-  f->s.first_ts = ts;
-  f->host_pair = host_pair_hash(k.transport, k.src, k.dst, k.addr_len);
-  f->path = path_hash(k);
-  ++paths_[f->path].flows;
-  const std::uint32_t slot = flows_.insert(
-      k, std::move(f), [](const Flow& x) { return x.s.last_ts; },
+  // Counted on its path before the cap may retire flows, so that a path's last
+  // flow retired to make room does not take the path's state with it.
+  const std::uint32_t index = next_index_++;
+  const std::uint64_t path = path_hash(k);
+  ++paths_[path].flows;
+  const std::uint32_t slot = flows_.emplace(
+      k, [](const Flow& x) { return x.s.last_ts; },
       [this](std::uint32_t s, Flow& x) {  // only at the live-flow cap
         ++cap_retired_;
         retire(s, x);
       });
   Flow& made = *flows_.at(slot);
+  made.s.key = k;
+  made.s.service = service;
+  made.s.index = index;
+  made.s.first_frame = frame;
+  made.s.first_ts = ts;
+  made.host_pair = host_pair_hash(k.transport, k.src, k.dst, k.addr_len);
+  made.path = path;
   made.slot = slot;
   return made;
 }

@@ -114,10 +114,10 @@ TEST(FlowSlots, FindsReusesRetiresAndCountsItsPeak) {
   std::vector<int> retired;
   auto last = [](const State& s) { return s.last; };
   auto gone = [&](std::uint32_t, State& s) { retired.push_back(static_cast<int>(s.last)); };
-  for (int k = 0; k < 8; ++k) t.insert(k, std::make_unique<State>(State{static_cast<double>(k)}), last, gone);
+  for (int k = 0; k < 8; ++k) t.emplace(k, last, gone, State{static_cast<double>(k)});
   EXPECT_EQ(t.size(), 8u);
   EXPECT_FALSE(t.cap_reached());
-  t.insert(100, std::make_unique<State>(State{100}), last, gone);  // over the cap: the least recent goes
+  t.emplace(100, last, gone, State{100});  // over the cap: the least recent goes
   EXPECT_TRUE(t.cap_reached());
   EXPECT_EQ(retired, std::vector<int>{0});
   EXPECT_EQ(t.find(0), decltype(t)::kNone);
