@@ -127,6 +127,7 @@ void CcTotals::merge(const CcTotals& o) {
   cnps += o.cnps;
   cnps_unmatched += o.cnps_unmatched;
   flows_untracked += o.flows_untracked;
+  retired_at_cap += o.retired_at_cap;
   kept_rate_flows += o.kept_rate_flows;
   responses += o.responses;
   response_sum_ns += o.response_sum_ns;
@@ -151,7 +152,10 @@ std::uint32_t CongestionAnalyzer::slot_for(const FlowKey& k, std::uint64_t frame
   if (slot != decltype(flows_)::kNone) return slot;
   slot = flows_.emplace(
       k, [](const CcFlowState& s) { return static_cast<double>(s.last_ns); },
-      [this](std::uint32_t sl, CcFlowState& s) { retire(sl, s); });
+      [this](std::uint32_t sl, CcFlowState& s) {  // only at the live-flow cap
+        ++totals_.retired_at_cap;
+        retire(sl, s);
+      });
   CcFlowState& st = *flows_.at(slot);
   st.r.key = k;
   st.r.flow = flow;

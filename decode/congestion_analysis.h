@@ -25,7 +25,7 @@
 // mark it is counted unmatched.
 //
 // Memory: a bounded table of live flows (decode/flow_slots.h, kMaxLiveFlows;
-// the least recently active are retired past it, idle ones after
+// the least recently active are retired past it, counted, idle ones after
 // kIdleRetireNs); each holds two windows of gaps, never anything per packet.
 // Retired flows leave their results, up to kMaxResults (then only totals).
 // Only flows that send ECN-capable packets or receive CNPs get state.
@@ -124,6 +124,7 @@ void apply(CcFlowState& s, const CcDecision& d, const CcPacket& p);
 struct CcTotals {
   std::uint64_t ect_packets = 0, ce_marked = 0, cnps = 0, cnps_unmatched = 0;
   std::uint64_t flows_untracked = 0;  // results past kMaxResults: in the totals only
+  std::uint64_t retired_at_cap = 0;   // flows retired while active, kMaxLiveFlows being live
   std::uint64_t kept_rate_flows = 0;  // flows with an episode that kept its rate
   std::uint64_t responses = 0;        // CNPs with a response time, and their sum (live, for metrics)
   std::int64_t response_sum_ns = 0;
@@ -132,7 +133,11 @@ struct CcTotals {
 
 class CongestionAnalyzer {
  public:
-  static constexpr std::size_t kMaxLiveFlows = 1 << 14;
+  // As many live flows as the transport analysis keeps (each data flow here is
+  // one there): with fewer, 16K QPs (32K flows, all ECN-capable) made this
+  // analysis retire and start again the least recent eighth in turn, ~75,000
+  // records for 32,768 flows, each losing its gap history.
+  static constexpr std::size_t kMaxLiveFlows = 1 << 16;
   static constexpr std::size_t kMaxResults = 1 << 14;
   static constexpr std::int64_t kIdleRetireNs = 120'000'000'000;
 

@@ -54,6 +54,7 @@ Json congestion_json(const CongestionAnalyzer& a) {
   j["cnps_unmatched"] = t.cnps_unmatched;
   j["kept_rate_flows"] = t.kept_rate_flows;
   j["flows_untracked"] = t.flows_untracked;
+  if (t.retired_at_cap) j["flows_retired_at_cap"] = t.retired_at_cap;
   Json arr = Json::array();
   for (const CcFlowResult& r : a.flows()) arr.push_back(flow_json(r));
   j["flows"] = std::move(arr);
@@ -83,6 +84,9 @@ void write_congestion_text(std::ostream& out, const CongestionAnalyzer& a) {
   if (t.kept_rate_flows)
     out << fmt("  %llu flow(s) kept sending at their rate after a CNP (cc_no_reaction)\n",
                static_cast<unsigned long long>(t.kept_rate_flows));
+  if (t.retired_at_cap)
+    out << fmt("  (%llu flows retired while active: over %zu live flows; a later packet of one starts it anew)\n",
+               static_cast<unsigned long long>(t.retired_at_cap), CongestionAnalyzer::kMaxLiveFlows);
 }
 
 std::string explain_no_reaction(const Anomaly& a, const std::string& who) {

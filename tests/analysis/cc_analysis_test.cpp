@@ -134,3 +134,32 @@ TEST(CongestionAnalyzer, CnpFindsTheMarkedFlowAfterItsPairsFlowsRetired) {
   cc.finish();
   EXPECT_EQ(cc.flows().size(), kOld + 3);
 }
+
+// Past the live-flow cap the least recently active eighth is retired while
+// active, and counted; a later packet of one starts a new result. Under the
+// cap (16K QPs between two hosts: 32K flows, each ECN-capable) nothing is.
+TEST(CongestionAnalyzer, FlowsRetiredAtTheLiveCapAreCounted) {
+  AnomalyLog log;
+  CongestionAnalyzer cc(log);
+  const std::uint32_t n = CongestionAnalyzer::kMaxLiveFlows + 5000;  // one retirement round: 5000 < cap / 8
+  std::uint64_t frame = 0;
+  const auto send = [&frame](CongestionAnalyzer& a, bool a_to_b, std::uint32_t qp) {
+    ++frame;
+    a.add(roce(a_to_b, 0x04, qp, 2), frame, static_cast<std::int64_t>(1000 + frame), 0);
+  };
+  for (std::uint32_t qp = 1; qp <= n; ++qp) send(cc, true, qp);
+  send(cc, true, 1);  // QP 1: the oldest, retired at the cap
+  cc.finish();
+  EXPECT_EQ(cc.totals().retired_at_cap, CongestionAnalyzer::kMaxLiveFlows / 8);
+  EXPECT_EQ(cc.totals().ect_packets, n + 1u);
+  EXPECT_EQ(cc.flows().size() + cc.totals().flows_untracked, n + 1u);  // QP 1 twice
+
+  AnomalyLog log2;
+  CongestionAnalyzer below(log2);
+  frame = 0;
+  for (int round = 0; round < 2; ++round)
+    for (std::uint32_t qp = 1; qp <= 32768; ++qp) send(below, (qp & 1) != 0, qp);
+  below.finish();
+  EXPECT_EQ(below.totals().retired_at_cap, 0u);
+  EXPECT_EQ(below.flows().size() + below.totals().flows_untracked, 32768u);
+}
