@@ -54,7 +54,10 @@ class FlowSlots {
     Cell* c = cell(slot);
     return c && c->live ? &c->state : nullptr;
   }
-  const State* at(std::uint32_t slot) const { return const_cast<FlowSlots*>(this)->at(slot); }
+  const State* at(std::uint32_t slot) const {
+    const Cell* c = cell(slot);
+    return c && c->live ? &c->state : nullptr;
+  }
 
   // Adds a flow for `k` (not present) with a State built from `args`, and
   // returns its slot. At the cap, first retires the least recently active
@@ -129,6 +132,9 @@ class FlowSlots {
   static constexpr std::uint32_t kChunkMask = kChunkCells - 1;
 
   Cell* cell(std::uint32_t slot) {
+    return slot < used_ ? &chunks_[slot >> kChunkShift][slot & kChunkMask] : nullptr;
+  }
+  const Cell* cell(std::uint32_t slot) const {
     return slot < used_ ? &chunks_[slot >> kChunkShift][slot & kChunkMask] : nullptr;
   }
 

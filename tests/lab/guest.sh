@@ -174,7 +174,7 @@ client_step() {  # client_step STEP ATTEMPT: runs the client's command; sets rc
 
 # Runs step i on this side, again while the server says so; sets rc.
 run_step() {
-  local i=$1 a
+  local i=$1 a started=$SECONDS
   for a in 1 2 3; do
     snapshot "step$i" before   # a step that runs again counts its last run only
     if [ "$LAB_ROLE" = server ]; then
@@ -190,13 +190,13 @@ run_step() {
       return
     fi
     client_step "$i" "$a"
-    # The server's word on this run: over, or again (it knows once its command ended).
-    until [ -e "/tmp/sync/over.$i" ] || [ -e "/tmp/sync/again.$i.$a" ]; do
-      wait_file "/tmp/sync/over.$i" 1 && break
-      [ -e "/tmp/sync/server.finished" ] && break
-      [ $(( SECONDS - step_started )) -gt $(( LAB_STEP_TIMEOUT * 3 + 60 )) ] && break
+    # The server's word on this run: over, or again (it knows once its command
+    # ended; bounded, in case the server's VM is gone).
+    until [ -e "/tmp/sync/over.$i" ] || [ -e "/tmp/sync/again.$i.$a" ] || [ -e /tmp/sync/server.finished ] ||
+          [ $(( SECONDS - started )) -gt $(( LAB_STEP_TIMEOUT * 3 + 60 )) ]; do
+      sleep 0.2
     done
-    [ -e "/tmp/sync/again.$i.$a" ] && [ ! -e "/tmp/sync/over.$i" ] || return
+    [ -e "/tmp/sync/again.$i.$a" ] || return
     cp "step$i.stderr" "step$i.stderr.sync$a"
     note "step $i: the server runs it once more (run $a failed its sync)"
     : >"/tmp/sync/stopped.$i.$a"
@@ -205,7 +205,6 @@ run_step() {
 
 for i in $(seq 1 "$LAB_STEPS"); do
   cmd=$(cat "cmd.$i")
-  step_started=$SECONDS
   run_step "$i"
   snapshot "step$i" after
   echo "$rc" >"step$i.rc"
