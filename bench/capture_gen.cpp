@@ -103,7 +103,7 @@ std::uint16_t udp6_checksum(const std::uint8_t* ip6, const std::uint8_t* udp, st
 constexpr std::uint8_t kSendFirst = 0x00, kSendMiddle = 0x01, kSendLast = 0x02, kSendOnly = 0x04;
 constexpr std::uint8_t kWriteFirst = 0x06, kWriteMiddle = 0x07, kWriteLast = 0x08, kWriteOnly = 0x0A;
 constexpr std::uint8_t kReadRequest = 0x0C, kReadRespFirst = 0x0D, kReadRespMiddle = 0x0E, kReadRespLast = 0x0F,
-                       kReadRespOnly = 0x10, kAck = 0x11, kAtomicAck = 0x12, kFetchAdd = 0x14;
+                       kReadRespOnly = 0x10, kAck = 0x11, kAtomicAck = 0x12, kFetchAdd = 0x14, kCnp = 0x81;
 constexpr std::uint32_t kPsnMask = 0xFFFFFF;
 
 // The extended headers after the BTH (IBA 9.3.4).
@@ -119,6 +119,8 @@ struct IbPacket {
   std::uint32_t msn = 0;
   bool atomic_eth = false, atomic_ack = false;
   std::uint32_t payload = 0;
+  std::uint8_t ecn = 2;   // IP ECN / GRH traffic class low bits: ECT(0); 3 is CE; 0 not ECN-capable
+  bool cnp = false;       // a CNP: 16 reserved (zero) bytes after the BTH
 };
 
 // One end of a connection at the network layer.
@@ -130,9 +132,10 @@ struct Host {
 
 class Generator {
  public:
-  Generator(const FrameSink& out, std::uint64_t seed, double loss, std::uint32_t min_pay, std::uint32_t max_pay)
-      : out_(out), rng_(seed), loss_(loss), min_pay_(min_pay), max_pay_(max_pay) {}
+  Generator(const FrameSink& out, const rdmadiag::bench::GenOptions& o)
+      : out_(out), rng_(o.seed), loss_(o.loss), ce_(o.ce), min_pay_(o.min_payload), max_pay_(o.max_payload) {}
   std::uint64_t packets() const { return packets_; }
+  std::uint64_t now_ns() const { return ts_ns_; }
 
   // ---------------------------------------------------------------- IB-family frames
   void emit_ib(Encap e, const Host& src, const Host& dst, std::uint16_t sport, const IbPacket& ip) {
@@ -157,7 +160,7 @@ class Generator {
     if (e == Encap::roce_v2_ipv4) {
       std::uint8_t* h = f.put(20);
       h[0] = 0x45;
-      h[1] = 0x02;  // ECT(0)
+      h[1] = ip.ecn;
       const std::uint16_t total = static_cast<std::uint16_t>(20 + 8 + ib_len);
       h[2] = static_cast<std::uint8_t>(total >> 8);
       h[3] = static_cast<std::uint8_t>(total);
@@ -174,7 +177,7 @@ class Generator {
       h[11] = static_cast<std::uint8_t>(c);
     } else if (e == Encap::roce_v2_ipv6 || e == Encap::roce_v1) {
       // IPv6 header or GRH (same layout; next header UDP or IBA's 0x1B).
-      f.u32(0x60000000u | 0x02u << 20 | (sport & 0xFFFFFu));
+      f.u32(0x60000000u | std::uint32_t{ip.ecn} << 20 | (sport & 0xFFFFFu));
       f.u16(static_cast<std::uint16_t>(e == Encap::roce_v1 ? ib_len : 8 + ib_len));
       f.u8(e == Encap::roce_v1 ? 0x1B : 17);
       f.u8(64);
@@ -213,7 +216,7 @@ class Generator {
       f.u64(0);
     }
     std::uint8_t* pay = f.put(ip.payload + pad);
-    for (std::uint32_t i = 0; i < ip.payload; ++i) pay[i] = static_cast<std::uint8_t>(ip.psn + i);
+    for (std::uint32_t i = 0; i < ip.payload; ++i) pay[i] = ip.cnp ? 0 : static_cast<std::uint8_t>(ip.psn + i);
     IcrcInput in{};
     switch (e) {
       case Encap::roce_v2_ipv4: in.kind = IcrcInput::Kind::roce_v2_ipv4; break;
@@ -285,6 +288,8 @@ class Generator {
 
   std::mt19937_64& rng() { return rng_; }
   bool lose() { return loss_ > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < loss_; }
+  // A switch on the path marks the packet Congestion Experienced.
+  bool mark_ce() { return ce_ > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < ce_; }
   // Payload of a message's last (or only) packet; the others carry a full PMTU.
   std::uint32_t payload_size() {
     return std::min(pmtu(), std::uniform_int_distribution<std::uint32_t>(min_pay_, max_pay_)(rng_));
@@ -299,7 +304,7 @@ class Generator {
  private:
   const FrameSink& out_;
   std::mt19937_64 rng_;
-  double loss_;
+  double loss_, ce_;
   std::uint32_t min_pay_, max_pay_;
   std::uint64_t ts_ns_ = 1'700'000'000ull * 1'000'000'000ull;
   std::uint64_t packets_ = 0;
@@ -335,12 +340,29 @@ class RcConnection {
   }
 
  private:
-  void request(const IbPacket& p, bool allow_loss = true) {
+  void request(IbPacket p, bool allow_loss = true) {
     if (allow_loss && g_.lose()) {
       lost_ = true;
       return;
     }
+    const bool ce = e_ != Encap::ib && g_.mark_ce();  // native IB signals congestion in FECN/BECN, not ECN
+    if (ce) p.ecn = 3;
     g_.emit_ib(e_, client_, server_, sport_, p);
+    if (ce) congestion_notification();
+  }
+  // The receiver (DCQCN's notification point) answers a CE mark with a CNP to
+  // the sender's QP, at most one per kCnpIntervalNs per QP (Annex A17.9).
+  void congestion_notification() {
+    constexpr std::uint64_t kCnpIntervalNs = 50'000;
+    if (cnp_sent_ && g_.now_ns() - last_cnp_ns_ < kCnpIntervalNs) return;
+    cnp_sent_ = true;
+    last_cnp_ns_ = g_.now_ns();
+    IbPacket c;
+    c.opcode = kCnp;
+    c.cnp = true;
+    c.payload = 16;
+    c.ecn = 0;
+    response(c);
   }
   void response(IbPacket p) {
     p.dest_qp = req_qp_;
@@ -463,6 +485,8 @@ class RcConnection {
   std::uint32_t msn_ = 0;
   std::uint32_t since_ack_ = 0;
   bool lost_ = false;
+  bool cnp_sent_ = false;
+  std::uint64_t last_cnp_ns_ = 0;
   Host client_, server_;
 };
 
@@ -548,7 +572,7 @@ bool parse_encap(const std::string& name, std::vector<Encap>& kinds) {
 std::uint32_t generate(const GenOptions& o, const FrameSink& sink) {
   std::vector<Encap> kinds;
   if (!parse_encap(o.encap, kinds) || o.clients == 0 || o.clients > 254 || o.servers == 0 || o.servers > 254) return 0;
-  Generator g(sink, o.seed, o.loss, o.min_payload, o.max_payload);
+  Generator g(sink, o);
   std::vector<std::unique_ptr<RcConnection>> rc;
   std::vector<std::unique_ptr<IwarpConnection>> iw;
   std::vector<std::pair<bool, std::size_t>> conns;  // (iWARP?, index)

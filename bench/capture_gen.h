@@ -20,6 +20,7 @@ struct GenOptions {
   std::uint32_t clients = 16;      // RC connections' client hosts (1..254), connection i on client i % clients
   std::uint32_t servers = 4;       // and servers: 1 and 1 put every connection between the same two ends
   double loss = 0.0005;            // fraction of requests lost before the capture point
+  double ce = 0;                   // fraction of requests marked CE (each answered by a CNP, DCQCN-paced)
   std::uint32_t min_payload = 64;  // of a message's last packet; the others carry the PMTU
   std::uint32_t max_payload = 1024;
   std::uint64_t seed = 1;

@@ -1,7 +1,7 @@
 // gen_capture: writes a synthetic RDMA capture (nanosecond pcap) for the
 // benchmarks; see capture_gen.cpp for the traffic.
 //
-// Usage: gen_capture -o FILE [-n PACKETS] [--qps N] [--encap E] [--loss F]
+// Usage: gen_capture -o FILE [-n PACKETS] [--qps N] [--encap E] [--loss F] [--ce F]
 //                    [--min-payload B] [--max-payload B] [--seed S] [--clients C] [--servers S]
 // E: roce_v2 (IPv4, default), roce_v2_ipv6, roce_v1, ib, iwarp, mix.
 #include <cstdint>
@@ -17,7 +17,7 @@ namespace {
 int usage() {
   std::fprintf(stderr,
                "usage: gen_capture -o FILE [-n PACKETS] [--qps N] [--encap roce_v2|roce_v2_ipv6|roce_v1|ib|iwarp|mix]\n"
-               "                   [--loss FRACTION] [--min-payload B] [--max-payload B] [--seed S]\n"
+               "                   [--loss FRACTION] [--ce FRACTION] [--min-payload B] [--max-payload B] [--seed S]\n"
                "                   [--clients C] [--servers S]  (RC client/server hosts, default 16 and 4)\n");
   return 2;
 }
@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
     else if (a == "--clients") o.clients = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
     else if (a == "--servers") o.servers = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
     else if (a == "--loss") o.loss = std::strtod(v, nullptr);
+    else if (a == "--ce") o.ce = std::strtod(v, nullptr);
     else if (a == "--min-payload") o.min_payload = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
     else if (a == "--max-payload") o.max_payload = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
     else if (a == "--seed") o.seed = std::strtoull(v, nullptr, 10);
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
   }
   std::vector<rdmadiag::bench::Encap> kinds;
   if (out.empty() || o.qps == 0 || o.min_payload == 0 || o.min_payload > o.max_payload || o.max_payload < 256 ||
-      o.max_payload > 4096 || o.clients == 0 || o.clients > 254 || o.servers == 0 || o.servers > 254 ||
+      o.max_payload > 4096 || o.ce < 0 || o.ce > 1 || o.clients == 0 || o.clients > 254 || o.servers == 0 || o.servers > 254 ||
       !rdmadiag::bench::parse_encap(o.encap, kinds))
     return usage();
 

@@ -4,6 +4,9 @@
 // Ground truth from the generator (bench/capture_gen.cpp): connection i's
 // requester QP is 0x100 + 2i and its responder QP 0x101 + 2i, so a flow to
 // QP q is correctly paired exactly when its peer's destination QP is q ^ 1.
+// The same holds for matching CNPs to data flows (decode/congestion_analysis.cpp
+// flow_for_cnp): the generator's CNP for a CE mark on the flow to QP q goes to
+// the requester's QP q ^ 1, so a matched flow's sender QP must be q ^ 1.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -21,12 +24,26 @@ namespace decode = rdmadiag::decode;
 struct PairingRun {
   double probes_per_packet = 0;
   std::size_t paired = 0, mispaired = 0, flows = 0;
+  std::uint64_t cnps = 0, cnps_unmatched = 0, cnp_probes = 0;
+  std::size_t cc_matched = 0, cc_mismatched = 0;
 };
 
+void count_cnp_matching(const decode::CongestionAnalyzer& cc, PairingRun& r) {
+  r.cnps = cc.totals().cnps;
+  r.cnps_unmatched = cc.totals().cnps_unmatched;
+  r.cnp_probes = cc.cnp_match_probes();
+  for (const decode::CcFlowResult& f : cc.flows()) {
+    if (!f.sender_qp_known) continue;
+    ++r.cc_matched;
+    if (f.sender_qp != (f.key.dest_qp ^ 1u)) ++r.cc_mismatched;
+  }
+}
+
 // Every connection between the same two hosts (one client, one server).
-PairingRun run_between_two_hosts(std::uint32_t qps, std::uint64_t packets) {
+PairingRun run_between_two_hosts(std::uint32_t qps, std::uint64_t packets, double ce = 0) {
   rdmadiag::bench::GenOptions o;
   o.packets = packets;
+  o.ce = ce;
   o.qps = qps;
   o.clients = 1;
   o.servers = 1;
@@ -51,6 +68,7 @@ PairingRun run_between_two_hosts(std::uint32_t qps, std::uint64_t packets) {
     ++r.paired;
     if (f.peer_qp != (f.key.dest_qp ^ 1u)) ++r.mispaired;
   }
+  count_cnp_matching(analyzer->congestion(), r);
   return r;
 }
 
@@ -71,6 +89,23 @@ TEST(PairingIndex, ProbesPerPacketIndependentOfQpCount) {
   // and the NAK's PSN lies in another requester's window (28 of ~31,000 flows,
   // the chains that follow included). The scan this replaced mispaired 442.
   EXPECT_LE(many.mispaired, many.paired / 500) << many.mispaired;
+}
+
+// CE marks on 2 % of the requests, each answered by a CNP (paced per QP as
+// DCQCN does): matching a CNP to its data flow looks at an index entry and the
+// front of a queue, not at every flow between the two ends (the scan it
+// replaced looked at ~8,000 flows per CNP with 16K connections).
+TEST(CnpMatching, ProbesPerCnpIndependentOfQpCount) {
+  for (const std::uint32_t qps : {64u, 16'384u}) {
+    const PairingRun r = run_between_two_hosts(qps, 200'000, 0.02);
+    std::printf("%u QPs: %llu CNPs, %llu match probes, %zu flows matched\n", qps,
+                static_cast<unsigned long long>(r.cnps), static_cast<unsigned long long>(r.cnp_probes), r.cc_matched);
+    ASSERT_GT(r.cnps, 2'000u);
+    EXPECT_EQ(r.cnps_unmatched, 0u);
+    EXPECT_LT(static_cast<double>(r.cnp_probes) / static_cast<double>(r.cnps), 4.0);
+    EXPECT_GT(r.cc_matched, 0u);
+    EXPECT_EQ(r.cc_mismatched, 0u);
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "decode/congestion_analysis.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "decode/endpoints.h"
 #include "decode/ib_opcodes.h"
@@ -147,6 +148,12 @@ FlowKey data_key(const DecodedPacket& p, bool reversed) {
 
 }  // namespace
 
+FlowKey CongestionAnalyzer::pair_of(const FlowKey& k) {
+  FlowKey pair = k;
+  pair.dest_qp = 0;
+  return pair;
+}
+
 std::uint32_t CongestionAnalyzer::slot_for(const FlowKey& k, std::uint64_t frame, std::uint32_t flow) {
   std::uint32_t slot = flows_.find(k);
   if (slot != decltype(flows_)::kNone) return slot;
@@ -160,33 +167,64 @@ std::uint32_t CongestionAnalyzer::slot_for(const FlowKey& k, std::uint64_t frame
   st.r.key = k;
   st.r.flow = flow;
   st.r.first_frame = frame;
-  FlowKey pair = k;
-  pair.dest_qp = 0;
-  PairFlows& listed = by_pair_[pair];
-  flows_.at(slot)->pair_pos = static_cast<std::uint32_t>(listed.slots.size());
-  listed.slots.push_back(slot);
-  ++listed.live;
+  PairFlows& pf = by_pair_[pair_of(k)];
+  ++pf.live;
+  ++pf.unmatched;
+  pf.unmatched_xor ^= slot;
   return slot;
+}
+
+bool CongestionAnalyzer::waiting_mark(const FirstMark& m) {
+  ++cnp_probes_;
+  const CcFlowState* s = flows_.at(m.slot);
+  return s && s->r.first_frame == m.flow_first_frame && !s->r.sender_qp_known && s->mark_ns >= 0;
+}
+
+// A flow no CNP has matched yet got its first unanswered mark: it joins the
+// back of its pair's queue. Stale entries are dropped first when they are most
+// of the queue, so it stays within a few times the pair's live flows.
+void CongestionAnalyzer::queue_first_mark(std::uint32_t slot, const CcFlowState& s) {
+  PairFlows& pf = by_pair_.find(pair_of(s.r.key))->second;
+  std::vector<FirstMark>& q = pf.marks;
+  if (q.size() - pf.marks_head > 2 * pf.unmatched + 16 || pf.marks_head > q.size() / 2) {
+    q.erase(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(pf.marks_head));
+    pf.marks_head = 0;
+    std::erase_if(q, [this](const FirstMark& m) { return !waiting_mark(m); });
+  }
+  q.push_back({slot, s.r.first_frame});
+}
+
+// The unmatched flow of the pair whose unanswered mark came first, else kNone.
+std::uint32_t CongestionAnalyzer::first_marked(PairFlows& pf) {
+  for (; pf.marks_head < pf.marks.size(); ++pf.marks_head)
+    if (waiting_mark(pf.marks[pf.marks_head])) return pf.marks[pf.marks_head].slot;
+  pf.marks.clear();
+  pf.marks_head = 0;
+  return decltype(flows_)::kNone;
 }
 
 // The data flow a CNP is for (see the header); kNone when it cannot be told.
 std::uint32_t CongestionAnalyzer::flow_for_cnp(const DecodedPacket& p, const FlowKey& reversed) {
   const auto it = by_pair_.find(reversed);
   if (it == by_pair_.end()) return decltype(flows_)::kNone;
-  const std::uint32_t qp = p.ib.bth.dest_qp;
-  std::uint32_t oldest = decltype(flows_)::kNone, free_one = decltype(flows_)::kNone;
-  std::size_t free_count = 0;
-  for (std::uint32_t slot : it->second.slots) {
-    if (slot == decltype(flows_)::kNone) continue;  // retired
-    const CcFlowState& s = *flows_.at(slot);
-    if (s.r.sender_qp_known && s.r.sender_qp == qp) return slot;
-    if (s.r.sender_qp_known) continue;  // another sender QP's flow
-    ++free_count;
-    free_one = slot;
-    if (s.mark_ns >= 0 && (oldest == decltype(flows_)::kNone || s.mark_ns < flows_.at(oldest)->mark_ns)) oldest = slot;
-  }
-  if (oldest != decltype(flows_)::kNone) return oldest;
-  return free_count == 1 ? free_one : decltype(flows_)::kNone;
+  FlowKey sender = reversed;
+  sender.dest_qp = p.ib.bth.dest_qp;
+  ++cnp_probes_;
+  if (const std::uint32_t slot = by_sender_.find(sender); slot != decltype(flows_)::kNone) return slot;
+  if (const std::uint32_t slot = first_marked(it->second); slot != decltype(flows_)::kNone) return slot;
+  return it->second.unmatched == 1 ? it->second.unmatched_xor : decltype(flows_)::kNone;
+}
+
+// A CNP to `sender_qp` matched the flow in `slot` for the first time.
+void CongestionAnalyzer::matched(std::uint32_t slot, CcFlowState& s, std::uint32_t sender_qp) {
+  s.r.sender_qp_known = true;
+  s.r.sender_qp = sender_qp;
+  PairFlows& pf = by_pair_.find(pair_of(s.r.key))->second;
+  --pf.unmatched;
+  pf.unmatched_xor ^= slot;
+  FlowKey sender = pair_of(s.r.key);
+  sender.dest_qp = sender_qp;
+  if (by_sender_.find(sender) == decltype(flows_)::kNone) by_sender_.insert(sender, slot);
 }
 
 CongestionAnalyzer::FrameFindings CongestionAnalyzer::step(CcFlowState& s, const CcPacket& p) {
@@ -234,10 +272,7 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p
       return {};
     }
     CcFlowState& s = *flows_.at(slot);
-    if (!s.r.sender_qp_known) {
-      s.r.sender_qp_known = true;
-      s.r.sender_qp = p.ib.bth.dest_qp;
-    }
+    if (!s.r.sender_qp_known) matched(slot, s, p.ib.bth.dest_qp);
     return step(s, CcPacket{frame, ts_ns, true, false});
   }
   const int ecn = ecn_codepoint(p);
@@ -249,7 +284,11 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p
   if (ecn) ++totals_.ect_packets;
   if (ecn == 3) ++totals_.ce_marked;
   if (slot == decltype(flows_)::kNone) slot = slot_for(k, frame, flow);
-  return step(*flows_.at(slot), CcPacket{frame, ts_ns, false, ecn == 3});
+  CcFlowState& s = *flows_.at(slot);
+  const bool first_mark = ecn == 3 && s.mark_ns < 0 && !s.r.sender_qp_known;
+  const FrameFindings f = step(s, CcPacket{frame, ts_ns, false, ecn == 3});
+  if (first_mark) queue_first_mark(slot, s);
+  return f;
 }
 
 void CongestionAnalyzer::retire(std::uint32_t slot, CcFlowState& s) {
@@ -257,24 +296,20 @@ void CongestionAnalyzer::retire(std::uint32_t slot, CcFlowState& s) {
   if (s.r.kept_rate) ++totals_.kept_rate_flows;
   if (results_.size() < kMaxResults) results_.push_back(s.r);
   else ++totals_.flows_untracked;
-  FlowKey pair = s.r.key;
-  pair.dest_qp = 0;
+  const FlowKey pair = pair_of(s.r.key);
+  if (s.r.sender_qp_known) {
+    FlowKey sender = pair;
+    sender.dest_qp = s.r.sender_qp;
+    if (by_sender_.find(sender) == slot) by_sender_.erase(sender);
+  }
   const auto it = by_pair_.find(pair);
-  if (it == by_pair_.end() || it->second.slots[s.pair_pos] != slot) return;
-  PairFlows& listed = it->second;
-  listed.slots[s.pair_pos] = decltype(flows_)::kNone;
-  if (--listed.live == 0) {
-    by_pair_.erase(it);
-    return;
+  if (it == by_pair_.end()) return;
+  PairFlows& pf = it->second;
+  if (!s.r.sender_qp_known) {
+    --pf.unmatched;
+    pf.unmatched_xor ^= slot;
   }
-  if (listed.live * 2 >= listed.slots.size()) return;
-  std::size_t n = 0;  // compact, keeping the order
-  for (const std::uint32_t kept : listed.slots) {
-    if (kept == decltype(flows_)::kNone) continue;
-    flows_.at(kept)->pair_pos = static_cast<std::uint32_t>(n);
-    listed.slots[n++] = kept;
-  }
-  listed.slots.resize(n);
+  if (--pf.live == 0) by_pair_.erase(it);
 }
 
 void CongestionAnalyzer::sweep(std::int64_t now_ns) {
@@ -296,6 +331,7 @@ void CongestionAnalyzer::finish() {
   flows_.for_each([this](std::uint32_t slot, CcFlowState& s) { retire(slot, s); });
   flows_.clear();
   by_pair_.clear();
+  by_sender_.clear();
   order_results(results_);
 }
 

@@ -20,9 +20,11 @@
 // address to its source, to the sender's QP (its BTH destination QP); the
 // marked packets name the receiver's QP. The CNP goes to the flow on the
 // reversed address pair that has already been matched to that sender QP, else
-// to the one whose unanswered mark is oldest (the receiver answers marks in
-// order), else (no mark waiting) to the pair's only flow; with several and no
-// mark it is counted unmatched.
+// to the one (not yet matched) whose unanswered mark came first (the receiver
+// answers marks in order), else (no mark waiting) to the pair's only flow not
+// yet matched; with several and no mark it is counted unmatched. Each step is
+// O(1) per CNP, whatever the number of QPs between the two ends: an index of
+// matched sender QPs, and per address pair a queue of first marks.
 //
 // Memory: a bounded table of live flows (decode/flow_slots.h, kMaxLiveFlows;
 // the least recently active are retired past it, counted, idle ones after
@@ -92,7 +94,6 @@ struct CcFlowState {
   std::int64_t reaction_ns = -1;     // CNP -> first gap >= rate_cut x baseline
   std::array<std::int64_t, kCcWindow> after{};
   std::uint32_t after_count = 0;
-  std::uint32_t pair_pos = 0;        // its entry in its address pair's list (CongestionAnalyzer::by_pair_)
 };
 
 // What one packet of a data flow does to it.
@@ -166,6 +167,9 @@ class CongestionAnalyzer {
   bool any() const { return totals_.ect_packets || totals_.cnps; }
   bool cap_reached() const { return flows_.cap_reached() || totals_.flows_untracked; }
   std::size_t peak() const { return flows_.peak(); }
+  // Index look-ups and queued marks looked at to match CNPs to flows (the CTest
+  // pairing_index_o1 checks they do not grow with the QPs between two ends).
+  std::uint64_t cnp_match_probes() const { return cnp_probes_; }
 
   // analyze -j: the shards' results (each flow lives in one shard: a CNP
   // travels between the same two addresses as its marks), flows renumbered.
@@ -181,17 +185,34 @@ class CongestionAnalyzer {
   AnomalyLog& log_;
   CcOptions opts_;
   FlowSlots<FlowKey, FlowKeyHash, CcFlowState> flows_{kMaxLiveFlows};
-  // Live flows per directed address pair (their key with dest_qp 0), for CNP
-  // matching, in creation order. A retired flow's entry becomes a hole (kNone):
-  // erasing it in place cost the pair's flow count per retirement (22 % of the
-  // CPU time with 16K QPs between two hosts). Compacted when half is holes.
-  struct PairFlows {
-    std::vector<std::uint32_t> slots;
-    std::size_t live = 0;
+  // Per directed address pair (a data flow's key with dest_qp 0), for CNP
+  // matching: its live flows, those no CNP has matched yet (their count, and
+  // the XOR of their slots, which is the slot itself when there is one), and
+  // those flows' first unanswered marks in the order they came. A queue entry
+  // goes stale when its flow is matched or retired, and is dropped when it
+  // reaches the front (or when stale entries outnumber the live flows).
+  struct FirstMark {
+    std::uint32_t slot;
+    std::uint64_t flow_first_frame;  // the flow's identity (a slot is reused)
   };
+  struct PairFlows {
+    std::size_t live = 0;
+    std::size_t unmatched = 0;
+    std::uint32_t unmatched_xor = 0;
+    std::vector<FirstMark> marks;
+    std::size_t marks_head = 0;
+  };
+  static FlowKey pair_of(const FlowKey& k);
+  bool waiting_mark(const FirstMark& m);
+  void queue_first_mark(std::uint32_t slot, const CcFlowState& s);
+  std::uint32_t first_marked(PairFlows& pf);
+  void matched(std::uint32_t slot, CcFlowState& s, std::uint32_t sender_qp);
   std::unordered_map<FlowKey, PairFlows, FlowKeyHash> by_pair_;
+  // Matched flows by their pair and sender QP (the key with dest_qp = the sender's QP).
+  FlowTable<FlowKey, FlowKeyHash> by_sender_;
   std::vector<CcFlowResult> results_;
   CcTotals totals_;
+  std::uint64_t cnp_probes_ = 0;
   bool finished_ = false;
 };
 

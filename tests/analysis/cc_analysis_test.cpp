@@ -102,9 +102,8 @@ TEST(CongestionSteps, TooFewGapsBeforeIsUnjudged) {
 
 }  // namespace
 
-// The analyzer's CNP matching after many flows of one address pair retired:
-// the retired ones leave holes in the pair's list (compacted at half), and a CNP
-// still finds the one live flow with an unanswered CE mark.
+// The analyzer's CNP matching after many flows of one address pair retired: a
+// CNP still finds the one live flow with an unanswered CE mark.
 namespace {
 
 DecodedPacket roce(bool a_to_b, std::uint8_t opcode, std::uint32_t dest_qp, std::uint8_t ecn) {
@@ -162,4 +161,70 @@ TEST(CongestionAnalyzer, FlowsRetiredAtTheLiveCapAreCounted) {
   below.finish();
   EXPECT_EQ(below.totals().retired_at_cap, 0u);
   EXPECT_EQ(below.flows().size() + below.totals().flows_untracked, 32768u);
+}
+
+// The matching rule (docs/congestion.md), step by step: a CNP goes to the flow
+// already matched to its sender QP, else to the unmatched flow whose mark came
+// first, else to the pair's only unmatched flow. A marked flow that retired
+// before its CNP, and a new flow in its reused slot, are not taken for it.
+TEST(CongestionAnalyzer, CnpGoesToTheMatchedSenderElseTheFirstMarkElseTheOnlyFlow) {
+  AnomalyLog log;
+  CongestionAnalyzer cc(log);
+  std::uint64_t frame = 0;
+  std::int64_t t = 1000;
+  const auto data = [&](std::uint32_t qp, bool ce) { return cc.add(roce(true, 0x04, qp, ce ? 3 : 2), ++frame, t += kUs, 0); };
+  const auto cnp = [&](std::uint32_t sender_qp) { return cc.add(roce(false, kOpcodeCnp, sender_qp, 0), ++frame, t += kUs, 0); };
+  for (std::uint32_t qp : {0xA1u, 0xB1u, 0xC1u}) data(qp, false);
+  data(0xB1, true);  // B marked first
+  const std::uint64_t mark_b = frame;
+  data(0xA1, true);
+  const std::uint64_t mark_a = frame;
+  EXPECT_EQ(cnp(0xB0).cnp_mark_frame, mark_b);  // the first mark: B, now matched to QP 0xB0
+  EXPECT_EQ(cnp(0xA0).cnp_mark_frame, mark_a);
+  data(0xA1, true);
+  data(0xB1, true);
+  const std::uint64_t mark_b2 = frame;
+  EXPECT_EQ(cnp(0xB0).cnp_mark_frame, mark_b2);  // matched QP first, though A's mark is older
+
+  // C marked, then idle past kIdleRetireNs and retired; D takes its slot, unmarked.
+  data(0xC1, true);
+  t += 200'000'000'000;
+  for (std::uint32_t qp : {0xA1u, 0xB1u}) data(qp, false);
+  cc.sweep(t + 1);
+  data(0xD1, false);
+  const auto to_d = cnp(0xD0);  // no mark waiting; D is the only unmatched flow
+  EXPECT_LT(to_d.cnp_response_ns, 0);
+  EXPECT_EQ(cc.totals().cnps_unmatched, 0u);
+  data(0xE1, false);
+  data(0xF1, false);
+  cnp(0xE0);  // two unmatched flows, no mark: cannot be told
+  EXPECT_EQ(cc.totals().cnps_unmatched, 1u);
+  cc.finish();
+  for (const CcFlowResult& f : cc.flows()) {
+    if (f.sender_qp_known) {
+      EXPECT_EQ(f.sender_qp, f.key.dest_qp ^ 1u) << f.key.dest_qp;
+    }
+  }
+}
+
+// Marks and CNPs in turn on many flows of one pair, some flows retiring with a
+// mark waiting: the queue of first marks is looked at a bounded number of
+// times per CNP.
+TEST(CongestionAnalyzer, CnpMatchingLooksAtFewEntries) {
+  AnomalyLog log;
+  CongestionAnalyzer cc(log);
+  std::uint64_t frame = 0;
+  std::int64_t t = 1000;
+  constexpr std::uint32_t kFlows = 4096;
+  for (std::uint32_t qp = 1; qp <= kFlows; ++qp) cc.add(roce(true, 0x04, 2 * qp + 1, 3), ++frame, t += kUs, 0);
+  for (std::uint32_t qp = 1; qp <= kFlows; ++qp) cc.add(roce(false, kOpcodeCnp, 2 * qp, 0), ++frame, t += kUs, 0);
+  for (std::uint32_t qp = 1; qp <= kFlows; ++qp) {  // matched now: marks wait in no queue
+    cc.add(roce(true, 0x04, 2 * qp + 1, 3), ++frame, t += kUs, 0);
+    cc.add(roce(false, kOpcodeCnp, 2 * qp, 0), ++frame, t += kUs, 0);
+  }
+  EXPECT_EQ(cc.totals().cnps, 2u * kFlows);
+  EXPECT_EQ(cc.totals().cnps_unmatched, 0u);
+  EXPECT_LE(cc.cnp_match_probes(), 3u * 2 * kFlows);
+  cc.finish();
+  for (const CcFlowResult& f : cc.flows()) EXPECT_EQ(f.sender_qp, f.key.dest_qp ^ 1u);
 }
