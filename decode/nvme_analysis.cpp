@@ -421,8 +421,7 @@ void NvmeAnalyzer::restart_queue(const NvmeQueueKey& key, std::uint16_t cid) {
   if (it != old->outstanding.end() && it->second.result.fabrics &&
       it->second.result.fctype == static_cast<std::uint8_t>(FabricsType::connect))
     return;
-  queues_.retire_if([&key](const Queue& q) { return q.stats.key == key; },
-                    [this](std::uint32_t, Queue& q) { retire_queue(q); });
+  queues_.erase(slot, [this](std::uint32_t, Queue& q) { retire_queue(q); });  // O(1): not a walk of every queue
 }
 
 void NvmeAnalyzer::add_response(const Hop& h, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns,
