@@ -350,7 +350,7 @@ void NvmeAnalyzer::add_command(const Hop& h, const NvmeRdmaPayload& c, std::uint
     ++totals_.commands;
     ++by_opcode_[opcode_index(r)].commands;
     ++totals_.unbound_commands;
-    qp->note_unbound(r.cid, h.src);
+    note_unbound_command(qps_.find(h.qp), *qp, r.cid, h.src);
     return;
   }
   if (rec.cmd.is(FabricsType::connect)) restart_queue(qp->queue, rec.cmd.cid);
@@ -394,17 +394,77 @@ void NvmeAnalyzer::bind_both(QueuePair& qp, const NvmeQueueKey& key, std::uint64
   }
 }
 
+std::size_t NvmeAnalyzer::CidKeyHash::operator()(const CidKey& k) const {
+  std::uint64_t h = 0xcbf29ce484222325ULL ^ k.cid;
+  for (auto b : k.controller) h = (h ^ b) * 0x100000001b3ULL;
+  for (auto b : k.host) h = (h ^ b) * 0x100000001b3ULL;
+  return static_cast<std::size_t>(h);
+}
+
+// A command on an unbound queue pair: its CID joins the queue pair's latest,
+// and the queue pair is listed as holding it (all its CIDs again when the
+// commands now come from another host: the list is keyed by the sender).
+void NvmeAnalyzer::note_unbound_command(std::uint32_t slot, QueuePair& qp, std::uint16_t cid, const IpAddress& from) {
+  const bool new_sender = qp.recent_count && qp.sender != from;
+  const bool listed = !new_sender && qp.recently(cid);
+  qp.note_unbound(cid, from);
+  if (new_sender) {
+    for (std::size_t i = 0; i < qp.recent_count; ++i) list_holder(slot, qp, qp.recent_cids[i]);
+  } else if (!listed) {
+    list_holder(slot, qp, cid);
+  }
+}
+
+void NvmeAnalyzer::list_holder(std::uint32_t slot, const QueuePair& qp, std::uint16_t cid) {
+  if (cid_holders_.size() > 8 * qps_.size() + 4096) {  // keys nobody asked for: purge the stale
+    for (auto it = cid_holders_.begin(); it != cid_holders_.end();) {
+      drop_stale(it->first, it->second);
+      it = it->second.n == 0 && !it->second.crowded ? cid_holders_.erase(it) : std::next(it);
+    }
+  }
+  const CidKey k{qp.key.dst, qp.sender, cid};
+  CidHolders& c = cid_holders_[k];
+  if (std::find(c.slots.begin(), c.slots.begin() + c.n, slot) != c.slots.begin() + c.n) return;
+  if (c.n == kCidHolders) drop_stale(k, c);
+  if (c.n == kCidHolders) {
+    c.crowded = true;
+    return;
+  }
+  c.slots[c.n++] = slot;
+}
+
+// The queue pair in `slot` is a candidate for the controller side of key k.
+bool NvmeAnalyzer::holds(std::uint32_t slot, const CidKey& k) const {
+  ++peer_probes_;
+  const QueuePair* q = qps_.at(slot);
+  return q && !q->bound && !q->peer && q->key.dst == k.controller && q->sender == k.host && q->recently(k.cid);
+}
+
+void NvmeAnalyzer::drop_stale(const CidKey& k, CidHolders& c) const {
+  std::uint8_t n = 0;
+  for (std::uint8_t i = 0; i < c.n; ++i)
+    if (holds(c.slots[i], k)) c.slots[n++] = c.slots[i];
+  c.n = n;
+}
+
+// The one queue pair holding k, else kNone (none, or several).
+std::uint32_t NvmeAnalyzer::sole_holder(const CidKey& k) {
+  const auto it = cid_holders_.find(k);
+  if (it == cid_holders_.end()) return decltype(qps_)::kNone;
+  CidHolders& c = it->second;
+  drop_stale(k, c);
+  if (c.crowded || c.n != 1) {
+    if (c.n == 0 && !c.crowded) cid_holders_.erase(it);
+    return decltype(qps_)::kNone;
+  }
+  return c.slots[0];
+}
+
 void NvmeAnalyzer::find_peer(QueuePair& host, const Hop& h, std::uint16_t cid) {
   if (host.peer || host.peer_tries >= kPeerTries) return;
   ++host.peer_tries;
-  QueuePair* found = nullptr;
-  std::size_t candidates = 0;
-  qps_.for_each([&](std::uint32_t, QueuePair& q) {
-    if (q.bound || q.peer || q.key.dst != h.src || q.sender != h.dst || !q.recently(cid)) return;
-    found = &q;
-    ++candidates;
-  });
-  if (candidates != 1) return;
+  QueuePair* found = qps_.at(sole_holder(CidKey{h.src, h.dst, cid}));
+  if (!found) return;
   host.peer = found->key;
   found->peer = host.key;
   found->controller_side = true;
@@ -628,6 +688,7 @@ void NvmeAnalyzer::retire_queue(Queue& q) {
 void NvmeAnalyzer::finish() {
   queues_.for_each([this](std::uint32_t, Queue& q) { retire_queue(q); });
   queues_.clear();
+  cid_holders_.clear();
   std::sort(finished_queues_.begin(), finished_queues_.end(),
             [](const NvmeQueueStats& a, const NvmeQueueStats& b) { return a.first_frame < b.first_frame; });
   std::sort(slowest_.begin(), slowest_.end(), slower);

@@ -34,6 +34,10 @@
 // rdma_cm the controller's queue pair is the one, between the same two
 // addresses, whose latest unbound commands hold the completion's CID, when
 // exactly one does (tried on a queue pair's first kPeerTries completions).
+// The queue pairs holding a CID are listed by (controller, host, CID), so a
+// try looks at no more than kCidHolders of them, however many queue pairs
+// there are; a CID held by more than kCidHolders unbound queue pairs between
+// the same two addresses at once is not used to pair (it could not be told).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -207,6 +211,7 @@ class NvmeAnalyzer {
   static constexpr std::size_t kSlowest = 10;
   static constexpr std::size_t kMaxListed = 20;
   static constexpr std::uint8_t kPeerTries = 16;
+  static constexpr std::size_t kCidHolders = 8;
   // Times of the latest frames: an iWARP unit reported after a TCP hole is
   // timed by the frame that carried it (older ones: by the reporting frame).
   static constexpr std::size_t kFrameTimes = 4096;
@@ -238,6 +243,9 @@ class NvmeAnalyzer {
   const std::vector<NvmeCommandResult>& slowest() const { return slowest_; }  // slowest first, after finish()
   const std::vector<NvmeCommandResult>& unanswered() const { return unanswered_; }
   static std::size_t opcode_index(const NvmeCommandResult& r);
+  // Queue pairs looked at to pair mid-stream queue pairs (find_peer); the
+  // analysis tests check it does not grow with the number of queue pairs.
+  std::uint64_t peer_probes() const { return peer_probes_; }
 
   struct QueuePair;
   struct Queue;
@@ -267,6 +275,28 @@ class NvmeAnalyzer {
   void bind_connect(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame);
   void bind_both(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame);
   void find_peer(QueuePair& host, const Hop& h, std::uint16_t cid);
+  // Mid-stream pairing on RoCE: the unbound controller-side queue pairs whose
+  // latest commands hold a CID, by (controller address, host address, CID);
+  // checked when read, since a listed queue pair may since have been bound,
+  // paired, retired, or have seen the CID leave its latest ones.
+  struct CidKey {
+    IpAddress controller{}, host{};
+    std::uint16_t cid = 0;
+    bool operator==(const CidKey&) const = default;
+  };
+  struct CidKeyHash {
+    std::size_t operator()(const CidKey& k) const;
+  };
+  struct CidHolders {
+    std::array<std::uint32_t, kCidHolders> slots{};
+    std::uint8_t n = 0;
+    bool crowded = false;  // more than kCidHolders at once: never used to pair
+  };
+  void note_unbound_command(std::uint32_t slot, QueuePair& qp, std::uint16_t cid, const IpAddress& from);
+  void list_holder(std::uint32_t slot, const QueuePair& qp, std::uint16_t cid);
+  bool holds(std::uint32_t slot, const CidKey& k) const;
+  void drop_stale(const CidKey& k, CidHolders& c) const;
+  std::uint32_t sole_holder(const CidKey& k);
   QueuePair* queue_pair(const NvmeQpKey& k, bool create, std::int64_t ts_ns);
   Queue* queue(const NvmeQueueKey& k, bool create, std::uint64_t frame, std::int64_t ts_ns);
   void complete(Queue& q, NvmeCommandResult& r, std::int64_t ts_ns);
@@ -287,6 +317,8 @@ class NvmeAnalyzer {
   std::function<void(const NvmeCommandResult&)> command_sink_;
   FlowSlots<NvmeQpKey, QpKeyHash, QueuePair> qps_;
   FlowSlots<NvmeQueueKey, QueueKeyHash, Queue> queues_;
+  std::unordered_map<CidKey, CidHolders, CidKeyHash> cid_holders_;
+  mutable std::uint64_t peer_probes_ = 0;
   // rdma_cm REQs for NVMe waiting for their REP: local comm ID -> (host address, host QPN).
   std::unordered_map<std::uint32_t, std::pair<IpAddress, std::uint32_t>> pending_req_;
   NvmeTotals totals_;
