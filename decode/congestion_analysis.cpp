@@ -98,7 +98,7 @@ void close_episode(CcFlowState& s, CcVerdict v) {
 
 void apply(CcFlowState& s, const CcDecision& d, const CcPacket& p) {
   if (p.cnp) return apply_cnp(s, d, p);
-  ++s.r.packets;
+  ++s.packets;
   if (p.ce) {
     ++s.r.ce_marked;
     ++s.marks_waiting;
@@ -293,6 +293,7 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p
 
 void CongestionAnalyzer::retire(std::uint32_t slot, CcFlowState& s) {
   if (s.episode) close_episode(s, CcVerdict::unjudged);  // the capture ended (or the flow idled) before the window
+  s.r.packets = s.packets;
   if (s.r.kept_rate) ++totals_.kept_rate_flows;
   if (results_.size() < kMaxResults) results_.push_back(s.r);
   else ++totals_.flows_untracked;

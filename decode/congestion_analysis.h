@@ -78,16 +78,19 @@ struct CcFlowResult {
 
 // The live state of one data flow.
 struct CcFlowState {
-  CcFlowResult r;
+  // What every packet of the flow reads or writes comes first (one cache line
+  // with 64-byte cells); the results and the windows after.
   std::int64_t last_ns = 0;          // the flow's last packet (0: none yet)
   std::uint64_t last_frame = 0;
-  std::array<std::int64_t, kCcWindow> before{};  // ring of the latest gaps
-  std::uint32_t before_count = 0, before_pos = 0;
+  std::uint64_t packets = 0;         // r.packets while live (copied at retirement)
   std::int64_t mark_ns = -1;         // the first CE mark not yet answered by a CNP
+  std::uint32_t before_count = 0, before_pos = 0;
+  bool episode = false;              // an episode is open (after a CNP)
+  CcFlowResult r;
+  std::array<std::int64_t, kCcWindow> before{};  // ring of the latest gaps
   std::uint64_t mark_frame = 0;
   std::uint64_t marks_waiting = 0;   // CE marks since the last CNP
-  // The open episode (after a CNP).
-  bool episode = false;
+  // The open episode.
   std::uint64_t episode_frame = 0;
   std::int64_t episode_ns = 0;
   std::int64_t baseline_ns = 0;      // median gap before its CNP
