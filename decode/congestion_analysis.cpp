@@ -148,12 +148,6 @@ FlowKey data_key(const DecodedPacket& p, bool reversed) {
 
 }  // namespace
 
-FlowKey CongestionAnalyzer::pair_of(const FlowKey& k) {
-  FlowKey pair = k;
-  pair.dest_qp = 0;
-  return pair;
-}
-
 std::uint32_t CongestionAnalyzer::slot_for(const FlowKey& k, std::uint64_t frame, std::uint32_t flow) {
   std::uint32_t slot = flows_.find(k);
   if (slot != decltype(flows_)::kNone) return slot;
@@ -167,7 +161,7 @@ std::uint32_t CongestionAnalyzer::slot_for(const FlowKey& k, std::uint64_t frame
   st.r.key = k;
   st.r.flow = flow;
   st.r.first_frame = frame;
-  PairFlows& pf = by_pair_[pair_of(k)];
+  PairFlows& pf = by_pair_[with_qps(k)];
   ++pf.live;
   ++pf.unmatched;
   pf.unmatched_xor ^= slot;
@@ -184,7 +178,7 @@ bool CongestionAnalyzer::waiting_mark(const FirstMark& m) {
 // back of its pair's queue. Stale entries are dropped first when they are most
 // of the queue, so it stays within a few times the pair's live flows.
 void CongestionAnalyzer::queue_first_mark(std::uint32_t slot, const CcFlowState& s) {
-  PairFlows& pf = by_pair_.find(pair_of(s.r.key))->second;
+  PairFlows& pf = by_pair_.find(with_qps(s.r.key))->second;
   std::vector<FirstMark>& q = pf.marks;
   if (q.size() - pf.marks_head > 2 * pf.unmatched + 16 || pf.marks_head > q.size() / 2) {
     q.erase(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(pf.marks_head));
@@ -207,10 +201,8 @@ std::uint32_t CongestionAnalyzer::first_marked(PairFlows& pf) {
 std::uint32_t CongestionAnalyzer::flow_for_cnp(const DecodedPacket& p, const FlowKey& reversed) {
   const auto it = by_pair_.find(reversed);
   if (it == by_pair_.end()) return decltype(flows_)::kNone;
-  FlowKey sender = reversed;
-  sender.dest_qp = p.ib.bth.dest_qp;
   ++cnp_probes_;
-  if (const std::uint32_t slot = by_sender_.find(sender); slot != decltype(flows_)::kNone) return slot;
+  if (const std::uint32_t slot = by_sender_.find(with_qps(reversed, p.ib.bth.dest_qp)); slot != decltype(flows_)::kNone) return slot;
   if (const std::uint32_t slot = first_marked(it->second); slot != decltype(flows_)::kNone) return slot;
   return it->second.unmatched == 1 ? it->second.unmatched_xor : decltype(flows_)::kNone;
 }
@@ -219,11 +211,10 @@ std::uint32_t CongestionAnalyzer::flow_for_cnp(const DecodedPacket& p, const Flo
 void CongestionAnalyzer::matched(std::uint32_t slot, CcFlowState& s, std::uint32_t sender_qp) {
   s.r.sender_qp_known = true;
   s.r.sender_qp = sender_qp;
-  PairFlows& pf = by_pair_.find(pair_of(s.r.key))->second;
+  PairFlows& pf = by_pair_.find(with_qps(s.r.key))->second;
   --pf.unmatched;
   pf.unmatched_xor ^= slot;
-  FlowKey sender = pair_of(s.r.key);
-  sender.dest_qp = sender_qp;
+  const FlowKey sender = with_qps(s.r.key, sender_qp);
   if (by_sender_.find(sender) == decltype(flows_)::kNone) by_sender_.insert(sender, slot);
 }
 
@@ -297,13 +288,11 @@ void CongestionAnalyzer::retire(std::uint32_t slot, CcFlowState& s) {
   if (s.r.kept_rate) ++totals_.kept_rate_flows;
   if (results_.size() < kMaxResults) results_.push_back(s.r);
   else ++totals_.flows_untracked;
-  const FlowKey pair = pair_of(s.r.key);
   if (s.r.sender_qp_known) {
-    FlowKey sender = pair;
-    sender.dest_qp = s.r.sender_qp;
+    const FlowKey sender = with_qps(s.r.key, s.r.sender_qp);
     if (by_sender_.find(sender) == slot) by_sender_.erase(sender);
   }
-  const auto it = by_pair_.find(pair);
+  const auto it = by_pair_.find(with_qps(s.r.key));
   if (it == by_pair_.end()) return;
   PairFlows& pf = it->second;
   if (!s.r.sender_qp_known) {

@@ -205,7 +205,6 @@ class CongestionAnalyzer {
     std::vector<FirstMark> marks;
     std::size_t marks_head = 0;
   };
-  static FlowKey pair_of(const FlowKey& k);
   bool waiting_mark(const FirstMark& m);
   void queue_first_mark(std::uint32_t slot, const CcFlowState& s);
   std::uint32_t first_marked(PairFlows& pf);

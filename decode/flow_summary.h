@@ -68,6 +68,14 @@ struct FlowKeyHash {
   std::size_t operator()(const FlowKey& k) const;
 };
 
+// The same two ends (and transport) with other QP numbers; with none, the key
+// of the two ends alone.
+inline FlowKey with_qps(FlowKey k, std::uint32_t dest_qp = 0, std::uint32_t src_qp = 0) {
+  k.dest_qp = dest_qp;
+  k.src_qp = src_qp;
+  return k;
+}
+
 // Counters and results of one flow, as reported.
 struct FlowSummary {
   FlowKey key;

@@ -182,16 +182,6 @@ TransportAnalyzer::TransportAnalyzer(AnomalyLog& log) : log_(log), flows_(kMaxLi
 }
 TransportAnalyzer::~TransportAnalyzer() = default;
 
-namespace {
-
-// A flow's two ends without its QP numbers.
-FlowKey hosts_of(FlowKey k) {
-  k.dest_qp = k.src_qp = 0;
-  return k;
-}
-
-}  // namespace
-
 TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std::uint64_t frame, double ts) {
   FlowKey& k = last_key_.key;
   k = FlowKey{};
@@ -357,7 +347,7 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
         seq = g;
       } else {
         unplaced_frame_ = frame;
-        unplaced_hosts_ = hosts_of(f.s.key);
+        unplaced_hosts_ = with_qps(f.s.key);
         unplaced_ack_ = ack;
         unplaced_psn_ = sp.psn;
       }
@@ -418,7 +408,7 @@ void TransportAnalyzer::note_unplaced_ack(RequesterState& q) const {
 // same direction (it was this flow's), or the reverse for an ACK (its requester's).
 bool TransportAnalyzer::follows_unplaced(const Flow& f, std::uint64_t frame, bool ack) const {
   if (!unplaced_frame_ || frame != unplaced_frame_ + 1 || unplaced_ack_ != ack) return false;  // (per packet: cheap first)
-  FlowKey hosts = hosts_of(f.s.key);
+  FlowKey hosts = with_qps(f.s.key);
   if (ack) std::swap(hosts.src, hosts.dst);
   return hosts == unplaced_hosts_;
 }
