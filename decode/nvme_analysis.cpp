@@ -416,11 +416,14 @@ void NvmeAnalyzer::note_unbound_command(std::uint32_t slot, QueuePair& qp, std::
 }
 
 void NvmeAnalyzer::list_holder(std::uint32_t slot, const QueuePair& qp, std::uint16_t cid) {
-  if (cid_holders_.size() > 8 * qps_.size() + 4096) {  // keys nobody asked for: purge the stale
+  // Keys nobody asked for: purge the stale. Crowded keys stay, so the next
+  // purge waits until the table has doubled: amortised O(1) per command.
+  if (cid_holders_.size() > std::max(cid_purge_at_, 8 * qps_.size() + 4096)) {
     for (auto it = cid_holders_.begin(); it != cid_holders_.end();) {
       drop_stale(it->first, it->second);
       it = it->second.n == 0 && !it->second.crowded ? cid_holders_.erase(it) : std::next(it);
     }
+    cid_purge_at_ = 2 * cid_holders_.size();
   }
   const CidKey k{qp.key.dst, qp.sender, cid};
   CidHolders& c = cid_holders_[k];

@@ -318,6 +318,7 @@ class NvmeAnalyzer {
   FlowSlots<NvmeQpKey, QpKeyHash, QueuePair> qps_;
   FlowSlots<NvmeQueueKey, QueueKeyHash, Queue> queues_;
   std::unordered_map<CidKey, CidHolders, CidKeyHash> cid_holders_;
+  std::size_t cid_purge_at_ = 0;  // list_holder purges past max(this, 8 per queue pair + 4096)
   mutable std::uint64_t peer_probes_ = 0;
   // rdma_cm REQs for NVMe waiting for their REP: local comm ID -> (host address, host QPN).
   std::unordered_map<std::uint32_t, std::pair<IpAddress, std::uint32_t>> pending_req_;
