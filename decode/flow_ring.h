@@ -78,7 +78,7 @@ class FlowRing {
  private:
   void grow() {
     const std::size_t cap = cap_ ? cap_ * 2 : 16;
-    auto buf = std::make_unique<T[]>(cap);
+    auto buf = std::make_unique_for_overwrite<T[]>(cap);  // every entry is written before it is read
     for (std::size_t i = 0; i < size_; ++i) buf[i] = (*this)[i];
     buf_ = std::move(buf);
     cap_ = cap;

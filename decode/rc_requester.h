@@ -119,9 +119,11 @@ struct SpuriousCheck {
 };
 
 // The last 64 copies a flow sent (PSN, IPv4 ID, time), to tell a network's
-// copy from a resend. The first entry (head) is inline and the other 63 are allocated
-// at the second copy: a many-QP capture holds many flows of one or two packets,
-// and the full ring (1 KB) was the largest part of their state.
+// copy from a resend. The first entry (head) is inline; entries 1..7 are
+// allocated at the second copy and 1..63 at the ninth: a many-QP capture holds
+// many flows of a few packets each, and the full ring (1 KB, twice per
+// connection) was the largest part of their state. Only the entries written
+// are ever read, so an allocation is not cleared.
 struct RecentCopies {
   struct Copy {
     std::uint32_t psn : 24;
@@ -130,30 +132,31 @@ struct RecentCopies {
     double ts;
   };
   static constexpr std::size_t kSize = 64;
+  static constexpr std::uint32_t kFirstBlock = 7;  // entries allocated at the second copy
   Copy head{};
-  std::unique_ptr<std::array<Copy, kSize - 1>> rest;  // entries 1..63 of the ring
-  std::size_t pos = 0;
+  std::unique_ptr<Copy[]> rest;  // entries 1..rest_size of the ring
+  std::uint64_t pos = 0;
   void add(std::uint32_t psn, std::int32_t ip_id, double ts) {
     const std::size_t i = pos++ % kSize;
     if (i == 0) {
       head = Copy{psn, 0, ip_id, ts};
       return;
     }
-    if (!rest) rest = std::make_unique<std::array<Copy, kSize - 1>>();
-    (*rest)[i - 1] = Copy{psn, 0, ip_id, ts};
+    if (i > rest_size_) grow();
+    rest[i - 1] = Copy{psn, 0, ip_id, ts};
   }
   // Marks the copy added last (if it is that packet) as the first of its PSN.
   void mark_first_seen(std::uint32_t psn, std::int32_t ip_id) {
     if (!pos) return;
     const std::size_t i = (pos - 1) % kSize;
-    Copy& c = i == 0 ? head : (*rest)[i - 1];
+    Copy& c = i == 0 ? head : rest[i - 1];
     if (c.psn == psn && c.ip_id == ip_id) c.first_seen = 1;
   }
   // The copy added last, or nullptr.
   const Copy* last() const {
     if (!pos) return nullptr;
     const std::size_t i = (pos - 1) % kSize;
-    return i == 0 ? &head : &(*rest)[i - 1];
+    return i == 0 ? &head : &rest[i - 1];
   }
   // A copy made by the network keeps the IPv4 ID of its original; without an
   // IPv4 header, only a copy within `within` seconds of its original counts.
@@ -162,15 +165,30 @@ struct RecentCopies {
       return c.psn == psn && c.ts > 0 && (ip_id >= 0 ? c.ip_id == ip_id : ts - c.ts < within);
     });
   }
-  // Whether `pred` holds for any copy held (stops at the first).
+  // Whether `pred` holds for any copy held (stops at the first), in ring order.
   template <typename Pred>
   bool any(Pred pred) const {
+    if (pos >= kSize) {  // full (every flow that lasts): a fixed count the compiler unrolls
+      if (pred(head)) return true;
+      for (std::size_t i = 0; i < kSize - 1; ++i)
+        if (pred(rest[i])) return true;
+      return false;
+    }
+    if (pos == 0) return false;
     if (pred(head)) return true;
-    if (rest)
-      for (const Copy& c : *rest)
-        if (pred(c)) return true;
+    for (std::size_t i = 1; i < pos; ++i)
+      if (pred(rest[i - 1])) return true;
     return false;
   }
+ private:
+  void grow() {  // only while the ring fills for the first time: entries 1..i-1 are all written
+    const std::uint32_t size = rest_size_ ? kSize - 1 : kFirstBlock;
+    auto bigger = std::make_unique_for_overwrite<Copy[]>(size);
+    for (std::uint32_t k = 0; k < rest_size_; ++k) bigger[k] = rest[k];
+    rest = std::move(bigger);
+    rest_size_ = size;
+  }
+  std::uint32_t rest_size_ = 0;
 };
 
 // What a READ requester can have got of its responses, by the capture's order

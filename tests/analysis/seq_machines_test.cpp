@@ -103,6 +103,30 @@ TEST(PsnWindow, HoldsWhatWasMarkedSinceItsLastUseAcrossTheWrap) {
   EXPECT_FALSE(w.covers(0x0F));
 }
 
+// The ring of recent copies grows as it fills (1, 8, then 64 entries) and only
+// the copies added are ever looked at: before, the unwritten entries of the
+// allocated ring were zero copies (PSN 0, IPv4 ID 0) that any() visited, so a
+// packet with IPv4 ID 1 and PSN 1 found "its sender's previous packet" in one.
+TEST(RecentCopies, HoldsTheLast64CopiesAndNothingElse) {
+  RecentCopies r;
+  const auto has_zero_copy = [&] {
+    return r.any([](const RecentCopies::Copy& c) { return c.psn == 0 && c.ip_id == 0; });
+  };
+  EXPECT_EQ(r.last(), nullptr);
+  EXPECT_FALSE(has_zero_copy());
+  for (std::uint32_t n = 1; n <= 100; ++n) {
+    r.add(n, static_cast<std::int32_t>(1000 + n), 0.001 * n);
+    ASSERT_EQ(r.last()->psn, n);
+    EXPECT_FALSE(has_zero_copy()) << "after " << n << " copies";
+    // Every one of the last 64 is held, across the growth steps and the wrap; none before them.
+    for (std::uint32_t k = 1; k <= n; ++k)
+      ASSERT_EQ(r.has_copy(k, static_cast<std::int32_t>(1000 + k), 1.0, -1), n - k < RecentCopies::kSize)
+          << "copy " << k << " after " << n;
+  }
+  r.mark_first_seen(100, 1100);
+  EXPECT_TRUE(r.last()->first_seen);
+}
+
 TEST(FlowSlots, FindsReusesRetiresAndCountsItsPeak) {
   struct State {
     double last = 0;
