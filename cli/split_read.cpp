@@ -17,8 +17,6 @@ constexpr unsigned kChain = 16;
 // A record start's timestamp lies within this of the file's first record
 // (plausibility only: a part whose start it misses is walked again).
 constexpr std::int64_t kTsSlackBefore = 60, kTsSlackAfter = 365LL * 86400;
-constexpr std::size_t kPrefetchAhead = 4096;  // of a record
-constexpr std::size_t kPrefetchRecords = 4;   // of a thread's records, ahead of the one analysed
 // Parts in flight per thread: how far a thread may walk ahead of the slowest one's analysis.
 constexpr std::size_t kSlotsPerThread = 4;
 // A part is read this much at a time, as its walk goes.
@@ -214,20 +212,15 @@ void SplitRead::assign(Part& part) {
 }
 
 // Thread t's records of a confirmed part (and those it must see) through its
-// ShardPass, in frame order, the bytes of the next few of its own on their way
-// into the cache (another core read them): the others' bytes are not touched.
+// ShardPass, in frame order: the others' bytes are not touched. No software
+// prefetch of the next records: the one written here never reached the binary
+// (GCC dropped the loop of __builtin_prefetch calls), and issued for real
+// (prefetcht0, 1-4 records ahead, the first line or all of each) it cost 1-4 %
+// more CPU than none (docs/performance.md, session 15).
 void SplitRead::analyse(unsigned t, Part& part) {
   ShardPass& pass = *passes_[t];
   const std::vector<std::uint32_t>& visits = part.visits[t];
-  const std::size_t loaded_end = part.map_base + part.map_len;
-  const auto prefetch = [&](std::uint32_t i) {
-    const std::size_t from = part.records[i].offset_flags & kOffsetMask;
-    const std::size_t to = i + 1 < part.records.size() ? part.records[i + 1].offset_flags & kOffsetMask : loaded_end;
-    for (std::size_t line = from; line < std::min(to, from + kPrefetchAhead); line += 64) __builtin_prefetch(part.at(line));
-  };
-  for (std::size_t k = 0; k < std::min(kPrefetchRecords, visits.size()); ++k) prefetch(visits[k]);
   for (std::size_t k = 0; k < visits.size(); ++k) {
-    if (k + kPrefetchRecords < visits.size()) prefetch(visits[k + kPrefetchRecords]);
     const std::uint32_t i = visits[k];
     const Indexed& r = part.records[i];
     const std::size_t offset = r.offset_flags & kOffsetMask;

@@ -48,7 +48,10 @@ class SplitRead {
   // Files this size or larger are not split (the index packs offsets into kOffsetBits).
   static constexpr std::uint64_t kMaxFileBytes = std::uint64_t{1} << 54;
 
-  static constexpr std::size_t kPartBytes = std::size_t{2} << 20;
+  // 1 MiB: a part the walking thread has just read is still in its L2 (1 MiB
+  // per core here) when the threads analyse it; 2 MiB parts cost 3 % more CPU
+  // with -j 2 (docs/performance.md, session 15).
+  static constexpr std::size_t kPartBytes = std::size_t{1} << 20;
 
  private:
   struct Indexed {  // a record of a part
