@@ -62,17 +62,28 @@ constexpr bool service_has_op(TransportService s, unsigned op) {
   }
 }
 
-struct Table {
-  std::array<OpcodeInfo, 256> info{};
-  std::array<std::array<char, 48>, 256> names{};
-};
+using OpcodeNames = std::array<std::array<char, 48>, 256>;
 
-Table build_table() {
-  Table t;
+// The kernel's IB_OPCODE_* spelling of each defined opcode ("RC_" + "SEND_FIRST").
+constexpr OpcodeNames build_names() {
+  OpcodeNames names{};
+  for (unsigned code = 0; code < 256; ++code) {
+    const auto service = static_cast<TransportService>(code >> 5);
+    if (code == kOpcodeCnp || !service_has_op(service, code & 0x1F)) continue;
+    std::size_t n = 0;
+    for (char c : kServicePrefix[code >> 5]) names[code][n++] = c;
+    for (char c : kOps[code & 0x1F].suffix) names[code][n++] = c;
+  }
+  return names;
+}
+constexpr OpcodeNames kNames = build_names();
+
+constexpr std::array<OpcodeInfo, 256> build_table() {
+  std::array<OpcodeInfo, 256> info{};
   for (unsigned code = 0; code < 256; ++code) {
     const auto service = static_cast<TransportService>(code >> 5);
     const unsigned op = code & 0x1F;
-    OpcodeInfo& oi = t.info[code];
+    OpcodeInfo& oi = info[code];
     oi.service = service;
     oi.kind = OpKind::invalid;
     oi.name = "RESERVED";
@@ -95,23 +106,16 @@ Table build_table() {
     } else if (service == TransportService::xrc) {
       if (OpcodeInfo{tpl.suffix, service, tpl.kind, 0, false, false, true}.is_request()) ext |= kXrceth;
     }
-    auto& buf = t.names[code];
-    std::size_t n = 0;
-    for (char c : kServicePrefix[code >> 5]) buf[n++] = c;
-    for (char c : tpl.suffix) buf[n++] = c;
-    oi = OpcodeInfo{std::string_view(buf.data(), n), service, tpl.kind, ext, tpl.imm, tpl.inval, true};
+    const std::size_t n = kServicePrefix[code >> 5].size() + tpl.suffix.size();
+    oi = OpcodeInfo{std::string_view(kNames[code].data(), n), service, tpl.kind, ext, tpl.imm, tpl.inval, true};
   }
-  return t;
-}
-
-const Table& table() {
-  static const Table t = build_table();
-  return t;
+  return info;
 }
 
 }  // namespace
 
-const OpcodeInfo& opcode_info(std::uint8_t opcode) { return table().info[opcode]; }
+constexpr std::array<OpcodeInfo, 256> kOpcodeInfo = build_table();
+
 
 std::string_view to_string(TransportService s) {
   switch (s) {

@@ -45,21 +45,21 @@ struct OpcodeInfo {
   bool with_invalidate;
   bool valid;
   // A request consumes requester PSNs; a response/ACK echoes them.
-  bool is_request() const {
+  constexpr bool is_request() const {
     return valid && kind != OpKind::acknowledge && kind != OpKind::atomic_acknowledge &&
            kind != OpKind::read_response_first && kind != OpKind::read_response_middle &&
            kind != OpKind::read_response_last && kind != OpKind::read_response_only &&
            kind != OpKind::cnp;
   }
-  bool is_response() const { return valid && !is_request() && kind != OpKind::cnp; }
+  constexpr bool is_response() const { return valid && !is_request() && kind != OpKind::cnp; }
   // Packets whose payload must be exactly PMTU bytes (first/middle of a multi-packet message).
-  bool full_mtu_payload() const {
+  constexpr bool full_mtu_payload() const {
     return kind == OpKind::send_first || kind == OpKind::send_middle || kind == OpKind::write_first ||
            kind == OpKind::write_middle || kind == OpKind::read_response_first ||
            kind == OpKind::read_response_middle;
   }
   // May this opcode carry a payload at all?
-  bool carries_payload() const {
+  constexpr bool carries_payload() const {
     switch (kind) {
       case OpKind::read_request: case OpKind::acknowledge: case OpKind::atomic_acknowledge:
       case OpKind::compare_swap: case OpKind::fetch_add: case OpKind::resync: case OpKind::flush:
@@ -71,7 +71,10 @@ struct OpcodeInfo {
   }
 };
 
-const OpcodeInfo& opcode_info(std::uint8_t opcode);
+// Every opcode's facts, built at compile time (ib_opcodes.cpp): a look-up is
+// one load, and every packet makes several.
+extern const std::array<OpcodeInfo, 256> kOpcodeInfo;
+inline const OpcodeInfo& opcode_info(std::uint8_t opcode) { return kOpcodeInfo[opcode]; }
 std::string_view to_string(OpKind kind);
 
 // Byte length of one extended header.

@@ -40,7 +40,8 @@ std::string packet_line(const DecodedPacket& p, std::uint64_t frame, double ts) 
   if (!src.empty()) s += src + " -> " + dst + " ";
   s += transport_label(p.transport);
   if (p.mac_control) {
-    s += " " + mac_control_text(p);
+    s += ' ';  // not " " + text: GCC 12 warns falsely (-Wrestrict) on that once inlined
+    s += mac_control_text(p);
   } else if (!p.has_bth) {
     if (p.tcp) s += fmt(" TCP %u -> %u len=%u", p.tcp->src_port, p.tcp->dst_port, p.tcp_payload_len);
     else if (p.udp) s += fmt(" UDP %u -> %u len=%u", p.udp->src_port, p.udp->dst_port, p.udp->length);
@@ -91,7 +92,8 @@ std::string packet_line(const DecodedPacket& p, const PacketAnalysis& a, std::ui
     // iWARP framing lives in the TCP stream: show the units that ended in this frame.
     const std::size_t at = s.find(" other TCP ");
     if (at != std::string::npos) s.replace(at, 6, " iWARP");
-    s += " " + iwarp_packet_text(a.iwarp);
+    s += ' ';
+    s += iwarp_packet_text(a.iwarp);
   }
   if (a.gap) s += fmt(" [gap: %u PSN missing]", a.gap);
   if (a.duplicate) s += " [duplicate]";
