@@ -51,8 +51,9 @@ ParseStatus parse_ib_transport(Bytes b, IbTransport& out) {
 
   std::size_t off = kBthLength;
   const OpcodeInfo& info = opcode_info(h.opcode);
-  for (std::uint16_t bit = 1; bit <= kIeth; bit <<= 1) {
-    if (!(info.ext_headers & bit)) continue;
+  // The opcode's extended headers in wire order (lowest bit first), visiting only those present.
+  for (std::uint16_t left = info.ext_headers & ((kIeth << 1) - 1); left; left &= left - 1) {
+    const auto bit = static_cast<std::uint16_t>(left & -left);
     const auto hdr = static_cast<ExtHeader>(bit);
     const std::size_t len = ext_header_length(hdr);
     if (!r.has(off, len)) {
