@@ -33,7 +33,7 @@ namespace rdmadiag::decode {
 template <class Key, class Hash, class State>
 class FlowSlots {
  public:
-  static constexpr std::uint32_t kNone = FlowTable<Key, Hash>::kNone;
+  static constexpr std::uint32_t kNone = SlotIndex::kNone;
 
   explicit FlowSlots(std::size_t max_live) : max_live_(max_live) {}
   FlowSlots(const FlowSlots&) = delete;
@@ -45,8 +45,10 @@ class FlowSlots {
   // The cap on live flows forced the retirement of flows still in use.
   bool cap_reached() const { return cap_reached_; }
 
-  std::uint32_t find(const Key& k) const { return index_.find(k); }
-  std::uint32_t find(const Key& k, std::uint64_t hash) const { return index_.find(k, hash); }
+  std::uint32_t find(const Key& k) const { return find(k, hash_of(k)); }
+  std::uint32_t find(const Key& k, std::uint64_t hash) const {
+    return index_.find(hash, [&](std::uint32_t slot) { return cell(slot)->key == k; });
+  }
   static std::uint64_t hash_of(const Key& k) { return FlowTable<Key, Hash>::hash_of(k); }
 
   // The live state in `slot`, else nullptr.
@@ -80,7 +82,7 @@ class FlowSlots {
     std::construct_at(&c.state, std::forward<Args>(args)...);
     c.key = k;
     c.live = true;
-    index_.insert(k, slot);
+    index_.insert(hash_of(k), slot);
     peak_ = std::max(peak_, index_.size());
     return slot;
   }
@@ -118,14 +120,16 @@ class FlowSlots {
  private:
   // A slot: the state (built and destroyed by hand, the union keeps it
   // unconstructed while the slot is free) and its key, for the index.
+  // The key and the live flag first: the index has no keys, so a look-up
+  // compares the one in the cell, and the state's first bytes share its line.
   struct Cell {
     Cell() {}
     ~Cell() {}
+    Key key{};
+    bool live = false;
     union {
       State state;
     };
-    Key key{};
-    bool live = false;
   };
   static constexpr std::size_t kChunkCells = std::max<std::size_t>(16, std::bit_floor(65536 / sizeof(Cell)));
   static constexpr std::uint32_t kChunkShift = std::countr_zero(kChunkCells);
@@ -149,7 +153,7 @@ class FlowSlots {
   void retire(std::uint32_t s, OnRetire& on_retire) {
     Cell& c = *cell(s);
     on_retire(s, c.state);
-    index_.erase(c.key);
+    index_.erase(hash_of(c.key), s);
     destroy(s);
     free_.push_back(s);
   }
@@ -169,7 +173,7 @@ class FlowSlots {
   std::vector<std::unique_ptr<Cell[]>> chunks_;  // kChunkCells cells each; cells never move
   std::uint32_t used_ = 0;                       // slots ever handed out (the high-water mark)
   std::vector<std::uint32_t> free_;              // retired slots, reused first
-  FlowTable<Key, Hash> index_;
+  SlotIndex index_;
   std::size_t peak_ = 0;
   bool cap_reached_ = false;
 };
