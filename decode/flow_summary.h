@@ -78,16 +78,24 @@ inline FlowKey with_qps(FlowKey k, std::uint32_t dest_qp = 0, std::uint32_t src_
 
 // Counters and results of one flow, as reported.
 struct FlowSummary {
-  FlowKey key;
-  TransportService service = TransportService::reserved;
+  // What every packet of the flow updates comes first: the transport analysis'
+  // live flow holds this struct near the start of its state, so that these
+  // share the cache lines of the flow's key (decode/flow_slots.h).
   std::uint32_t index = 0;
-  std::int64_t peer = -1;            // index of the reverse flow, when paired
-  std::uint32_t peer_qp = 0;         // the QP at the source side (the reverse flow's destination QP)
+  TransportService service = TransportService::reserved;
   Pairing pairing = Pairing::none;
   std::uint64_t packets = 0, bytes = 0, payload_bytes = 0;
+  std::uint64_t last_frame = 0;
+  double last_ts = 0;
   std::uint64_t requests = 0, responses = 0;
-  std::uint64_t first_frame = 0, last_frame = 0;
-  double first_ts = 0, last_ts = 0;
+  std::uint64_t ecn_ect = 0;
+  std::uint32_t pmtu = 0;            // inferred (largest FIRST/MIDDLE payload) or from CM
+  bool pmtu_from_cm = false;
+  FlowKey key;
+  std::int64_t peer = -1;            // index of the reverse flow, when paired
+  std::uint32_t peer_qp = 0;         // the QP at the source side (the reverse flow's destination QP)
+  std::uint64_t first_frame = 0;
+  double first_ts = 0;
   // PSN sequencing
   std::uint64_t gaps = 0, missing = 0, gaps_recovered = 0;
   std::uint64_t duplicates = 0, out_of_order = 0;
@@ -112,9 +120,7 @@ struct FlowSummary {
   // other checks
   std::uint64_t bad_opcode_sequence = 0, length_mismatches = 0, pkey_changes = 0, icrc_bad = 0;
   // congestion
-  std::uint64_t ecn_ect = 0, ecn_ce = 0, cnp = 0, fecn = 0, becn = 0;
-  std::uint32_t pmtu = 0;            // inferred (largest FIRST/MIDDLE payload) or from CM
-  bool pmtu_from_cm = false;
+  std::uint64_t ecn_ce = 0, cnp = 0, fecn = 0, becn = 0;  // ECN-capable packets: ecn_ect, above
   std::array<LatencyStats, static_cast<std::size_t>(OpClass::count_)> latency{};  // requests on this flow
   LatencyStats recovery;             // gap seen -> gap filled, microseconds
   std::uint64_t problems() const {

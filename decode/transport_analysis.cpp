@@ -143,7 +143,15 @@ std::size_t FlowKeyHash::operator()(const FlowKey& k) const {
 // One flow: its report, its place in the table and its pairing, and the
 // sequence machines of the roles it plays (made on first use: a flow carrying
 // only ACKs needs no requester state).
+// What a packet reads or writes comes first (the sequence states' pointers, the
+// P_Key, the summary's counters at its start): with the key in front of it in
+// its cell (decode/flow_slots.h) that is the first three cache lines.
 struct TransportAnalyzer::Flow {
+  std::unique_ptr<RequesterState> req;     // requests sent on this flow
+  std::unique_ptr<ResponseCursor> resp;    // responses sent on this flow (in the peer's PSN space)
+  std::unique_ptr<UnreliableState> unrel;  // UC / UD
+  bool pkey_set = false;
+  std::uint16_t pkey = 0;
   FlowSummary s;
   std::uint32_t slot = 0;
   std::int64_t peer_slot = -1;
@@ -152,11 +160,6 @@ struct TransportAnalyzer::Flow {
   std::uint32_t bucket_next = kNotIndexed, bucket_prev = kNotIndexed;  // its neighbours in that bucket's list
   std::uint64_t host_pair = 0;
   std::uint64_t path = 0;
-  bool pkey_set = false;
-  std::uint16_t pkey = 0;
-  std::unique_ptr<RequesterState> req;     // requests sent on this flow
-  std::unique_ptr<ResponseCursor> resp;    // responses sent on this flow (in the peer's PSN space)
-  std::unique_ptr<UnreliableState> unrel;  // UC / UD
   RequesterState& requester() {
     if (!req) req = std::make_unique<RequesterState>();
     return *req;
