@@ -191,7 +191,7 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
   if (is_pause_kind(a.kind)) return explain_pause(a);  // link level: no queue pair
   std::string who = fmt("QP 0x%06x", a.dest_qp);
   if (const FlowSummary* f = flow_at(t, a.flow))
-    who += " " + address_string(f->key, true) + " -> " + address_string(f->key, false);
+    who += fmt(" %s -> %s", address_string(f->key, true).c_str(), address_string(f->key, false).c_str());
   const std::string rel = frames(a);
   switch (a.kind) {
     case AnomalyKind::psn_gap:

@@ -280,7 +280,7 @@ std::string explain_tcp_hole(const Anomaly& a, const std::string& who, unsigned 
 std::string explain_iwarp(const Anomaly& a, const IwarpAnalyzer& iw) {
   std::string who = "iWARP";
   if (a.flow < iw.flows().size())
-    who += " " + flow_address(iw.flows()[a.flow], true) + " -> " + flow_address(iw.flows()[a.flow], false);
+    who.append(" ").append(flow_address(iw.flows()[a.flow], true)).append(" -> ").append(flow_address(iw.flows()[a.flow], false));
   const auto fr = static_cast<unsigned long long>(a.frame);
   const unsigned long long rel = a.related_count ? a.related[0] : 0;
   switch (a.kind) {

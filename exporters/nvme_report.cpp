@@ -64,7 +64,10 @@ std::string causes_field(const std::array<std::uint32_t, decode::kNvmeCauseKinds
   std::string s;
   for (std::size_t k = 0; k < counts.size(); ++k)
     if (counts[k])
-      s += (s.empty() ? "" : ";") + std::string(decode::nvme_cause_name(static_cast<decode::NvmeCause>(k))) + "=" + std::to_string(counts[k]);
+      s.append(s.empty() ? "" : ";")
+          .append(decode::nvme_cause_name(static_cast<decode::NvmeCause>(k)))
+          .append("=")
+          .append(std::to_string(counts[k]));
   return s;
 }
 
