@@ -148,11 +148,10 @@ FlowKey data_key(const DecodedPacket& p, bool reversed) {
 
 }  // namespace
 
-std::uint32_t CongestionAnalyzer::slot_for(const FlowKey& k, std::uint64_t frame, std::uint32_t flow) {
-  std::uint32_t slot = flows_.find(k);
-  if (slot != decltype(flows_)::kNone) return slot;
-  slot = flows_.emplace(
-      k, [](const CcFlowState& s) { return static_cast<double>(s.last_ns); },
+// A new data flow (add() found none for `k`, whose hash is `hash`).
+std::uint32_t CongestionAnalyzer::create(const FlowKey& k, std::uint64_t hash, std::uint64_t frame, std::uint32_t flow) {
+  const std::uint32_t slot = flows_.emplace_hashed(
+      k, hash, [](const CcFlowState& s) { return static_cast<double>(s.last_ns); },
       [this](std::uint32_t sl, CcFlowState& s) {  // only at the live-flow cap
         ++totals_.retired_at_cap;
         retire(sl, s);
@@ -270,11 +269,12 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p
   const bool reuse = keyed && keyed->src_qp == 0 && keyed->dest_qp == p.ib.bth.dest_qp;
   FlowKey k = reuse ? *keyed : data_key(p, false);
   k.dest_qp = p.ib.bth.dest_qp;
-  std::uint32_t slot = flows_.find(k, reuse ? keyed_hash : flows_.hash_of(k));
+  const std::uint64_t hash = reuse ? keyed_hash : flows_.hash_of(k);
+  std::uint32_t slot = flows_.find(k, hash);
   if (ecn == 0 && slot == decltype(flows_)::kNone) return {};  // not ECN-capable: no congestion control to see
   if (ecn) ++totals_.ect_packets;
   if (ecn == 3) ++totals_.ce_marked;
-  if (slot == decltype(flows_)::kNone) slot = slot_for(k, frame, flow);
+  if (slot == decltype(flows_)::kNone) slot = create(k, hash, frame, flow);
   CcFlowState& s = *flows_.at(slot);
   const bool first_mark = ecn == 3 && s.mark_ns < 0 && !s.r.sender_qp_known;
   const FrameFindings f = step(s, CcPacket{frame, ts_ns, false, ecn == 3});

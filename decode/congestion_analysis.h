@@ -181,7 +181,7 @@ class CongestionAnalyzer {
 
  private:
   std::uint32_t flow_for_cnp(const DecodedPacket& p, const FlowKey& reversed);
-  std::uint32_t slot_for(const FlowKey& k, std::uint64_t frame, std::uint32_t flow);
+  std::uint32_t create(const FlowKey& k, std::uint64_t hash, std::uint64_t frame, std::uint32_t flow);
   FrameFindings step(CcFlowState& s, const CcPacket& p);
   void retire(std::uint32_t slot, CcFlowState& s);
 

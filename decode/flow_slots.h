@@ -66,6 +66,12 @@ class FlowSlots {
   // eighth (by `last_active(const State&)`), through `on_retire(slot, State&)`.
   template <class LastActive, class OnRetire, class... Args>
   std::uint32_t emplace(const Key& k, LastActive last_active, OnRetire on_retire, Args&&... args) {
+    return emplace_hashed(k, hash_of(k), last_active, on_retire, std::forward<Args>(args)...);
+  }
+  // The same with `hash` = hash_of(k), which the failed find() before it had.
+  template <class LastActive, class OnRetire, class... Args>
+  std::uint32_t emplace_hashed(const Key& k, std::uint64_t hash, LastActive last_active, OnRetire on_retire,
+                               Args&&... args) {
     if (index_.size() >= max_live_) {
       cap_reached_ = true;
       retire_least_recent(last_active, on_retire);
@@ -82,7 +88,7 @@ class FlowSlots {
     std::construct_at(&c.state, std::forward<Args>(args)...);
     c.key = k;
     c.live = true;
-    index_.insert(hash_of(k), slot);
+    index_.insert(hash, slot);
     peak_ = std::max(peak_, index_.size());
     return slot;
   }

@@ -116,7 +116,6 @@ constexpr std::array<OpcodeInfo, 256> build_table() {
 
 constexpr std::array<OpcodeInfo, 256> kOpcodeInfo = build_table();
 
-
 std::string_view to_string(TransportService s) {
   switch (s) {
     case TransportService::rc: return "RC";

@@ -15,8 +15,8 @@
 //
 // Memory per flow: two PSN windows (2 x 256 bytes; a third once it sends a
 // READ), a ring of the last 64 requests' IP IDs (16 bytes a copy, allocated as
-// it fills: 8 copies, then 64, 1 KB), at most 4096 outstanding requests, 64 open losses and the last 32
-// recovered ones (only once a gap was recovered).
+// it fills: 8 copies, then 64, 1 KB), at most 4096 outstanding requests, 64
+// open losses and the last 32 recovered ones (only once a gap was recovered).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -168,15 +168,10 @@ struct RecentCopies {
   // Whether `pred` holds for any copy held (stops at the first), in ring order.
   template <typename Pred>
   bool any(Pred pred) const {
-    if (pos >= kSize) {  // full (every flow that lasts): a fixed count the compiler unrolls
-      if (pred(head)) return true;
-      for (std::size_t i = 0; i < kSize - 1; ++i)
-        if (pred(rest[i])) return true;
-      return false;
-    }
-    if (pos == 0) return false;
+    const std::size_t held = pos < kSize ? static_cast<std::size_t>(pos) : kSize;
+    if (held == 0) return false;
     if (pred(head)) return true;
-    for (std::size_t i = 1; i < pos; ++i)
+    for (std::size_t i = 1; i < held; ++i)
       if (pred(rest[i - 1])) return true;
     return false;
   }

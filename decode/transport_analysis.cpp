@@ -199,18 +199,18 @@ TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std
   last_key_.hash = flows_.hash_of(k);
   const std::uint32_t slot = flows_.find(k, last_key_.hash);
   if (slot != decltype(flows_)::kNone) return *flows_.at(slot);
-  return create_flow(k, info.service, frame, ts);
+  return create_flow(k, last_key_.hash, info.service, frame, ts);
 }
 
-TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, TransportService service, std::uint64_t frame,
-                                                        double ts) {
+TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, std::uint64_t hash, TransportService service,
+                                                        std::uint64_t frame, double ts) {
   // Counted on its path before the cap may retire flows, so that a path's last
   // flow retired to make room does not take the path's state with it.
   const std::uint32_t index = next_index_++;
   const std::uint64_t path = path_hash(k);
   ++paths_[path].flows;
-  const std::uint32_t slot = flows_.emplace(
-      k, [](const Flow& x) { return x.s.last_ts; },
+  const std::uint32_t slot = flows_.emplace_hashed(
+      k, hash, [](const Flow& x) { return x.s.last_ts; },
       [this](std::uint32_t s, Flow& x) {  // only at the live-flow cap
         ++cap_retired_;
         retire(s, x);
@@ -653,8 +653,9 @@ void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame) 
     if (!a_to_b) std::swap(k.src, k.dst);
     k.dest_qp = a_to_b ? cm.local_qpn : req.qpn;
     k.src_qp = 0;
-    const std::uint32_t found = flows_.find(k);
-    return found != decltype(flows_)::kNone ? *flows_.at(found) : create_flow(k, TransportService::rc, frame, 0);
+    const std::uint64_t hash = flows_.hash_of(k);
+    const std::uint32_t found = flows_.find(k, hash);
+    return found != decltype(flows_)::kNone ? *flows_.at(found) : create_flow(k, hash, TransportService::rc, frame, 0);
   };
   Flow& ab = make(true);
   Flow& ba = make(false);

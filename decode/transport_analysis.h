@@ -101,7 +101,7 @@ class TransportAnalyzer {
 
  private:
   Flow& flow_for(const DecodedPacket& p, std::uint64_t frame, double ts);
-  Flow& create_flow(const FlowKey& k, TransportService service, std::uint64_t frame, double ts);
+  Flow& create_flow(const FlowKey& k, std::uint64_t hash, TransportService service, std::uint64_t frame, double ts);
   void count_packet(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
   void check_pkey(Flow& f, const DecodedPacket& p, std::uint64_t frame, PacketAnalysis& out);
   std::size_t report_bad_crc(Flow& f, const DecodedPacket& p, std::uint64_t frame, PacketAnalysis& out);
