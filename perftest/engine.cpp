@@ -165,7 +165,8 @@ oob::KeyMessage exchange_key(OobTransport& oob, const oob::KeyMessage& mine, boo
                              const std::string& step, int timeout_ms, std::vector<std::string>* warnings = nullptr) {
   if (oob.message_based()) {
     const auto encoded = oob::encode_cm_key_message(mine, cm_tail_markers);
-    if (oob.is_client() || !warnings) return oob::parse_cm_key_message(oob.exchange_message(encoded, step, timeout_ms));
+    if (oob.is_client() || !warnings)
+      return oob::parse_cm_key_message(oob.exchange_message(encoded, step, timeout_ms, warnings));
     const auto got = oob::parse_cm_key_message(oob.receive_message(step, timeout_ms));
     try {
       oob.send(encoded, step);

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string>
+#include <vector>
 #include <cstring>
 #include <thread>
 
@@ -216,9 +218,23 @@ std::vector<char> OobTransport::exchange(std::span<const char> mine, std::size_t
   return got;
 }
 
-std::vector<char> OobTransport::exchange_message(std::span<const char> mine, const std::string& step, int timeout_ms) {
+std::vector<char> OobTransport::exchange_message(std::span<const char> mine, const std::string& step, int timeout_ms,
+                                                 std::vector<std::string>* warnings) {
   if (is_client()) {
-    send(mine, step);
+    try {
+      send(mine, step);
+    } catch (const SendNotConfirmed& unconfirmed) {
+      std::vector<char> answer;
+      try {
+        answer = receive_message(step, timeout_ms);
+      } catch (const RunError&) {
+        throw unconfirmed;  // no answer: the SEND's own error says what happened
+      }
+      if (warnings)
+        warnings->push_back(std::string("our SEND's completion failed but the peer answered it, so it arrived: ") +
+                            unconfirmed.what());
+      return answer;
+    }
     return receive_message(step, timeout_ms);
   }
   auto got = receive_message(step, timeout_ms);

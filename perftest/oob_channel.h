@@ -33,8 +33,11 @@ class OobTransport {
   virtual bool peer_closed() { return false; }
   // perftest's exchange: the client writes first, the server reads first.
   std::vector<char> exchange(std::span<const char> mine, std::size_t theirs, const std::string& step, int timeout_ms);
-  // The same with whole messages of any length (message_based() transports).
-  std::vector<char> exchange_message(std::span<const char> mine, const std::string& step, int timeout_ms);
+  // The same with whole messages of any length (message_based() transports). A client whose
+  // SEND was not confirmed (SendNotConfirmed) still waits for the answer: the server answers
+  // only a message it read, so its answer proves ours arrived; that is noted in *warnings.
+  std::vector<char> exchange_message(std::span<const char> mine, const std::string& step, int timeout_ms,
+                                     std::vector<std::string>* warnings = nullptr);
 };
 
 class OobChannel : public OobTransport {

@@ -423,12 +423,14 @@ std::optional<ibv_wc> CmOobChannel::wait_completion(ibv_cq* cq, std::uint64_t de
     }
     if (n < 0) throw RunError("ibv_poll_cq failed on the rdma_cm exchange QP");
     if (n == 1) {
-      if (wc.status != IBV_WC_SUCCESS)
-        throw RunError("out-of-band " + step + ": " + completion_status_name(wc.status) + " on the rdma_cm exchange QP - " +
-                       (wc.status == IBV_WC_WR_FLUSH_ERR
-                            ? "the connection to " + peer_ + " is closed (did the peer exit? check its output)"
-                            : completion_status_hint(wc.status)));
-      return wc;
+      if (wc.status == IBV_WC_SUCCESS) return wc;
+      const std::string what = "out-of-band " + step + ": " + completion_status_name(wc.status) + " on the " +
+                               (cq == send_cq_ ? "SEND" : "receive") + " of the rdma_cm exchange QP - " +
+                               (wc.status == IBV_WC_WR_FLUSH_ERR
+                                    ? "the connection to " + peer_ + " is closed (did the peer exit? check its output)"
+                                    : completion_status_hint(wc.status));
+      if (cq == send_cq_ && wc.status == IBV_WC_LOC_QP_OP_ERR) throw SendNotConfirmed(what);
+      throw RunError(what);
     }
     if (connection_ && connection_->poll_disconnected())
       throw RunError("out-of-band " + step + ": " + peer_ +

@@ -108,7 +108,7 @@ class CmOobChannel : public OobTransport {
   void release_resources();
   void post_receive(std::size_t slot);
   // One completion from cq before deadline_ns; nullopt on timeout. Throws when the peer
-  // disconnects or the completion failed.
+  // disconnects or the completion failed (SendNotConfirmed for a SEND's LOC_QP_OP_ERR).
   std::optional<ibv_wc> wait_completion(ibv_cq* cq, std::uint64_t deadline_ns, const std::string& step);
 
   static constexpr std::size_t kSlotSize = 4096;  // larger than any perftest message (320 bytes)
