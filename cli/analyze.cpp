@@ -14,6 +14,7 @@
 
 #include "capture/file_reader.h"
 #include "cli/analysis_session.h"
+#include "cli/heap_prefault.h"
 #include "cli/parallel_analysis.h"
 #include "cli/pause_options.h"
 #include "cli/command.h"
@@ -46,6 +47,7 @@ constexpr int kExitDamaged = 3;
 // Every input through the session, one frame after the other (-j 1).
 int analyze_serial(const AnalyzeOptions& o, AnalysisSession& session) {
   int status = kExitOk;
+  HeapPrefault heap;
   for (const std::string& path : o.files) {
     capture::FileReader reader;
     if (!reader.open(path)) {
@@ -64,6 +66,7 @@ int analyze_serial(const AnalyzeOptions& o, AnalysisSession& session) {
     exporters::ProgressBar progress(!o.quiet);
     while (reader.next(rec)) {
       session.frame(rec);
+      if ((reader.records_read() & 255) == 0) heap.poll();  // 256 frames: < 1 MB of new flow state
       if (progress.on() && (reader.records_read() & 4095) == 0)
         progress.update(path, static_cast<std::uint64_t>(std::max<std::int64_t>(0, reader.file_offset())), file_size,
                         reader.records_read());
