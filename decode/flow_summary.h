@@ -5,6 +5,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -62,7 +63,20 @@ struct FlowKey {
   std::array<std::uint8_t, 16> dst{};
   std::uint32_t dest_qp = 0;
   std::uint32_t src_qp = 0;  // UD only (from the DETH); 0 otherwise
-  bool operator==(const FlowKey&) const = default;
+  // Field by field as the defaulted one, the addresses as two 8-byte words each: the
+  // defaulted comparison called memcmp twice per look-up (2 % of analyze's instructions).
+  friend bool operator==(const FlowKey& a, const FlowKey& b) {
+    return a.transport == b.transport && a.addr_len == b.addr_len && a.dest_qp == b.dest_qp && a.src_qp == b.src_qp &&
+           same_16(a.src, b.src) && same_16(a.dst, b.dst);
+  }
+
+ private:
+  static bool same_16(const std::array<std::uint8_t, 16>& x, const std::array<std::uint8_t, 16>& y) {
+    std::uint64_t a[2], b[2];
+    std::memcpy(a, x.data(), 16);
+    std::memcpy(b, y.data(), 16);
+    return ((a[0] ^ b[0]) | (a[1] ^ b[1])) == 0;
+  }
 };
 struct FlowKeyHash {
   std::size_t operator()(const FlowKey& k) const;
