@@ -179,10 +179,11 @@ bool FileReader::next_mapped(Record& rec) {
       ++records_;
       rec = record_at(h, layout_);
       map_pos_ += kPcapRecordHeaderLen + caplen;
+      if (!prefetch_ahead_) return true;
       // Stream the bytes ahead into the cache, each line once: a reader that
-      // skips most records (a shard of analyze -j) touches only their first
-      // lines, too sparse for the hardware prefetcher, and every next header
-      // would be a miss to memory. Stays inside the window.
+      // skips most records touches only their first lines, too sparse for the
+      // hardware prefetcher, and every next header would be a miss to memory.
+      // Stays inside the window.
       const std::size_t until = std::min(map_pos_ + kPrefetchAhead, map_base_ + map_len_);
       if (prefetched_ < map_pos_ || prefetched_ > until) prefetched_ = map_pos_;
       for (; prefetched_ < until; prefetched_ += 64) __builtin_prefetch(map_ + (prefetched_ - map_base_));

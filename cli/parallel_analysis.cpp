@@ -112,6 +112,7 @@ namespace {
 // One shard's reading of one input, every record of it.
 ParallelAnalysis::Input read_input(ShardPass& pass, const std::string& path, bool progress) {
   capture::FileReader reader;
+  reader.set_prefetch_ahead(true);  // each thread keeps few of the records it reads
   ParallelAnalysis::Input in;
   in.path = path;
   if (!reader.open(path)) {

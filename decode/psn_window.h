@@ -49,6 +49,11 @@ class PsnWindow {
   // Marks `psn` seen (advancing the front past it if needed). Returns whether it was new.
   bool mark(std::uint32_t psn) {
     psn &= kPsnMask;
+    if (psn == front_) {  // the next new PSN, as in-order traffic has it: what advance() would do, in short
+      bits_[word(psn)] |= std::uint64_t{1} << bit(psn);
+      front_ = (psn + 1) & kPsnMask;
+      return true;
+    }
     if (psn_diff(psn, front_) >= 0) advance((psn + 1) & kPsnMask);
     if (!covers(psn)) return false;
     std::uint64_t& w = bits_[word(psn)];

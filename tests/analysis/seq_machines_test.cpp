@@ -103,6 +103,24 @@ TEST(PsnWindow, HoldsWhatWasMarkedSinceItsLastUseAcrossTheWrap) {
   EXPECT_FALSE(w.covers(0x0F));
 }
 
+// In-order marking (the PSN at the front: mark()'s short path) reuses the bit a
+// PSN one window earlier had: that is a new PSN, not a copy of the old one.
+TEST(PsnWindow, InOrderMarkIsNewWhereItsBitHeldAnOlderPsn) {
+  PsnWindow w;
+  w.reset(0);
+  for (std::uint32_t p = 0; p < PsnWindow::kBits; ++p) ASSERT_TRUE(w.mark(p)) << p;
+  EXPECT_TRUE(w.holds(0));
+  EXPECT_TRUE(w.mark(PsnWindow::kBits));         // shares PSN 0's bit
+  EXPECT_TRUE(w.holds(PsnWindow::kBits));
+  EXPECT_FALSE(w.holds(0));                      // out of the window now: unknown
+  EXPECT_FALSE(w.mark(PsnWindow::kBits));        // the same PSN again: a copy
+  EXPECT_EQ(w.front(), PsnWindow::kBits + 1);
+  w.reset(kPsnMask);                             // the front at the last PSN: marking it wraps
+  EXPECT_TRUE(w.mark(kPsnMask));
+  EXPECT_EQ(w.front(), 0u);
+  EXPECT_TRUE(w.holds(kPsnMask));
+}
+
 // The ring of recent copies grows as it fills (1, 8, then 64 entries) and only
 // the copies added are ever looked at: before, the unwritten entries of the
 // allocated ring were zero copies (PSN 0, IPv4 ID 0) that any() visited, so a
