@@ -251,8 +251,9 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p
                                                           std::uint64_t keyed_hash) {
   if (!p.has_bth) return {};
   const bool cnp = opcode_info(p.ib.bth.opcode).kind == OpKind::cnp;
+  const int ecn = ecn_codepoint(p);
   // Not ECN-capable and no congestion-controlled flow yet: nothing to see (per packet: cheap first).
-  if (!cnp && ecn_codepoint(p) == 0 && flows_.size() == 0) return {};
+  if (!cnp && ecn == 0 && flows_.size() == 0) return {};
   if ((keyed ? keyed->addr_len : endpoints_of(p).addr_len) == 0) return {};
   if (cnp) {
     ++totals_.cnps;
@@ -265,10 +266,14 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p
     if (!s.r.sender_qp_known) matched(slot, s, p.ib.bth.dest_qp);
     return step(s, CcPacket{frame, ts_ns, true, false});
   }
-  const int ecn = ecn_codepoint(p);
+  // The transport analysis' key when it is this one's (not UD), else made here: no copy per packet.
   const bool reuse = keyed && keyed->src_qp == 0 && keyed->dest_qp == p.ib.bth.dest_qp;
-  FlowKey k = reuse ? *keyed : data_key(p, false);
-  k.dest_qp = p.ib.bth.dest_qp;
+  FlowKey made;
+  if (!reuse) {
+    made = data_key(p, false);
+    made.dest_qp = p.ib.bth.dest_qp;
+  }
+  const FlowKey& k = reuse ? *keyed : made;
   const std::uint64_t hash = reuse ? keyed_hash : flows_.hash_of(k);
   std::uint32_t slot = flows_.find(k, hash);
   if (ecn == 0 && slot == decltype(flows_)::kNone) return {};  // not ECN-capable: no congestion control to see
