@@ -131,7 +131,9 @@ pipe)
   (inns "$rdmadiag" capture --no-status -i vb -w - -c "$n" 2>"$work/cap.err" | tee "$work/pipe.pcap" | tshark -r - -T fields -e frame.len 2>/dev/null | wc -l >"$work/tshark.count") &
   pipe_pid=$!
   for _ in $(seq 100); do grep -q "capturing on" "$work/cap.err" && break; sleep 0.05; done
-  replay "$pcaps/$f.pcap" --pps 2000
+  # 500 packets/s: at 2000 the sanitizer build dropped ~60 of 575 in the kernel on a
+  # slow VM (session 16) and, short of its -c count, waited to the test's timeout.
+  replay "$pcaps/$f.pcap" --pps 500
   wait $pipe_pid
   [ "$(cat "$work/tshark.count")" -eq "$n" ] || fail "tshark read $(cat "$work/tshark.count") of $n packets from the pipe"
   $tool same "$work/pipe.pcap" "$pcaps/$f.pcap" || fail "piped packets differ"
