@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <string>
-#include <vector>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "perftest/clock.h"
 #include "perftest/errors.h"
