@@ -78,6 +78,11 @@ int analyze_serial(const AnalyzeOptions& o, AnalysisSession& session) {
       status = std::max(status, kExitDamaged);
     }
   }
+  if (std::getenv("RDMADIAG_HUGE_PAGES_STATE"))  // for the tests: what the heap was given (cli/heap_prefault.h)
+    std::fprintf(stderr, "rdmadiag analyze: heap: THP mode '%s', %s, %llu MiB marked huge, %llu MiB pre-faulted; "
+                 "AnonHugePages: %ld kB\n", thp_mode().c_str(), heap.huge() ? "huge pages" : heap.on() ? "pre-fault" : "off",
+                 static_cast<unsigned long long>(heap.huge_bytes() >> 20),
+                 static_cast<unsigned long long>(heap.populated_bytes() >> 20), anon_huge_pages_kb());
   return status;
 }
 
