@@ -16,12 +16,17 @@ long minor_faults() {
   getrusage(RUSAGE_SELF, &u);
   return u.ru_minflt;
 }
+// A HeapPrefault made while the switch `var` is "0" (read only at construction).
+rdmadiag::cli::HeapPrefault made_with_zero(const char* var) {
+  ::setenv(var, "0", 1);
+  rdmadiag::cli::HeapPrefault heap;
+  ::unsetenv(var);
+  return heap;
+}
 }  // namespace
 
 TEST(HeapPrefault, GrownHeapIsWrittenWithoutFaults) {
-  ::setenv("RDMADIAG_HUGE_PAGES", "0", 1);  // the 4 KiB way, whatever the THP mode
-  rdmadiag::cli::HeapPrefault heap;
-  ::unsetenv("RDMADIAG_HUGE_PAGES");
+  rdmadiag::cli::HeapPrefault heap = made_with_zero("RDMADIAG_HUGE_PAGES");  // the 4 KiB way, whatever the THP mode
   if (!heap.on()) GTEST_SKIP() << "malloc is not glibc's (sanitizer build) or RDMADIAG_HEAP_PREFAULT=0";
   ASSERT_FALSE(heap.huge());
   // 16 blocks of 64 KiB: below glibc's mmap threshold, so from the brk heap; 1 MiB in all,
@@ -39,9 +44,7 @@ TEST(HeapPrefault, GrownHeapIsWrittenWithoutFaults) {
 }
 
 TEST(HeapPrefault, SwitchedOffByTheEnvironment) {
-  ::setenv("RDMADIAG_HEAP_PREFAULT", "0", 1);
-  rdmadiag::cli::HeapPrefault heap;
-  ::unsetenv("RDMADIAG_HEAP_PREFAULT");
+  rdmadiag::cli::HeapPrefault heap = made_with_zero("RDMADIAG_HEAP_PREFAULT");
   EXPECT_FALSE(heap.on());
   heap.poll();
   EXPECT_EQ(heap.populated_bytes(), 0u);
@@ -78,8 +81,6 @@ TEST(HeapPrefault, HugeModeGivesTheGrownHeapHugePages) {
 }
 
 TEST(HeapPrefault, HugePagesSwitchedOffByTheEnvironment) {
-  ::setenv("RDMADIAG_HUGE_PAGES", "0", 1);
-  rdmadiag::cli::HeapPrefault heap;
-  ::unsetenv("RDMADIAG_HUGE_PAGES");
+  rdmadiag::cli::HeapPrefault heap = made_with_zero("RDMADIAG_HUGE_PAGES");
   EXPECT_FALSE(heap.huge());
 }
