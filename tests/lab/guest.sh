@@ -16,8 +16,18 @@ cd /tmp/lab || exit 1
 . ./job.env   # LAB_ROLE LAB_MODE LAB_DEV LAB_TYPE LAB_MY_IP LAB_PEER_IP LAB_SERVER_IP LAB_NETEM LAB_STEPS LAB_STEP_TIMEOUT LAB_PEER_WAIT LAB_MARK_STEPS
 export LAB_ROLE LAB_MODE LAB_DEV LAB_MY_IP LAB_PEER_IP LAB_SERVER_IP
 
-uptime_s() { cut -d' ' -f1 /proc/uptime; }
-note() { echo "[$(uptime_s)] $*"; }
+# Every fork costs ~60 ms in an emulated VM, and a step's bookkeeping used to
+# make dozens (1-2 s a step): the helpers below are bash builtins only.
+note() { local up _; read -r up _ </proc/uptime; echo "[$up] $*"; }
+# nap SECONDS: sleep without forking `sleep` (a read that times out on a FIFO
+# this shell holds open at both ends, so it never sees data or EOF).
+nap_fifo=/dev/shm/lab-nap.$$
+if mkfifo "$nap_fifo" 2>/dev/null && exec {nap_fd}<>"$nap_fifo"; then
+  rm -f "$nap_fifo"
+  nap() { read -r -t "$1" -u "$nap_fd" _; true; }
+else
+  nap() { sleep "$1"; }
+fi
 
 note "guest $LAB_ROLE ($LAB_MODE) up"
 ip link set lo up
@@ -48,17 +58,37 @@ note "peer reachable"
 # Only new ones count: a listener of the previous step that goes away (siw's
 # rdma_cm socket lingers briefly after its server exits) must not make a server
 # that starts slowly (e.g. after a capture) look ready before it listens.
-listeners() { awk '$4 == "0A" {print $2}' /proc/net/tcp /proc/net/tcp6 2>/dev/null | sort; }
-cm_listeners() { rdma resource show cm_id 2>/dev/null | grep LISTEN | sort; }
-has_new_line() {  # has_new_line BEFORE NOW: NOW has a line BEFORE lacks (no /dev/fd in the VM)
+# Each sets REPLY to its listeners, one per line (lines: a set, compared whole).
+listeners() {  # local address of every TCP socket in LISTEN (state 0A)
+  local f line fields lines out=$'\n'
+  for f in /proc/net/tcp /proc/net/tcp6; do
+    [ -r "$f" ] || continue
+    mapfile -t lines <"$f"   # one read: the kernel makes the file anew per read
+    for line in "${lines[@]:1}"; do
+      read -ra fields <<<"$line"
+      [ "${fields[3]:-}" = 0A ] && out+="${fields[1]}"$'\n'
+    done
+  done
+  REPLY=$out
+}
+cm_listeners() {  # rdma_cm ids in LISTEN (the one fork: `rdma`; no /dev/fd here for <(...))
+  local line lines out=$'\n'
+  mapfile -t lines <<<"$(rdma resource show cm_id 2>/dev/null)"
+  for line in "${lines[@]}"; do
+    [[ $line == *LISTEN* ]] && out+="$line"$'\n'
+  done
+  REPLY=$out
+}
+has_new_line() {  # has_new_line BEFORE NOW: NOW has a line BEFORE lacks
   local line
   while IFS= read -r line; do
-    [ -n "$line" ] && ! grep -qxF -- "$line" <<<"$1" && return 0
+    [ -n "$line" ] && [[ $1 != *$'\n'"$line"$'\n'* ]] && return 0
   done <<<"$2"
   return 1
 }
 is_listening() {  # is_listening TCP-LISTENERS-BEFORE CM-LISTENERS-BEFORE
-  has_new_line "$1" "$(listeners)" || has_new_line "$2" "$(cm_listeners)"
+  listeners; has_new_line "$1" "$REPLY" && return 0
+  cm_listeners; has_new_line "$2" "$REPLY"
 }
 
 # The kernel's own counters at one moment: rxe/siw port counters, the IP/UDP/
@@ -94,7 +124,8 @@ snapshot() {  # snapshot FILE-PREFIX before|after
       prev=("${n[@]}")
     fi
   done >>"$1.counters.$2"
-  tc -s qdisc show dev eth0 >"$1.qdisc.$2" 2>&1
+  # (no netem: nothing to count, and `tc` is a fork)
+  if [ -n "$LAB_NETEM" ]; then tc -s qdisc show dev eth0 >"$1.qdisc.$2" 2>&1; else : >"$1.qdisc.$2"; fi
 }
 
 # With LAB_MARK_STEPS=1 the client puts one marker datagram on the wire before
@@ -120,25 +151,25 @@ perftest_sync_failed() {  # perftest_sync_failed RC STDERR-FILE
 }
 wait_file() {  # wait_file FILE SECONDS: true once FILE exists
   local k
-  for k in $(seq 1 $(( $2 * 5 ))); do
+  for (( k = 0; k < $2 * 10; k++ )); do
     [ -e "$1" ] && return 0
-    sleep 0.2
+    nap 0.1
   done
   [ -e "$1" ]
 }
 
 server_step() {  # server_step STEP ATTEMPT: runs the server's command; sets rc
-  local i=$1 a=$2 before cm_before pid
-  before=$(listeners)
-  cm_before=$(cm_listeners)
+  local i=$1 a=$2 before cm_before pid k
+  listeners; before=$REPLY
+  cm_listeners; cm_before=$REPLY
   note "step $i: $cmd"
   timeout -k 5 "$LAB_STEP_TIMEOUT" bash -c "$cmd" >"step$i.stdout" 2>"step$i.stderr" &
   pid=$!
   # Perftest needs a moment (emulated) to open its device; give up waiting after 30 s.
-  for _ in $(seq 1 150); do
+  for (( k = 0; k < 300; k++ )); do
     is_listening "$before" "$cm_before" && break
     kill -0 "$pid" 2>/dev/null || break
-    sleep 0.2
+    nap 0.1
   done
   : >"/tmp/sync/ready.$i.$a"
   wait "$pid"; rc=$?
@@ -147,7 +178,7 @@ server_step() {  # server_step STEP ATTEMPT: runs the server's command; sets rc
 client_step() {  # client_step STEP ATTEMPT: runs the client's command; sets rc
   local i=$1 a=$2 attempt started pid watcher
   wait_file "/tmp/sync/ready.$i.$a" "$LAB_STEP_TIMEOUT" || true
-  sleep 0.3   # the listener exists; let the server reach accept()/rdma_get_cm_event
+  nap 0.3   # the listener exists; let the server reach accept()/rdma_get_cm_event
   mark_step "$i"
   # A client refused at once (an rdma_cm connect that raced the server's listen,
   # seen under heavy host load; perftest then gives up) is tried again, a few times.
@@ -157,7 +188,7 @@ client_step() {  # client_step STEP ATTEMPT: runs the client's command; sets rc
     timeout -k 5 "$LAB_STEP_TIMEOUT" bash -c "$cmd" >"step$i.stdout" 2>"step$i.stderr" &
     pid=$!
     # A watcher (a fork a second: slow here) ends if the server asks for the step again.
-    ( until [ -e "/tmp/sync/again.$i.$a" ]; do sleep 1; done ) &
+    ( until [ -e "/tmp/sync/again.$i.$a" ]; do nap 1; done ) &
     watcher=$!
     wait -n "$pid" "$watcher"
     kill -0 "$pid" 2>/dev/null && kill "$pid" 2>/dev/null   # the watcher ended first
@@ -168,7 +199,7 @@ client_step() {  # client_step STEP ATTEMPT: runs the client's command; sets rc
     [ -e "/tmp/sync/again.$i.$a" ] && break
     cp "step$i.stderr" "step$i.stderr.refused$attempt"
     note "step $i: connection refused (attempt $attempt): trying again"
-    sleep 1
+    nap 1
   done
 }
 
@@ -194,7 +225,7 @@ run_step() {
     # ended; bounded, in case the server's VM is gone).
     until [ -e "/tmp/sync/over.$i" ] || [ -e "/tmp/sync/again.$i.$a" ] || [ -e /tmp/sync/server.finished ] ||
           [ $(( SECONDS - started )) -gt $(( LAB_STEP_TIMEOUT * 3 + 60 )) ]; do
-      sleep 0.2
+      nap 0.1
     done
     [ -e "/tmp/sync/again.$i.$a" ] || return
     cp "step$i.stderr" "step$i.stderr.sync$a"
@@ -204,7 +235,7 @@ run_step() {
 }
 
 for i in $(seq 1 "$LAB_STEPS"); do
-  cmd=$(cat "cmd.$i")
+  IFS= read -r -d '' cmd <"cmd.$i"; cmd=${cmd%$'\n'}
   run_step "$i"
   snapshot "step$i" after
   echo "$rc" >"step$i.rc"
@@ -214,7 +245,7 @@ done
 # Let the peer finish before counting (and before this VM leaves the wire).
 : >"/tmp/sync/$LAB_ROLE.finished"
 peer=client; [ "$LAB_ROLE" = client ] && peer=server
-for _ in $(seq 1 50); do [ -e "/tmp/sync/$peer.finished" ] && break; sleep 0.2; done
+for (( k = 0; k < 100; k++ )); do [ -e "/tmp/sync/$peer.finished" ] && break; nap 0.1; done
 
 # Kernel RDMA counters and netem statistics.
 # (bash builtins only: every fork is slow in an emulated VM)
