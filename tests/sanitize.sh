@@ -4,16 +4,22 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer build. Any sanitizer report
 # fails the test that triggered it. The fuzz targets are in it too, as their
 # plain "replay the seeds and regression inputs" executables.
-# usage: tests/sanitize.sh   (env: SANITIZE_BUILD_DIR, default build-asan; CXX/CC pick the compiler)
+# usage: tests/sanitize.sh [build|test]   (env: SANITIZE_BUILD_DIR, default build-asan; CXX/CC pick the compiler)
+#   build: configure and build only (.ci/run does it in the background); test: run the tests only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${SANITIZE_BUILD_DIR:-build-asan}
+stage=${1:-all}
+case $stage in all|build|test) ;; *) echo "usage: $0 [build|test]" >&2; exit 2 ;; esac
 # -O1 -g1 (line tables only): half the compile time of -O2 -g under ASan, and
 # reports still name file and line (docs/robustness.md).
 opt="-O1 -g1 -DNDEBUG"
-cmake -S . -B "$build" -DRDMADIAG_SANITIZE=ON -DRDMADIAG_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$opt" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$opt"
-cmake --build "$build" -j2
+if [ "$stage" != test ]; then
+  cmake -S . -B "$build" -DRDMADIAG_SANITIZE=ON -DRDMADIAG_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$opt" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$opt"
+  cmake --build "$build" -j2
+fi
+[ "$stage" != build ] || exit 0
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:check_initialization_order=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # Several times slower under ASan: -j 3 alone is compared with -j 1 (the plain build compares 2, 3 and 4).

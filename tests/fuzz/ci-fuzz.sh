@@ -5,9 +5,12 @@
 # input in $build/tests/fuzz/artifacts/<target>/; put it in
 # tests/fuzz/regressions/<target>/ once fixed (docs/robustness.md).
 # usage: tests/fuzz/ci-fuzz.sh [SECONDS_PER_TARGET [TARGET...]]   (default 60 s, all targets)
+#        tests/fuzz/ci-fuzz.sh --build-only [TARGET...]   (.ci/run builds in the background)
 #        env FUZZ_BUILD_DIR (default build-fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+build_only=0
+if [ "${1:-}" = --build-only ]; then build_only=1; shift; set -- 0 "$@"; fi
 seconds=${1:-60}
 shift || true
 targets=("$@")
@@ -20,6 +23,7 @@ opt="-O1 -g1 -DNDEBUG"
 cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DRDMADIAG_FUZZ=ON -DRDMADIAG_WERROR=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$opt" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$opt" >/dev/null
 cmake --build "$build" -j2 --target "${targets[@]/#/fuzz_}"
+[ "$build_only" = 0 ] || exit 0
 work="$build/tests/fuzz"
 python3 tests/fuzz/make_seeds.py tests/pcaps "$work/seeds"
 
