@@ -7,8 +7,13 @@
 //
 // It is what makes "a PSN is never reported lost if the capture holds it"
 // hold by construction: every loss report asks it first.
-// Memory: kBits / 8 = 256 bytes per PSN space tracked.
+// Memory: kBits / 8 = 256 bytes per PSN space tracked. Only the bits of the
+// `valid_` PSNs before the front are meaningful (the others read as not seen):
+// a reset writes no bit, and a bit's line is first written when the front
+// passes its PSN. A flow that sends a few packets touches one line of it, not
+// four (with many short flows, writing fresh memory is what costs).
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -20,9 +25,12 @@ class PsnWindow {
  public:
   static constexpr std::uint32_t kBits = 2048;
 
+  // Empty, its front at 0. The bits are left unwritten: none is valid yet.
+  PsnWindow() {}
+
   // Starts empty with `front` as the next new PSN.
   void reset(std::uint32_t front) {
-    bits_.fill(0);
+    valid_ = 0;
     front_ = front & kPsnMask;
   }
   std::uint32_t front() const { return front_; }
@@ -33,16 +41,20 @@ class PsnWindow {
     return d < 0 && d >= -static_cast<std::int32_t>(kBits);
   }
   // The capture holds `psn` (in the window and seen); false when unknown.
-  bool holds(std::uint32_t psn) const { return covers(psn) && (bits_[word(psn)] >> bit(psn) & 1u); }
+  bool holds(std::uint32_t psn) const {
+    const std::int32_t d = psn_diff(psn, front_);
+    return d < 0 && d >= -static_cast<std::int32_t>(valid_) && (bits_[word(psn)] >> bit(psn) & 1u);
+  }
 
   // Moves the front to `to` (if ahead), clearing the bits of the PSNs it passes.
   void advance(std::uint32_t to) {
     std::int32_t n = psn_diff(to, front_);
     if (n <= 0) return;
     if (n >= static_cast<std::int32_t>(kBits)) {
-      bits_.fill(0);
+      valid_ = 0;  // every bit describes an older use: none holds
     } else {
       for (std::uint32_t p = front_; p != (to & kPsnMask); p = (p + 1) & kPsnMask) clear(p);
+      valid_ = std::min<std::uint32_t>(kBits, valid_ + static_cast<std::uint32_t>(n));
     }
     front_ = to & kPsnMask;
   }
@@ -52,10 +64,12 @@ class PsnWindow {
     if (psn == front_) {  // the next new PSN, as in-order traffic has it: what advance() would do, in short
       bits_[word(psn)] |= std::uint64_t{1} << bit(psn);
       front_ = (psn + 1) & kPsnMask;
+      if (valid_ < kBits) ++valid_;
       return true;
     }
     if (psn_diff(psn, front_) >= 0) advance((psn + 1) & kPsnMask);
     if (!covers(psn)) return false;
+    extend_to(psn);
     std::uint64_t& w = bits_[word(psn)];
     const std::uint64_t m = std::uint64_t{1} << bit(psn);
     const bool fresh = !(w & m);
@@ -64,7 +78,7 @@ class PsnWindow {
   }
   // Unmarks `psn` (if inside the window).
   void forget(std::uint32_t psn) {
-    if (covers(psn)) clear(psn & kPsnMask);
+    if (holds(psn)) clear(psn & kPsnMask);
   }
   // How many of the `count` PSNs from `first` the capture does not hold.
   std::uint32_t not_held(std::uint32_t first, std::uint32_t count) const {
@@ -78,9 +92,18 @@ class PsnWindow {
   static std::uint32_t word(std::uint32_t psn) { return (psn % kBits) / 64; }
   static std::uint32_t bit(std::uint32_t psn) { return psn % 64; }
   void clear(std::uint32_t psn) { bits_[word(psn)] &= ~(std::uint64_t{1} << bit(psn)); }
+  // Makes the bits from covered `psn` up to the valid ones valid (not seen):
+  // a late PSN older than any the window followed since its reset.
+  void extend_to(std::uint32_t psn) {
+    const std::uint32_t back = static_cast<std::uint32_t>(-psn_diff(psn, front_));
+    if (back <= valid_) return;
+    for (std::uint32_t p = psn; p != ((front_ - valid_) & kPsnMask); p = (p + 1) & kPsnMask) clear(p);
+    valid_ = back;
+  }
 
-  std::array<std::uint64_t, kBits / 64> bits_{};
+  std::array<std::uint64_t, kBits / 64> bits_;  // unwritten until valid (see above)
   std::uint32_t front_ = 0;
+  std::uint32_t valid_ = 0;  // PSNs before the front whose bits are meaningful (<= kBits)
 };
 
 }  // namespace rdmadiag::decode

@@ -193,6 +193,7 @@ struct RecentCopies {
 // captured after one its responder sent later (IPv4 ID): reordered before the
 // capture point, where the requester's view cannot be told.
 struct AnswersInOrder {
+  AnswersInOrder() {}  // user-provided: `got`'s bits stay unwritten (psn_window.h), not zeroed
   PsnWindow got;
   bool any = false;
   std::uint32_t last = 0;  // the response captured last
@@ -235,6 +236,9 @@ struct ResponderView {
 };
 
 struct RequesterState {
+  // User-provided, so that make_unique does not zero the whole state first:
+  // the PSN windows' bits stay unwritten (psn_window.h).
+  RequesterState() {}
   bool started = false;
   std::uint32_t high_next = 0;    // one past the highest PSN a request used
   std::uint32_t resend_next = 0;  // during a resend: the next PSN it should carry

@@ -26,6 +26,7 @@ namespace rdmadiag::decode {
 inline constexpr std::int32_t kUcCorruptAhead = 64;  // how far ahead a corrupt UC packet's PSN is believed
 
 struct UnreliableState {
+  UnreliableState() {}  // user-provided: `seen`'s bits stay unwritten (psn_window.h), not zeroed
   bool started = false;
   std::uint32_t expected = 0;      // UC: the next PSN
   std::vector<OpenLoss> gaps;      // UC: open gaps (at most kMaxOpenLosses)

@@ -5,6 +5,8 @@
 // they use (psn_window.h, flow_slots.h).
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -119,6 +121,80 @@ TEST(PsnWindow, InOrderMarkIsNewWhereItsBitHeldAnOlderPsn) {
   EXPECT_TRUE(w.mark(kPsnMask));
   EXPECT_EQ(w.front(), 0u);
   EXPECT_TRUE(w.holds(kPsnMask));
+}
+
+// The window writes no bit at a reset (a short flow touches one line of it,
+// not four): whatever its memory held before must not show. Checked against a
+// plain model of the rule (a bit per PSN, all cleared at a reset; a PSN the
+// front passes is cleared) over random operations around a front that wraps,
+// with the window built on memory full of ones.
+TEST(PsnWindow, UnwrittenBitsNeverShowAgainstAPlainModel) {
+  struct Model {
+    std::vector<bool> bits = std::vector<bool>(PsnWindow::kBits);
+    std::uint32_t front = 0;
+    bool covers(std::uint32_t p) const {
+      const std::int32_t d = psn_diff(p, front);
+      return d < 0 && d >= -static_cast<std::int32_t>(PsnWindow::kBits);
+    }
+    bool holds(std::uint32_t p) const { return covers(p) && bits[p % PsnWindow::kBits]; }
+    void reset(std::uint32_t f) {
+      bits.assign(PsnWindow::kBits, false);
+      front = f & kPsnMask;
+    }
+    void advance(std::uint32_t to) {
+      for (; psn_diff(to, front) > 0; front = (front + 1) & kPsnMask) bits[front % PsnWindow::kBits] = false;
+    }
+    bool mark(std::uint32_t p) {
+      p &= kPsnMask;
+      if (psn_diff(p, front) >= 0) advance((p + 1) & kPsnMask);
+      if (!covers(p)) return false;
+      const bool fresh = !bits[p % PsnWindow::kBits];
+      bits[p % PsnWindow::kBits] = true;
+      return fresh;
+    }
+    void forget(std::uint32_t p) {
+      if (covers(p)) bits[p % PsnWindow::kBits] = false;
+    }
+  };
+  alignas(PsnWindow) unsigned char raw[sizeof(PsnWindow)];
+  std::memset(raw, 0xFF, sizeof raw);
+  PsnWindow& w = *new (raw) PsnWindow;
+  Model m;
+  std::uint64_t rng = 12345;
+  const auto next = [&](std::uint32_t n) {
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<std::uint32_t>((rng >> 33) % n);
+  };
+  const std::uint32_t start = kPsnMask - 3000;  // the front crosses 2^24 - 1 -> 0
+  w.reset(start);
+  m.reset(start);
+  for (int step = 0; step < 200000; ++step) {
+    const std::uint32_t r = next(1000);
+    const std::uint32_t around = (m.front + kPsnMask + 1 - 2200 + next(2300)) & kPsnMask;
+    if (r < 2) {
+      const std::uint32_t f = (m.front + next(5000)) & kPsnMask;
+      w.reset(f);
+      m.reset(f);
+    } else if (r < 20) {
+      const std::uint32_t to = (m.front + next(r < 5 ? 3000 : 40)) & kPsnMask;
+      w.advance(to);
+      m.advance(to);
+    } else if (r < 60) {
+      w.forget(around);
+      m.forget(around);
+    } else {
+      const std::uint32_t p = r < 700 ? m.front : around;
+      ASSERT_EQ(w.mark(p), m.mark(p)) << "step " << step << " psn " << p;
+    }
+    ASSERT_EQ(w.front(), m.front);
+    const std::uint32_t q = (m.front + kPsnMask + 1 - 2100 + next(2120)) & kPsnMask;
+    ASSERT_EQ(w.covers(q), m.covers(q)) << "step " << step << " psn " << q;
+    ASSERT_EQ(w.holds(q), m.holds(q)) << "step " << step << " psn " << q;
+  }
+  for (std::uint32_t d = 1; d <= PsnWindow::kBits + 2; ++d) {
+    const std::uint32_t q = (m.front + kPsnMask + 1 - d) & kPsnMask;
+    ASSERT_EQ(w.holds(q), m.holds(q)) << "behind the front by " << d;
+  }
 }
 
 // The ring of recent copies grows as it fills (1, 8, then 64 entries) and only
