@@ -11,7 +11,8 @@ namespace rdmadiag::decode {
 namespace {
 
 std::int64_t median(const std::array<std::int64_t, kCcWindow>& gaps, std::size_t n) {
-  std::array<std::int64_t, kCcWindow> v = gaps;
+  std::array<std::int64_t, kCcWindow> v{};  // the first n copied: the others may be unwritten
+  std::copy_n(gaps.begin(), n, v.begin());
   const auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
   std::nth_element(v.begin(), mid, v.begin() + static_cast<std::ptrdiff_t>(n));
   return *mid;
@@ -49,7 +50,8 @@ CcDecision classify(const CcFlowState& s, const CcPacket& p, const CcOptions& op
   d.gap_ns = p.ts_ns - s.last_ns;
   d.slowed_gap = s.episode && slowed_gap(d.gap_ns, s.baseline_ns, opts);
   if (s.episode && s.after_count + 1 == kCcWindow) {
-    std::array<std::int64_t, kCcWindow> after = s.after;
+    std::array<std::int64_t, kCcWindow> after;
+    std::copy_n(s.after.begin(), s.after_count, after.begin());
     after[s.after_count] = d.gap_ns;
     d.verdict = slowed_gap(median(after, kCcWindow), s.baseline_ns, opts) ? CcVerdict::slowed : CcVerdict::kept_rate;
   }

@@ -78,6 +78,10 @@ struct CcFlowResult {
 
 // The live state of one data flow.
 struct CcFlowState {
+  // User-provided, so that building a state does not zero it first: the gap
+  // windows (`before`, `after`) are read only where written, and with many
+  // short flows writing fresh memory is what a new flow costs.
+  CcFlowState() {}
   // What every packet of the flow reads or writes comes first (one cache line
   // with 64-byte cells); the results and the windows after.
   std::int64_t last_ns = 0;          // the flow's last packet (0: none yet)
@@ -87,7 +91,7 @@ struct CcFlowState {
   std::uint32_t before_count = 0, before_pos = 0;
   bool episode = false;              // an episode is open (after a CNP)
   CcFlowResult r;
-  std::array<std::int64_t, kCcWindow> before{};  // ring of the latest gaps
+  std::array<std::int64_t, kCcWindow> before;  // ring of the latest gaps: the first before_count written
   std::uint64_t mark_frame = 0;
   std::uint64_t marks_waiting = 0;   // CE marks since the last CNP
   // The open episode.
@@ -95,7 +99,7 @@ struct CcFlowState {
   std::int64_t episode_ns = 0;
   std::int64_t baseline_ns = 0;      // median gap before its CNP
   std::int64_t reaction_ns = -1;     // CNP -> first gap >= rate_cut x baseline
-  std::array<std::int64_t, kCcWindow> after{};
+  std::array<std::int64_t, kCcWindow> after;   // the first after_count written
   std::uint32_t after_count = 0;
 };
 
