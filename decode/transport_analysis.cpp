@@ -150,15 +150,18 @@ struct TransportAnalyzer::Flow {
   std::unique_ptr<RequesterState> req;     // requests sent on this flow
   std::unique_ptr<ResponseCursor> resp;    // responses sent on this flow (in the peer's PSN space)
   std::unique_ptr<UnreliableState> unrel;  // UC / UD
-  bool pkey_set = false;
-  std::uint16_t pkey = 0;
-  FlowSummary s;
-  std::uint32_t slot = 0;
-  std::int64_t peer_slot = -1;
-  std::uint32_t unpaired_bucket = kNotIndexed;  // its PSN bucket in the pairing index
+  // What a search of the pairing index reads of each flow in a bucket's list,
+  // in one cache line (the cell's second): most are passed over on these alone.
   static constexpr std::uint32_t kNotIndexed = UINT32_MAX;
   std::uint32_t bucket_next = kNotIndexed, bucket_prev = kNotIndexed;  // its neighbours in that bucket's list
   std::uint64_t host_pair = 0;
+  std::uint32_t unpaired_bucket = kNotIndexed;  // its PSN bucket in the pairing index
+  std::uint32_t indexed_high_next = 0;          // req->high_next while indexed (index_unpaired)
+  std::uint32_t slot = 0;
+  std::int64_t peer_slot = -1;
+  bool pkey_set = false;
+  std::uint16_t pkey = 0;
+  FlowSummary s;
   std::uint64_t path = 0;
   RequesterState& requester() {
     if (!req) req = std::make_unique<RequesterState>();
@@ -540,6 +543,7 @@ void TransportAnalyzer::index_unpaired(Flow& f) {
   const bool candidate = f.started() && f.peer_slot < 0 && f.s.service != TransportService::ud &&
                          f.s.service != TransportService::uc;
   const std::uint32_t bucket = candidate ? (f.req->high_next & 0xFFFFFF) >> kPsnBucketBits : Flow::kNotIndexed;
+  if (candidate) f.indexed_high_next = f.req->high_next;
   if (bucket == f.unpaired_bucket) return;
   unindex_unpaired(f);
   if (bucket == Flow::kNotIndexed) return;
@@ -600,9 +604,12 @@ TransportAnalyzer::Flow* TransportAnalyzer::infer_peer(Flow& resp, std::uint32_t
       ++pair_probes_;
       n = q->bucket_next;
       if (q == &resp || q->host_pair != reverse) continue;
+      std::int32_t d = psn_diff(q->indexed_high_next, psn);
+      // At or above its next PSN: no request of it holds `psn` (their PSNs are all
+      // below it), and no NAK can name it. Passed over without its requester state.
+      if (d < 0) continue;
       bool holds = false;
       for (const auto& r : q->req->pending) holds |= psn_diff(psn, r.first) >= 0 && psn_diff(r.last, psn) >= 0;
-      std::int32_t d = psn_diff(q->req->high_next, psn);
       if (!holds && (d < 0 || d >= 65536)) continue;
       if (!holds) d += 65536;  // an outstanding request holding the PSN comes first
       if (by_psn && d == nearest) {
