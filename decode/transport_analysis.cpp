@@ -150,18 +150,18 @@ struct TransportAnalyzer::Flow {
   std::unique_ptr<RequesterState> req;     // requests sent on this flow
   std::unique_ptr<ResponseCursor> resp;    // responses sent on this flow (in the peer's PSN space)
   std::unique_ptr<UnreliableState> unrel;  // UC / UD
-  // What a search of the pairing index reads of each flow in a bucket's list,
-  // in one cache line (the cell's second): most are passed over on these alone.
-  static constexpr std::uint32_t kNotIndexed = UINT32_MAX;
-  std::uint32_t bucket_next = kNotIndexed, bucket_prev = kNotIndexed;  // its neighbours in that bucket's list
-  std::uint64_t host_pair = 0;
-  std::uint32_t unpaired_bucket = kNotIndexed;  // its PSN bucket in the pairing index
-  std::uint32_t indexed_high_next = 0;          // req->high_next while indexed (index_unpaired)
-  std::uint32_t slot = 0;
-  std::int64_t peer_slot = -1;
   bool pkey_set = false;
   std::uint16_t pkey = 0;
-  FlowSummary s;
+  FlowSummary s;  // its per-packet counters first: they share the key's lines
+  std::uint32_t slot = 0;
+  std::int64_t peer_slot = -1;
+  // What a search of the pairing index reads of each flow in a bucket's list,
+  // together (24 bytes): most flows are passed over on these alone.
+  static constexpr std::uint32_t kNotIndexed = UINT32_MAX;
+  std::uint32_t unpaired_bucket = kNotIndexed;  // its PSN bucket in the pairing index
+  std::uint32_t indexed_high_next = 0;          // req->high_next while indexed (index_unpaired)
+  std::uint32_t bucket_next = kNotIndexed, bucket_prev = kNotIndexed;  // its neighbours in that bucket's list
+  std::uint64_t host_pair = 0;
   std::uint64_t path = 0;
   RequesterState& requester() {
     if (!req) req = std::make_unique<RequesterState>();
