@@ -610,7 +610,7 @@ TransportAnalyzer::Flow* TransportAnalyzer::infer_peer(Flow& resp, std::uint32_t
       if (d < 0) continue;
       bool holds = false;
       for (const auto& r : q->req->pending) holds |= psn_diff(psn, r.first) >= 0 && psn_diff(r.last, psn) >= 0;
-      if (!holds && (d < 0 || d >= 65536)) continue;
+      if (!holds && d >= 65536) continue;
       if (!holds) d += 65536;  // an outstanding request holding the PSN comes first
       if (by_psn && d == nearest) {
         tie = true;
