@@ -25,8 +25,11 @@ Checks, each against something rdmadiag did not compute itself:
   completions, 100 messages at the QP's rate; over both QPs the mean is at most
   floor(128/100) * 100 * 2 / message rate (+10 %), and less by the time the 71 posts before it
   take after that completion (rxe's post_send runs its requester in the caller: the first lab
-  runs measured 11-17 % less), so at least 60 % of it; every QP has its p50/p99; the sample
-  count is the window's messages / 100 (within 2 per QP);
+  runs measured 11-17 % less). How much less follows the guest's CPU, which the host shares:
+  CI once saw x0.47 in a run at 2.00 MB/s beside perftest's 6.04 and 5.46, the posts slowed
+  with the rest. So the floor is 25 %: a wrong unit (x1000), a wrong clock or the wrong
+  operation's time still falls outside. Every QP has its p50/p99; the sample count is the
+  window's messages / 100 (within 2 per QP);
 * -W (step 5): the sent_pkts change rdmadiag prints is at most the change the lab read from
   sysfs before and after the whole step, and at least 90 % of it (the step's RDMA packets all
   belong to the test; rdmadiag reads after connecting, the lab before starting it).
@@ -40,6 +43,7 @@ from noise_band import factor_band
 
 ROW = re.compile(r"^ (\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)(?:\s+([\d.]+))?\s*$")
 QPS, DEPTH, CQ_MOD = 2, 128, 100
+MIN_SHARE = 0.25  # of the rate's bound; the docstring says why
 
 
 def read(out, role, step, name="stdout"):
@@ -69,7 +73,7 @@ def check_completion_latency(path):
     share = cl["t_avg"] / expected
     print(f"{path}: completion latency mean {cl['t_avg']:.1f} usec, from the rate {expected:.1f} usec "
           f"(x{share:.2f}), p50 {cl['percentiles']['p50']:.1f} p99 {cl['percentiles']['p99']:.1f}, {cl['sample_count']} samples")
-    if not 0.6 <= share <= 1.1:
+    if not MIN_SHARE <= share <= 1.1:
         sys.exit(f"{path}: completion latency mean {cl['t_avg']} usec, but {QPS} QPs signalling every {CQ_MOD}th "
                  f"at {rate:.0f}/s in all mean {expected:.1f} usec")
     if len(r["per_qp"]) != QPS or any("completion_p50_usec" not in q for q in r["per_qp"]):
