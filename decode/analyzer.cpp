@@ -40,7 +40,7 @@ void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, Packe
 
 void Analyzer::congestion(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, PacketAnalysis& out) {
   const TransportAnalyzer::KeyedFlow& k = transport_->last_key();
-  const CongestionAnalyzer::FrameFindings f = cc_->add(p, frame, ts_ns, out.flow, &k.key, k.hash);
+  const CongestionAnalyzer::FrameFindings f = cc_->add(p, frame, ts_ns, out.flow, &k.key, k.hash, k.cc_slot);
   if (f.cnp_response_ns >= 0) {
     out.cnp_response_us = static_cast<double>(f.cnp_response_ns) * 1e-3;
     out.cnp_mark_frame = f.cnp_mark_frame;

@@ -250,7 +250,7 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::step(CcFlowState& s, const
 
 CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p, std::uint64_t frame,
                                                           std::int64_t ts_ns, std::uint32_t flow, const FlowKey* keyed,
-                                                          std::uint64_t keyed_hash) {
+                                                          std::uint64_t keyed_hash, std::uint32_t* slot_hint) {
   if (!p.has_bth) return {};
   const bool cnp = opcode_info(p.ib.bth.opcode).kind == OpKind::cnp;
   const int ecn = ecn_codepoint(p);
@@ -276,12 +276,15 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p
     made.dest_qp = p.ib.bth.dest_qp;
   }
   const FlowKey& k = reuse ? *keyed : made;
+  if (!reuse) slot_hint = nullptr;  // the transport flow is not this one (UD)
+  std::uint32_t slot = slot_hint && flows_.holds(*slot_hint, k) ? *slot_hint : decltype(flows_)::kNone;
   const std::uint64_t hash = reuse ? keyed_hash : flows_.hash_of(k);
-  std::uint32_t slot = flows_.find(k, hash);
+  if (slot == decltype(flows_)::kNone) slot = flows_.find(k, hash);
   if (ecn == 0 && slot == decltype(flows_)::kNone) return {};  // not ECN-capable: no congestion control to see
   if (ecn) ++totals_.ect_packets;
   if (ecn == 3) ++totals_.ce_marked;
   if (slot == decltype(flows_)::kNone) slot = create(k, hash, frame, flow);
+  if (slot_hint) *slot_hint = slot;
   CcFlowState& s = *flows_.at(slot);
   const bool first_mark = ecn == 3 && s.mark_ns < 0 && !s.r.sender_qp_known;
   const FrameFindings f = step(s, CcPacket{frame, ts_ns, false, ecn == 3});

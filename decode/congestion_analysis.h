@@ -162,9 +162,11 @@ class CongestionAnalyzer {
     std::uint64_t episode_cnp_frame = 0;
   };
   // `keyed`: the transport analysis' key of the packet and its hash, used when
-  // it is this analysis' key too (not UD), else made here.
+  // it is this analysis' key too (not UD), else made here; then `slot_hint`
+  // (if given) is a word that flow keeps for this analysis: the slot found
+  // last time, checked before the index is searched (its line is in cache).
   FrameFindings add(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, std::uint32_t flow,
-                    const FlowKey* keyed = nullptr, std::uint64_t keyed_hash = 0);
+                    const FlowKey* keyed = nullptr, std::uint64_t keyed_hash = 0, std::uint32_t* slot_hint = nullptr);
   void sweep(std::int64_t now_ns);
   void finish();
 

@@ -46,6 +46,12 @@ class FlowSlots {
   bool cap_reached() const { return cap_reached_; }
 
   std::uint32_t find(const Key& k) const { return find(k, hash_of(k)); }
+  // `slot` holds the live flow of `k`: checks a slot remembered elsewhere (a
+  // hint that may have gone stale) with one look at its cell, no index probe.
+  bool holds(std::uint32_t slot, const Key& k) const {
+    const Cell* c = cell(slot);
+    return c && c->live && c->key == k;
+  }
   std::uint32_t find(const Key& k, std::uint64_t hash) const {
     return index_.find(hash, [&](std::uint32_t slot) { return cell(slot)->key == k; });
   }

@@ -152,6 +152,7 @@ struct TransportAnalyzer::Flow {
   std::unique_ptr<UnreliableState> unrel;  // UC / UD
   bool pkey_set = false;
   std::uint16_t pkey = 0;
+  std::uint32_t cc_slot = UINT32_MAX;      // KeyedFlow::cc_slot (in the padding before the summary)
   FlowSummary s;  // its per-packet counters first: they share the key's lines
   std::uint32_t slot = 0;
   std::int64_t peer_slot = -1;
@@ -201,8 +202,9 @@ TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std
   }
   last_key_.hash = flows_.hash_of(k);
   const std::uint32_t slot = flows_.find(k, last_key_.hash);
-  if (slot != decltype(flows_)::kNone) return *flows_.at(slot);
-  return create_flow(k, last_key_.hash, info.service, frame, ts);
+  Flow& f = slot != decltype(flows_)::kNone ? *flows_.at(slot) : create_flow(k, last_key_.hash, info.service, frame, ts);
+  last_key_.cc_slot = &f.cc_slot;
+  return f;
 }
 
 TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, std::uint64_t hash, TransportService service,

@@ -42,9 +42,13 @@ class TransportAnalyzer {
   void add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
   // The flow key of the packet add() had last, and its hash (the congestion
   // analysis keys its flows the same way, except UD: it need not hash it again).
+  // `cc_slot`: a word in that flow's state for the congestion analysis to
+  // remember its own slot for the flow (kept in a line the packet has already
+  // loaded: a look-up in a second table misses the cache with many flows).
   struct KeyedFlow {
     FlowKey key;
     std::uint64_t hash = 0;
+    std::uint32_t* cc_slot = nullptr;
   };
   const KeyedFlow& last_key() const { return last_key_; }
   // Retires the flows idle for kIdleRetireSeconds at time `now` (the Analyzer

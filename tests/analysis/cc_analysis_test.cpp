@@ -10,6 +10,8 @@
 
 #include "decode/anomaly.h"
 #include "decode/congestion_analysis.h"
+#include "decode/endpoints.h"
+#include "decode/flow_table.h"
 #include "decode/ib_opcodes.h"
 #include "decode/packet.h"
 #include "tests/analysis/two_hosts_packet.h"
@@ -132,6 +134,42 @@ TEST(CongestionAnalyzer, CnpFindsTheMarkedFlowAfterItsPairsFlowsRetired) {
   cc.add(roce(true, 0x04, kOld + 3, 2), ++frame, later + 50 * kUs, 0);
   cc.finish();
   EXPECT_EQ(cc.flows().size(), kOld + 3);
+}
+
+// The word a transport flow keeps for this analysis (TransportAnalyzer::KeyedFlow::
+// cc_slot) is checked against the packet's key before it is used: a stale one,
+// here flow A's slot offered with flow B's packets, sends them to B's own flow.
+TEST(CongestionAnalyzer, StaleSlotHintIsCheckedNotTrusted) {
+  AnomalyLog log;
+  CongestionAnalyzer cc(log);
+  const auto key_of = [](const DecodedPacket& p) {
+    const Endpoints e = endpoints_of(p);
+    FlowKey k;
+    k.transport = p.transport;
+    k.addr_len = e.addr_len;
+    k.src = e.src;
+    k.dst = e.dst;
+    k.dest_qp = p.ib.bth.dest_qp;
+    return k;
+  };
+  std::uint64_t frame = 0;
+  std::int64_t t = 0;
+  std::uint32_t hint = UINT32_MAX;
+  const auto send = [&](std::uint32_t qp) {
+    const DecodedPacket p = roce(true, 0x04, qp, 2);
+    const FlowKey k = key_of(p);
+    cc.add(p, ++frame, t += kUs, qp, &k, FlowTable<FlowKey, FlowKeyHash>::hash_of(k), &hint);
+  };
+  for (int i = 0; i < 3; ++i) send(1);
+  ASSERT_NE(hint, UINT32_MAX);  // A's slot, remembered
+  for (int i = 0; i < 2; ++i) send(2);  // B's packets offered A's slot
+  send(1);                               // and A's offered B's
+  cc.finish();
+  ASSERT_EQ(cc.flows().size(), 2u);
+  EXPECT_EQ(cc.flows()[0].key.dest_qp, 1u);
+  EXPECT_EQ(cc.flows()[0].packets, 4u);
+  EXPECT_EQ(cc.flows()[1].key.dest_qp, 2u);
+  EXPECT_EQ(cc.flows()[1].packets, 2u);
 }
 
 // Past the live-flow cap the least recently active eighth is retired while

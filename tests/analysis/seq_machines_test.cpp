@@ -235,15 +235,25 @@ TEST(FlowSlots, FindsReusesRetiresAndCountsItsPeak) {
   for (int k = 0; k < 8; ++k) t.emplace(k, last, gone, State{static_cast<double>(k)});
   EXPECT_EQ(t.size(), 8u);
   EXPECT_FALSE(t.cap_reached());
+  const std::uint32_t slot_of_0 = t.find(0), slot_of_1 = t.find(1);
+  EXPECT_TRUE(t.holds(slot_of_0, 0));
   t.emplace(100, last, gone, State{100});  // over the cap: the least recent goes
   EXPECT_TRUE(t.cap_reached());
   EXPECT_EQ(retired, std::vector<int>{0});
   EXPECT_EQ(t.find(0), decltype(t)::kNone);
   ASSERT_NE(t.find(100), decltype(t)::kNone);
   EXPECT_EQ(t.at(t.find(100))->last, 100);
+  // A remembered slot (the congestion analysis' hint) is checked, never trusted:
+  // 0's slot went to 100.
+  EXPECT_EQ(t.find(100), slot_of_0);
+  EXPECT_FALSE(t.holds(slot_of_0, 0));
+  EXPECT_TRUE(t.holds(slot_of_0, 100));
+  EXPECT_FALSE(t.holds(1000, 100));
+  EXPECT_FALSE(t.holds(decltype(t)::kNone, 100));
   t.retire_if([](const State& s) { return s.last < 5; }, gone);
   EXPECT_EQ(t.size(), 4u);  // 5, 6, 7, 100
   EXPECT_EQ(t.peak(), 8u);
+  EXPECT_FALSE(t.holds(slot_of_1, 1));  // retired, its slot free
 }
 
 // ---------------------------------------------------------------- requester
