@@ -48,12 +48,14 @@ CcDecision classify(const CcFlowState& s, const CcPacket& p, const CcOptions& op
   }
   if (s.last_frame == 0) return d;
   d.gap_ns = p.ts_ns - s.last_ns;
-  d.slowed_gap = s.episode && slowed_gap(d.gap_ns, s.baseline_ns, opts);
-  if (s.episode && s.after_count + 1 == kCcWindow) {
+  if (!s.episode) return d;
+  const CcFlowMarks& m = s.marks();  // built: a CNP opened the episode
+  d.slowed_gap = slowed_gap(d.gap_ns, m.baseline_ns, opts);
+  if (m.after_count + 1 == kCcWindow) {
     std::array<std::int64_t, kCcWindow> after;
-    std::copy_n(s.after.begin(), s.after_count, after.begin());
-    after[s.after_count] = d.gap_ns;
-    d.verdict = slowed_gap(median(after, kCcWindow), s.baseline_ns, opts) ? CcVerdict::slowed : CcVerdict::kept_rate;
+    std::copy_n(m.after.begin(), m.after_count, after.begin());
+    after[m.after_count] = d.gap_ns;
+    d.verdict = slowed_gap(median(after, kCcWindow), m.baseline_ns, opts) ? CcVerdict::slowed : CcVerdict::kept_rate;
   }
   return d;
 }
@@ -61,21 +63,22 @@ CcDecision classify(const CcFlowState& s, const CcPacket& p, const CcOptions& op
 namespace {
 
 void apply_cnp(CcFlowState& s, const CcDecision& d, const CcPacket& p) {
-  CcFlowResult& r = s.r;
+  CcFlowMarks& m = s.marks();
+  CcFlowResult& r = m.r;
   ++r.cnps;
   if (d.response_ns >= 0) add_response(r, d.response_ns);
   else ++r.cnps_without_mark;
-  r.marks_answered += s.marks_waiting;
-  s.marks_waiting = 0;
+  r.marks_answered += m.marks_waiting;
+  m.marks_waiting = 0;
   s.mark_ns = -1;  // a CNP answers every mark before it
   if (d.opens_episode) {
     ++r.episodes;
     s.episode = true;
-    s.episode_frame = p.frame;
-    s.episode_ns = p.ts_ns;
-    s.baseline_ns = median(s.before, s.before_count);
-    s.reaction_ns = -1;
-    s.after_count = 0;
+    m.episode_frame = p.frame;
+    m.episode_ns = p.ts_ns;
+    m.baseline_ns = median(s.before, s.before_count);
+    m.reaction_ns = -1;
+    m.after_count = 0;
   } else if (d.verdict == CcVerdict::unjudged) {
     ++r.episodes;
     ++r.unjudged;
@@ -83,14 +86,15 @@ void apply_cnp(CcFlowState& s, const CcDecision& d, const CcPacket& p) {
 }
 
 void close_episode(CcFlowState& s, CcVerdict v) {
-  CcFlowResult& r = s.r;
+  CcFlowMarks& m = s.marks();
+  CcFlowResult& r = m.r;
   s.episode = false;
   if (v == CcVerdict::slowed) {
     ++r.slowed;
-    r.reaction_sum_ns += s.reaction_ns;
-    r.reaction_max_ns = std::max(r.reaction_max_ns, s.reaction_ns);
+    r.reaction_sum_ns += m.reaction_ns;
+    r.reaction_max_ns = std::max(r.reaction_max_ns, m.reaction_ns);
   } else if (v == CcVerdict::kept_rate) {
-    if (!r.kept_rate++) r.first_kept_rate_frame = s.episode_frame;
+    if (!r.kept_rate++) r.first_kept_rate_frame = m.episode_frame;
   } else {
     ++r.unjudged;
   }
@@ -102,26 +106,36 @@ void apply(CcFlowState& s, const CcDecision& d, const CcPacket& p) {
   if (p.cnp) return apply_cnp(s, d, p);
   ++s.packets;
   if (p.ce) {
-    ++s.r.ce_marked;
-    ++s.marks_waiting;
+    CcFlowMarks& m = s.marks();
+    ++m.r.ce_marked;
+    ++m.marks_waiting;
     if (s.mark_ns < 0) {
       s.mark_ns = p.ts_ns;
-      s.mark_frame = p.frame;
+      m.mark_frame = p.frame;
     }
   }
   if (d.gap_ns >= 0) {
     s.before[s.before_pos] = d.gap_ns;
-    s.before_pos = static_cast<std::uint32_t>((s.before_pos + 1) % kCcWindow);
-    s.before_count = std::min<std::uint32_t>(s.before_count + 1, kCcWindow);
+    s.before_pos = static_cast<std::uint8_t>((s.before_pos + 1) % kCcWindow);
+    s.before_count = static_cast<std::uint8_t>(std::min<std::size_t>(s.before_count + 1u, kCcWindow));
     if (s.episode) {
-      s.after[s.after_count++] = d.gap_ns;
+      CcFlowMarks& m = s.marks();
+      m.after[m.after_count++] = d.gap_ns;
       // The first gap of the slower rate (the verdict's threshold, checked in classify for the window).
-      if (s.reaction_ns < 0 && d.slowed_gap) s.reaction_ns = p.ts_ns - s.episode_ns;
+      if (m.reaction_ns < 0 && d.slowed_gap) m.reaction_ns = p.ts_ns - m.episode_ns;
       if (d.verdict != CcVerdict::none) close_episode(s, d.verdict);
     }
   }
   s.last_ns = p.ts_ns;
   s.last_frame = p.frame;
+}
+
+CcFlowResult CcFlowState::result() const {
+  CcFlowResult r = has_marks() ? marks().r : CcFlowResult{};
+  r.flow = flow;
+  r.first_frame = first_frame;
+  r.packets = packets;
+  return r;
 }
 
 void CcTotals::merge(const CcTotals& o) {
@@ -159,9 +173,8 @@ std::uint32_t CongestionAnalyzer::create(const FlowKey& k, std::uint64_t hash, s
         retire(sl, s);
       });
   CcFlowState& st = *flows_.at(slot);
-  st.r.key = k;
-  st.r.flow = flow;
-  st.r.first_frame = frame;
+  st.flow = flow;
+  st.first_frame = frame;
   PairFlows& pf = by_pair_[with_qps(k)];
   ++pf.live;
   ++pf.unmatched;
@@ -172,21 +185,22 @@ std::uint32_t CongestionAnalyzer::create(const FlowKey& k, std::uint64_t hash, s
 bool CongestionAnalyzer::waiting_mark(const FirstMark& m) {
   ++cnp_probes_;
   const CcFlowState* s = flows_.at(m.slot);
-  return s && s->r.first_frame == m.flow_first_frame && !s->r.sender_qp_known && s->mark_ns >= 0;
+  // An unanswered mark (mark_ns >= 0) means marks() is built.
+  return s && s->first_frame == m.flow_first_frame && s->mark_ns >= 0 && !s->marks().r.sender_qp_known;
 }
 
 // A flow no CNP has matched yet got its first unanswered mark: it joins the
 // back of its pair's queue. Stale entries are dropped first when they are most
 // of the queue, so it stays within a few times the pair's live flows.
 void CongestionAnalyzer::queue_first_mark(std::uint32_t slot, const CcFlowState& s) {
-  PairFlows& pf = by_pair_.find(with_qps(s.r.key))->second;
+  PairFlows& pf = by_pair_.find(with_qps(flows_.key_of(slot)))->second;
   std::vector<FirstMark>& q = pf.marks;
   if (q.size() - pf.marks_head > 2 * pf.unmatched + 16 || pf.marks_head > q.size() / 2) {
     q.erase(q.begin(), q.begin() + static_cast<std::ptrdiff_t>(pf.marks_head));
     pf.marks_head = 0;
     std::erase_if(q, [this](const FirstMark& m) { return !waiting_mark(m); });
   }
-  q.push_back({slot, s.r.first_frame});
+  q.push_back({slot, s.first_frame});
 }
 
 // The unmatched flow of the pair whose unanswered mark came first, else kNone.
@@ -210,26 +224,29 @@ std::uint32_t CongestionAnalyzer::flow_for_cnp(const DecodedPacket& p, const Flo
 
 // A CNP to `sender_qp` matched the flow in `slot` for the first time.
 void CongestionAnalyzer::matched(std::uint32_t slot, CcFlowState& s, std::uint32_t sender_qp) {
-  s.r.sender_qp_known = true;
-  s.r.sender_qp = sender_qp;
-  PairFlows& pf = by_pair_.find(with_qps(s.r.key))->second;
+  CcFlowResult& r = s.marks().r;
+  r.sender_qp_known = true;
+  r.sender_qp = sender_qp;
+  const FlowKey& key = flows_.key_of(slot);
+  PairFlows& pf = by_pair_.find(with_qps(key))->second;
   --pf.unmatched;
   pf.unmatched_xor ^= slot;
-  const FlowKey sender = with_qps(s.r.key, sender_qp);
+  const FlowKey sender = with_qps(key, sender_qp);
   if (by_sender_.find(sender) == decltype(flows_)::kNone) by_sender_.insert(sender, slot);
 }
 
-CongestionAnalyzer::FrameFindings CongestionAnalyzer::step(CcFlowState& s, const CcPacket& p) {
+CongestionAnalyzer::FrameFindings CongestionAnalyzer::step(std::uint32_t slot, CcFlowState& s, const CcPacket& p) {
   FrameFindings f;
   const CcDecision d = classify(s, p, opts_);
   if (p.cnp && d.response_ns >= 0) {
     ++totals_.responses;
     totals_.response_sum_ns += d.response_ns;
     f.cnp_response_ns = d.response_ns;
-    f.cnp_mark_frame = s.mark_frame;
+    f.cnp_mark_frame = s.marks().mark_frame;  // a mark waited: built
   }
-  const std::uint64_t episode_frame = s.episode_frame;
-  const std::int64_t baseline_ns = s.baseline_ns;
+  // The episode this packet may close (an open one has its marks() built).
+  const std::uint64_t episode_frame = s.episode ? s.marks().episode_frame : 0;
+  const std::int64_t baseline_ns = s.episode ? s.marks().baseline_ns : 0;
   apply(s, d, p);
   if (d.verdict == CcVerdict::slowed || d.verdict == CcVerdict::kept_rate) {
     f.verdict = d.verdict;
@@ -238,9 +255,9 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::step(CcFlowState& s, const
   if (d.verdict == CcVerdict::kept_rate) {
     Anomaly a{AnomalyKind::cc_no_reaction};
     a.frame = episode_frame;
-    a.flow = s.r.flow;
-    a.dest_qp = s.r.key.dest_qp;
-    a.duration_us = static_cast<double>(median(s.after, kCcWindow)) * 1e-3;  // the gap after the CNP
+    a.flow = s.flow;
+    a.dest_qp = flows_.key_of(slot).dest_qp;
+    a.duration_us = static_cast<double>(median(s.marks().after, kCcWindow)) * 1e-3;  // the gap after the CNP
     a.count = static_cast<std::uint32_t>(std::min<std::int64_t>(baseline_ns, UINT32_MAX));  // the gap before, ns
     a.relate(p.frame);
     log_.add(a);
@@ -265,8 +282,8 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p
       return {};
     }
     CcFlowState& s = *flows_.at(slot);
-    if (!s.r.sender_qp_known) matched(slot, s, p.ib.bth.dest_qp);
-    return step(s, CcPacket{frame, ts_ns, true, false});
+    if (!s.marks().r.sender_qp_known) matched(slot, s, p.ib.bth.dest_qp);
+    return step(slot, s, CcPacket{frame, ts_ns, true, false});
   }
   // The transport analysis' key when it is this one's (not UD), else made here: no copy per packet.
   const bool reuse = keyed && keyed->src_qp == 0 && keyed->dest_qp == p.ib.bth.dest_qp;
@@ -286,26 +303,27 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p
   if (slot == decltype(flows_)::kNone) slot = create(k, hash, frame, flow);
   if (slot_hint) *slot_hint = slot;
   CcFlowState& s = *flows_.at(slot);
-  const bool first_mark = ecn == 3 && s.mark_ns < 0 && !s.r.sender_qp_known;
-  const FrameFindings f = step(s, CcPacket{frame, ts_ns, false, ecn == 3});
+  const bool first_mark = ecn == 3 && s.mark_ns < 0 && !(s.has_marks() && s.marks().r.sender_qp_known);
+  const FrameFindings f = step(slot, s, CcPacket{frame, ts_ns, false, ecn == 3});
   if (first_mark) queue_first_mark(slot, s);
   return f;
 }
 
 void CongestionAnalyzer::retire(std::uint32_t slot, CcFlowState& s) {
   if (s.episode) close_episode(s, CcVerdict::unjudged);  // the capture ended (or the flow idled) before the window
-  s.r.packets = s.packets;
-  if (s.r.kept_rate) ++totals_.kept_rate_flows;
-  if (results_.size() < kMaxResults) results_.push_back(s.r);
+  CcFlowResult r = s.result();
+  r.key = flows_.key_of(slot);
+  if (r.kept_rate) ++totals_.kept_rate_flows;
+  if (results_.size() < kMaxResults) results_.push_back(r);
   else ++totals_.flows_untracked;
-  if (s.r.sender_qp_known) {
-    const FlowKey sender = with_qps(s.r.key, s.r.sender_qp);
+  if (r.sender_qp_known) {
+    const FlowKey sender = with_qps(r.key, r.sender_qp);
     if (by_sender_.find(sender) == slot) by_sender_.erase(sender);
   }
-  const auto it = by_pair_.find(with_qps(s.r.key));
+  const auto it = by_pair_.find(with_qps(r.key));
   if (it == by_pair_.end()) return;
   PairFlows& pf = it->second;
-  if (!s.r.sender_qp_known) {
+  if (!r.sender_qp_known) {
     --pf.unmatched;
     pf.unmatched_xor ^= slot;
   }

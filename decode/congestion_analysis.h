@@ -34,7 +34,9 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -76,22 +78,10 @@ struct CcFlowResult {
   std::uint64_t first_kept_rate_frame = 0;  // the CNP of the first episode that kept its rate
 };
 
-// The live state of one data flow.
-struct CcFlowState {
-  // User-provided, so that building a state does not zero it first: the gap
-  // windows (`before`, `after`) are read only where written, and with many
-  // short flows writing fresh memory is what a new flow costs.
-  CcFlowState() {}
-  // What every packet of the flow reads or writes comes first (one cache line
-  // with 64-byte cells); the results and the windows after.
-  std::int64_t last_ns = 0;          // the flow's last packet (0: none yet)
-  std::uint64_t last_frame = 0;
-  std::uint64_t packets = 0;         // r.packets while live (copied at retirement)
-  std::int64_t mark_ns = -1;         // the first CE mark not yet answered by a CNP
-  std::uint32_t before_count = 0, before_pos = 0;
-  bool episode = false;              // an episode is open (after a CNP)
-  CcFlowResult r;
-  std::array<std::int64_t, kCcWindow> before;  // ring of the latest gaps: the first before_count written
+// What a flow keeps only once it has had a CE mark or a CNP: its results and
+// the episode's state. Most flows of a many-QP capture have neither.
+struct CcFlowMarks {
+  CcFlowResult r;                    // key, flow, first_frame and packets are set at retirement
   std::uint64_t mark_frame = 0;
   std::uint64_t marks_waiting = 0;   // CE marks since the last CNP
   // The open episode.
@@ -99,9 +89,50 @@ struct CcFlowState {
   std::int64_t episode_ns = 0;
   std::int64_t baseline_ns = 0;      // median gap before its CNP
   std::int64_t reaction_ns = -1;     // CNP -> first gap >= rate_cut x baseline
-  std::array<std::int64_t, kCcWindow> after;   // the first after_count written
   std::uint32_t after_count = 0;
+  std::array<std::int64_t, kCcWindow> after;   // the first after_count written
 };
+
+// The live state of one data flow. What every packet reads or writes comes
+// first (with the key in front of it in its cell, decode/flow_slots.h), then
+// the gap ring; the CcFlowMarks part is built at the flow's first CE mark or
+// CNP: a new flow writes one cache line, not the nine of the whole state.
+struct CcFlowState {
+  // User-provided, so that building a state does not zero it: `before` is read
+  // only where written, `marks_` only once built.
+  CcFlowState() {}
+  ~CcFlowState() {}
+  std::int64_t last_ns = 0;          // the flow's last packet (0: none yet)
+  std::uint64_t last_frame = 0;
+  std::uint64_t packets = 0;         // packets on the flow (not CNPs)
+  std::int64_t mark_ns = -1;         // the first CE mark not yet answered by a CNP
+  std::uint64_t first_frame = 0;
+  std::uint32_t flow = UINT32_MAX;   // the transport analysis' flow index
+  std::uint8_t before_count = 0, before_pos = 0;
+  bool episode = false;              // an episode is open (after a CNP): marks() is built
+  bool marks_built = false;          // has_marks()
+  std::array<std::int64_t, kCcWindow> before;  // ring of the latest gaps: the first before_count written
+
+  bool has_marks() const { return marks_built; }
+  // Built on first use.
+  CcFlowMarks& marks() {
+    if (!marks_built) {
+      std::construct_at(&marks_);
+      marks_built = true;
+    }
+    return marks_;
+  }
+  // Only when has_marks().
+  const CcFlowMarks& marks() const { return marks_; }
+  // The flow's results so far (`key` left to the caller).
+  CcFlowResult result() const;
+
+ private:
+  union {
+    CcFlowMarks marks_;
+  };
+};
+static_assert(std::is_trivially_destructible_v<CcFlowMarks>, "~CcFlowState leaves marks_ to the union");
 
 // What one packet of a data flow does to it.
 struct CcPacket {
@@ -188,7 +219,7 @@ class CongestionAnalyzer {
  private:
   std::uint32_t flow_for_cnp(const DecodedPacket& p, const FlowKey& reversed);
   std::uint32_t create(const FlowKey& k, std::uint64_t hash, std::uint64_t frame, std::uint32_t flow);
-  FrameFindings step(CcFlowState& s, const CcPacket& p);
+  FrameFindings step(std::uint32_t slot, CcFlowState& s, const CcPacket& p);
   void retire(std::uint32_t slot, CcFlowState& s);
 
   AnomalyLog& log_;

@@ -46,6 +46,8 @@ class FlowSlots {
   bool cap_reached() const { return cap_reached_; }
 
   std::uint32_t find(const Key& k) const { return find(k, hash_of(k)); }
+  // The key of the live flow in `slot` (which must be live: at() is not nullptr).
+  const Key& key_of(std::uint32_t slot) const { return cell(slot)->key; }
   // `slot` holds the live flow of `k`: checks a slot remembered elsewhere (a
   // hint that may have gone stale) with one look at its cell, no index probe.
   bool holds(std::uint32_t slot, const Key& k) const {

@@ -49,28 +49,28 @@ TEST(CongestionSteps, ResponseTimeFromTheFirstUnansweredMark) {
   r.packet(t += kUs, true);           // second, same episode of marks
   const CcDecision d = r.cnp(t + 3 * kUs / 2);  // 13.5 us
   EXPECT_EQ(d.response_ns, 13'500 - 11'000);
-  EXPECT_EQ(r.s.r.marks_answered, 2u);
-  EXPECT_EQ(r.s.r.cnps_without_mark, 0u);
+  EXPECT_EQ(r.s.marks().r.marks_answered, 2u);
+  EXPECT_EQ(r.s.marks().r.cnps_without_mark, 0u);
   const CcDecision again = r.cnp(t + 2 * kUs);  // nothing marked since
   EXPECT_EQ(again.response_ns, -1);
-  EXPECT_EQ(r.s.r.cnps_without_mark, 1u);
+  EXPECT_EQ(r.s.marks().r.cnps_without_mark, 1u);
   EXPECT_TRUE(again.joins_episode);   // inside the open episode
-  EXPECT_EQ(r.s.r.episodes, 1u);
+  EXPECT_EQ(r.s.marks().r.episodes, 1u);
 }
 
 TEST(CongestionSteps, HalvedRateIsSlowed) {
   CcRun r;
   std::int64_t t = steady(r, 0, 20, kUs);
   r.cnp(t + 100);
-  EXPECT_EQ(r.s.baseline_ns, kUs);
+  EXPECT_EQ(r.s.marks().baseline_ns, kUs);
   t = steady(r, t, 2, kUs);           // two more at the old rate: reaction after them
   const std::int64_t slow_from = t;
   t = steady(r, t, kCcWindow - 3, 2 * kUs);
   EXPECT_EQ(r.last.verdict, CcVerdict::none);
   r.packet(t + 2 * kUs);              // the 16th gap after the CNP closes the episode
   EXPECT_EQ(r.last.verdict, CcVerdict::slowed);
-  EXPECT_EQ(r.s.r.slowed, 1u);
-  EXPECT_EQ(r.s.r.reaction_max_ns, slow_from + 2 * kUs - (20 * kUs + 100));  // the first 2 us gap
+  EXPECT_EQ(r.s.marks().r.slowed, 1u);
+  EXPECT_EQ(r.s.marks().r.reaction_max_ns, slow_from + 2 * kUs - (20 * kUs + 100));  // the first 2 us gap
   EXPECT_FALSE(r.s.episode);
 }
 
@@ -80,8 +80,8 @@ TEST(CongestionSteps, SameRateIsKeptRate) {
   r.cnp(t + 100);
   t = steady(r, t, kCcWindow, kUs + 100);  // 10% slower: under the 1.25 cut
   EXPECT_EQ(r.last.verdict, CcVerdict::kept_rate);
-  EXPECT_EQ(r.s.r.kept_rate, 1u);
-  EXPECT_EQ(r.s.r.first_kept_rate_frame, 21u);
+  EXPECT_EQ(r.s.marks().r.kept_rate, 1u);
+  EXPECT_EQ(r.s.marks().r.first_kept_rate_frame, 21u);
 }
 
 TEST(CongestionSteps, OneIdleGapDoesNotDecide) {
@@ -99,7 +99,7 @@ TEST(CongestionSteps, TooFewGapsBeforeIsUnjudged) {
   const CcDecision d = r.cnp(t + 100);
   EXPECT_EQ(d.verdict, CcVerdict::unjudged);
   EXPECT_FALSE(r.s.episode);
-  EXPECT_EQ(r.s.r.unjudged, 1u);
+  EXPECT_EQ(r.s.marks().r.unjudged, 1u);
 }
 
 }  // namespace
