@@ -739,7 +739,7 @@ void sort_by_index(std::vector<FlowSummary>& v) {
   std::sort(order.begin(), order.end());
   std::vector<bool> placed(v.size());
   for (std::size_t start = 0; start < v.size(); ++start) {  // follow each cycle of the permutation
-    if (placed[start] || order[start].second == start) continue;  // in place (most are: flows retire oldest first)
+    if (placed[start] || order[start].second == start) continue;  // in place (the flows live at the end come in slot order)
     FlowSummary held = std::move(v[start]);
     std::size_t at = start;
     while (order[at].second != start) {

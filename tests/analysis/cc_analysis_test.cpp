@@ -8,12 +8,12 @@
 #include <array>
 #include <cstdint>
 
+#include "decode/analyzer.h"
 #include "decode/anomaly.h"
 #include "decode/congestion_analysis.h"
-#include "decode/endpoints.h"
-#include "decode/flow_table.h"
 #include "decode/ib_opcodes.h"
 #include "decode/packet.h"
+#include "decode/transport_analysis.h"
 #include "tests/analysis/two_hosts_packet.h"
 
 using namespace rdmadiag::decode;
@@ -139,26 +139,20 @@ TEST(CongestionAnalyzer, CnpFindsTheMarkedFlowAfterItsPairsFlowsRetired) {
 // The word a transport flow keeps for this analysis (TransportAnalyzer::KeyedFlow::
 // cc_slot) is checked against the packet's key before it is used: a stale one,
 // here flow A's slot offered with flow B's packets, sends them to B's own flow.
+// The keys and hashes are the transport analysis' own, as in Analyzer::add.
 TEST(CongestionAnalyzer, StaleSlotHintIsCheckedNotTrusted) {
   AnomalyLog log;
+  TransportAnalyzer transport(log);  // keys each packet as the Analyzer's pass does
   CongestionAnalyzer cc(log);
-  const auto key_of = [](const DecodedPacket& p) {
-    const Endpoints e = endpoints_of(p);
-    FlowKey k;
-    k.transport = p.transport;
-    k.addr_len = e.addr_len;
-    k.src = e.src;
-    k.dst = e.dst;
-    k.dest_qp = p.ib.bth.dest_qp;
-    return k;
-  };
   std::uint64_t frame = 0;
   std::int64_t t = 0;
-  std::uint32_t hint = UINT32_MAX;
+  std::uint32_t hint = UINT32_MAX;  // one word for both flows, not each flow's own
   const auto send = [&](std::uint32_t qp) {
     const DecodedPacket p = roce(true, 0x04, qp, 2);
-    const FlowKey k = key_of(p);
-    cc.add(p, ++frame, t += kUs, qp, &k, FlowTable<FlowKey, FlowKeyHash>::hash_of(k), &hint);
+    PacketAnalysis out;
+    transport.add(p, ++frame, static_cast<double>(t += kUs) * 1e-9, out);
+    const TransportAnalyzer::KeyedFlow& k = transport.last_key();
+    cc.add(p, frame, t, out.flow, &k.key, k.hash, &hint);
   };
   for (int i = 0; i < 3; ++i) send(1);
   ASSERT_NE(hint, UINT32_MAX);  // A's slot, remembered
