@@ -17,14 +17,19 @@ void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, Packe
   if (ts_ns == kNoNs) ts_ns = std::llround(ts * 1e9);
   out.reset();
   anomalies_.set_order_key(frame);
-  summary_.add(p, frame, ts);
+  bool qp_counted = false;
   if (p.is_rdma() && p.has_bth) {
     transport_->add(p, frame, ts, out);
+    // A flow keyed by this packet's destination QP that had packets before: each
+    // of them was counted with the same QP key.
+    const TransportAnalyzer::KeyedFlow& k = transport_->last_key();
+    qp_counted = k.had_packets && k.key.dest_qp == p.ib.bth.dest_qp && queue_pair_follows_ends(p);
     if (p.transport == Transport::roce_v1 || p.transport == Transport::roce_v2) {
       pfc_->add_roce(p, ts_ns, frame);
       congestion(p, frame, ts_ns, out);
     }
   }
+  summary_.add(p, frame, ts, qp_counted);
   if (p.mac_control) pfc_->add_mac_control(p, frame, ts_ns);
   if (p.tcp) {
     iwarp_->add(p, frame, ts, out.iwarp);

@@ -23,7 +23,7 @@ std::uint64_t queue_pair_key(const DecodedPacket& p) {
   return (h << 24) ^ p.ib.bth.dest_qp;
 }
 
-void CaptureSummary::add(const DecodedPacket& p, std::uint64_t frame, double ts) {
+void CaptureSummary::add(const DecodedPacket& p, std::uint64_t frame, double ts, bool qp_counted) {
   if (packets == 0) {
     first_ts = ts;
     first_frame = frame;
@@ -36,7 +36,7 @@ void CaptureSummary::add(const DecodedPacket& p, std::uint64_t frame, double ts)
   by_transport[static_cast<std::size_t>(p.transport)].add(p.wirelen);
   if (p.has_bth) {
     by_opcode[p.ib.bth.opcode].add(p.wirelen);
-    if (!qps_capped_) {
+    if (!qps_capped_ && !qp_counted) {
       if (qps_.size() < kMaxTrackedQps) qps_.insert(queue_pair_key(p));
       else qps_capped_ = true;
     }

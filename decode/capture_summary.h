@@ -47,8 +47,10 @@ class CaptureSummary {
  public:
   static constexpr std::size_t kMaxTrackedQps = 1 << 20;
 
-  // `frame` is 1-based across all input files; `ts` in seconds.
-  void add(const DecodedPacket& p, std::uint64_t frame, double ts);
+  // `frame` is 1-based across all input files; `ts` in seconds. `qp_counted`:
+  // the caller knows an earlier packet had the same queue_pair_key(), so the
+  // set of QPs is not probed (with many QPs, a cache miss per packet).
+  void add(const DecodedPacket& p, std::uint64_t frame, double ts, bool qp_counted = false);
   // Adds the summary of another part of the same input (a shard of `analyze -j`,
   // which saw other frames): the result is what one summary fed both would hold.
   void merge(const CaptureSummary& o);
@@ -75,5 +77,8 @@ class CaptureSummary {
 
 // A stable key for (destination address, destination QP): the QP identity on the wire.
 std::uint64_t queue_pair_key(const DecodedPacket& p);
+// Whether queue_pair_key(p) follows from the ends endpoints_of(p) names (it
+// takes a GRH's DGID before the LRH's DLID, endpoints_of the other way round).
+inline bool queue_pair_follows_ends(const DecodedPacket& p) { return p.ipv4 || p.ipv6 || !(p.lrh && p.grh); }
 
 }  // namespace rdmadiag::decode

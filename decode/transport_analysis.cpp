@@ -204,6 +204,7 @@ TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std
   const std::uint32_t slot = flows_.find(k, last_key_.hash);
   Flow& f = slot != decltype(flows_)::kNone ? *flows_.at(slot) : create_flow(k, last_key_.hash, info.service, frame, ts);
   last_key_.cc_slot = &f.cc_slot;
+  last_key_.had_packets = f.s.packets != 0;
   return f;
 }
 

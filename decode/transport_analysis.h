@@ -49,6 +49,7 @@ class TransportAnalyzer {
     FlowKey key;
     std::uint64_t hash = 0;
     std::uint32_t* cc_slot = nullptr;
+    bool had_packets = false;  // the flow had packets before this one (not only a CM exchange)
   };
   const KeyedFlow& last_key() const { return last_key_; }
   // Retires the flows idle for kIdleRetireSeconds at time `now` (the Analyzer

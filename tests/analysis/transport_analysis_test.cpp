@@ -482,6 +482,39 @@ TEST(TransportAnalysis, UdJumpsAreNotLossOnlyNetworkCopiesAreDuplicates) {
   EXPECT_EQ(w.flow(0).key.src_qp, 0x33u);  // keyed by its source QP
 }
 
+// The capture summary's queue pairs: one per (destination, destination QP)
+// (IBA 3.5.4), however often a QP is seen. The analyzer skips its set of QPs
+// for a packet of a flow that had packets before, so the cases where a flow's
+// key does not name the QP are checked: UD (keyed by its source QP) and native
+// IB with a GRH (the flow keyed by LIDs, the QP by the DGID).
+TEST(TransportAnalysis, QueuePairsAreCountedOncePerDestination) {
+  Wire w;
+  for (std::uint32_t psn = 0; psn < 3; ++psn) w.request(kWriteOnly, psn, 8);  // B's QP 0x22
+  w.ack(2);                                                                   // A's QP 0x11
+  w.ack(2);
+  for (std::uint32_t qp : {0x40u, 0x41u, 0x40u}) {  // UD from one source QP to two
+    DecodedPacket p = w.base(true, kUdSendOnly, 7);
+    p.ib.bth.dest_qp = qp;
+    p.ib.deth.src_qp = 0x33;
+    w.feed(p);
+  }
+  EXPECT_EQ(w.analyzer.summary().queue_pairs(), 4u);
+
+  Wire ib;  // native IB: LID 5 -> LID 7 (a router), QP 0x22 behind two DGIDs
+  for (std::uint8_t gid_end : {1, 2, 1, 2}) {
+    DecodedPacket p = ib.base(true, kWriteOnly, gid_end);
+    p.transport = Transport::ib;
+    p.ipv4.reset();
+    p.lrh = Lrh{0, 0, 0, Lnh::iba_global, 7, 0, 5};
+    p.grh = Grh{};
+    p.grh->dgid[15] = gid_end;
+    ib.feed(p);
+  }
+  EXPECT_EQ(ib.analyzer.summary().queue_pairs(), 2u);
+  ib.finish();
+  EXPECT_EQ(ib.analyzer.transport().flows().size(), 1u);  // one flow between the two LIDs
+}
+
 TEST(TransportAnalysis, AtomicMatchesItsAcknowledge) {
   Wire w;
   w.request(kFetchAdd, 9, 0);

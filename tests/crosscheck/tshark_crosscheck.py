@@ -281,11 +281,11 @@ def run_rdmadiag(rdmadiag, path):
     if proc.returncode not in (0, 3):
         raise RuntimeError("rdmadiag exit %d: %s" % (proc.returncode, proc.stderr.decode(errors="replace").strip()))
     doc = json.loads(proc.stdout.decode())
-    return {p["frame"]: p for p in doc.get("packets", [])}, proc.returncode
+    return {p["frame"]: p for p in doc.get("packets", [])}, proc.returncode, doc.get("summary", {})
 
 
 def run_tshark(tshark, path, extra_ports):
-    fields = ["frame.number", "frame.cap_len", "frame.len", "icmp.type"] + [f[1] for f in FIELDS]
+    fields = ["frame.number", "frame.cap_len", "frame.len", "icmp.type"] + [f[1] for f in FIELDS] + QP_FIELDS
     fields = list(dict.fromkeys(fields))
     # nvme-rdma: tshark's NVMe dissector throws on some NVMe-oF data (e.g. the
     # Commands Supported and Effects log page in lab_rxe_nvme.pcap, frames 83-85)
@@ -342,7 +342,7 @@ def fmt(v, kind):
 def check_file(path, rdmadiag, tshark, verbose=False):
     res = FileResult(path)
     try:
-        ours, rc = run_rdmadiag(rdmadiag, path)
+        ours, rc, summary = run_rdmadiag(rdmadiag, path)
     except Exception as e:  # noqa: BLE001
         res.errors.append(str(e))
         return res
@@ -444,7 +444,37 @@ def check_file(path, rdmadiag, tshark, verbose=False):
                                        "yes" if t_present else "no"))
     for why, n in sorted(res.divergent.items()):
         res.lines.append("note: %d frame(s) with %s opcodes: compared BTH fields only" % (n, why))
+    check_queue_pairs(res, summary, theirs)
     return res
+
+
+# The queue pairs a capture shows: distinct (destination address, destination QP)
+# over every frame with a BTH, the address from the IP header (RoCEv2) else the
+# GRH's DGID (RoCEv1, native IB with a GRH) else the LRH's DLID: a QP is named
+# by its port and QP number (IBA 3.5.4). ICMP errors are left out (tshark
+# decodes the packet they quote, see above).
+QP_FIELDS = ["ip.dst", "ipv6.dst", "infiniband.grh.dgid", "infiniband.lrh.dlid"]
+
+
+def tshark_queue_pairs(theirs):
+    qps = set()
+    for t in theirs.values():
+        qp = t["infiniband.bth.destqp"].strip()
+        if not qp or t.get("icmp.type", "").strip():
+            continue
+        v4, v6, gid, lid = (t[f].strip() for f in QP_FIELDS)
+        dst = ("ip", v4 or v6) if (v4 or v6) else ("gid", gid) if gid else ("lid", lid)
+        qps.add((dst, int(qp, 0)))
+    return len(qps)
+
+
+def check_queue_pairs(res, summary, theirs):
+    if "queue_pairs" not in summary:
+        res.errors.append("rdmadiag's summary has no queue_pairs")
+        return
+    n = tshark_queue_pairs(theirs)
+    if summary["queue_pairs"] != n:
+        res.mismatches.append((0, "queue pairs seen", str(summary["queue_pairs"]), str(n)))
 
 
 def collect(paths):
