@@ -90,6 +90,59 @@ inline FlowKey with_qps(FlowKey k, std::uint32_t dest_qp = 0, std::uint32_t src_
   return k;
 }
 
+// What a healthy flow never counts (sequence faults, NAKs, failed checks): a
+// flow's FlowFaults is built at its first fault, so that a new flow writes, and
+// a finished one copies, four cache lines of summary instead of seven.
+struct FlowFaults {
+  // PSN sequencing
+  std::uint64_t gaps = 0, missing = 0, gaps_recovered = 0;
+  std::uint64_t duplicates = 0, out_of_order = 0;
+  std::uint64_t retransmissions = 0;           // packets resent
+  std::uint64_t retransmission_episodes = 0;   // go-back-N bursts
+  std::uint64_t timeout_retransmissions = 0;   // episodes with no NAK before them, resending lost packets
+  // Resends of packets whose original passed the capture point, with no NAK and no
+  // gap before them: the requester's ACK timer fired before the ACK came back (a
+  // slow responder). Counted and flagged per packet, but not an anomaly: nothing was lost.
+  std::uint64_t spurious_retransmissions = 0;
+  // READ responses (and atomic ACKs) sent again with a PSN the capture already
+  // held: the answers to a re-issued READ or a resent atomic (IBA 9.7.5.1.2). Not new data, not a gap.
+  std::uint64_t resent_responses = 0;
+  // PSNs a go-back-N resend after a NAK skipped although an earlier copy had passed
+  // the capture point: the resent copy was lost before it (not counted in `missing`,
+  // which counts PSNs the capture never held).
+  std::uint64_t lost_resends = 0;
+  // NAKs sent on this flow
+  std::array<std::uint64_t, 5> naks{};         // by NakCode
+  std::uint64_t rnr_naks = 0;
+  // other checks
+  std::uint64_t bad_opcode_sequence = 0, length_mismatches = 0, pkey_changes = 0, icrc_bad = 0;
+};
+
+// A FlowFaults made on first update; all zero until then. Copies copy it.
+class FaultCounts {
+ public:
+  FaultCounts() = default;
+  FaultCounts(const FaultCounts& o) : p_(o.p_ ? std::make_unique<FlowFaults>(*o.p_) : nullptr) {}
+  FaultCounts& operator=(const FaultCounts& o) {
+    if (this != &o) p_ = o.p_ ? std::make_unique<FlowFaults>(*o.p_) : nullptr;
+    return *this;
+  }
+  FaultCounts(FaultCounts&&) noexcept = default;
+  FaultCounts& operator=(FaultCounts&&) noexcept = default;
+
+  const FlowFaults& get() const {
+    static const FlowFaults none{};
+    return p_ ? *p_ : none;
+  }
+  FlowFaults& update() {
+    if (!p_) p_ = std::make_unique<FlowFaults>();
+    return *p_;
+  }
+
+ private:
+  std::unique_ptr<FlowFaults> p_;
+};
+
 // Counters and results of one flow, as reported.
 struct FlowSummary {
   // What every packet of the flow updates comes first: the transport analysis'
@@ -110,37 +163,20 @@ struct FlowSummary {
   std::uint32_t peer_qp = 0;         // the QP at the source side (the reverse flow's destination QP)
   std::uint64_t first_frame = 0;
   double first_ts = 0;
-  // PSN sequencing
-  std::uint64_t gaps = 0, missing = 0, gaps_recovered = 0;
-  std::uint64_t duplicates = 0, out_of_order = 0;
-  std::uint64_t retransmissions = 0;           // packets resent
-  std::uint64_t retransmission_episodes = 0;   // go-back-N bursts
-  std::uint64_t timeout_retransmissions = 0;   // episodes with no NAK before them, resending lost packets
-  // Resends of packets whose original passed the capture point, with no NAK and no
-  // gap before them: the requester's ACK timer fired before the ACK came back (a
-  // slow responder). Counted and flagged per packet, but not an anomaly: nothing was lost.
-  std::uint64_t spurious_retransmissions = 0;
-  // READ responses (and atomic ACKs) sent again with a PSN the capture already
-  // held: the answers to a re-issued READ or a resent atomic (IBA 9.7.5.1.2). Not new data, not a gap.
-  std::uint64_t resent_responses = 0;
-  // PSNs a go-back-N resend after a NAK skipped although an earlier copy had passed
-  // the capture point: the resent copy was lost before it (not counted in `missing`,
-  // which counts PSNs the capture never held).
-  std::uint64_t lost_resends = 0;
-  // responses sent on this flow
-  std::array<std::uint64_t, 5> naks{};         // by NakCode
-  std::uint64_t rnr_naks = 0;
-  std::uint64_t acks = 0;
-  // other checks
-  std::uint64_t bad_opcode_sequence = 0, length_mismatches = 0, pkey_changes = 0, icrc_bad = 0;
+  std::uint64_t acks = 0;            // ACKs sent on this flow
   // congestion
   std::uint64_t ecn_ce = 0, cnp = 0, fecn = 0, becn = 0;  // ECN-capable packets: ecn_ect, above
+  FaultCounts fault_counts;
   std::array<LatencyStats, static_cast<std::size_t>(OpClass::count_)> latency{};  // requests on this flow
   LatencyStats recovery;             // gap seen -> gap filled, microseconds
+  // The sequence faults, NAKs and failed checks (all zero on a healthy flow).
+  const FlowFaults& faults() const { return fault_counts.get(); }
+  FlowFaults& faults_for_update() { return fault_counts.update(); }
   std::uint64_t problems() const {
-    std::uint64_t n = gaps + duplicates + out_of_order + retransmission_episodes + rnr_naks + bad_opcode_sequence +
-                      length_mismatches + pkey_changes + icrc_bad;
-    for (auto c : naks) n += c;
+    const FlowFaults& f = faults();
+    std::uint64_t n = f.gaps + f.duplicates + f.out_of_order + f.retransmission_episodes + f.rnr_naks +
+                      f.bad_opcode_sequence + f.length_mismatches + f.pkey_changes + f.icrc_bad;
+    for (auto c : f.naks) n += c;
     return n;
   }
 };

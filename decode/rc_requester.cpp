@@ -211,7 +211,7 @@ void close_loss(RequesterState& q, std::size_t i, const SeqPacket& at, SeqSink& 
     // recovered by a later resend: nothing more to say
   } else if (!l.corrupt) {
     if (l.late < l.reported) {  // else every PSN came late: reordered, nothing was recovered
-      ++sink.stats().gaps_recovered;
+      ++sink.stats().faults_for_update().gaps_recovered;
       sink.stats().recovery.add(us);
     }
   } else if (Anomaly* a = sink.anomaly(l.anomaly)) {
@@ -250,10 +250,10 @@ bool unlose(OpenLoss& l, std::uint32_t x, SeqSink& sink) {
   if (!p) return false;  // not named by the gap any more
   ++l.late;
   FlowSummary& s = sink.stats();
-  if (s.missing) --s.missing;
+  if (s.faults().missing) --s.faults_for_update().missing;
   GapRevision r{l.frame, s.index, -1, 0};
-  if (l.late == l.reported && s.gaps) {
-    --s.gaps;
+  if (l.late == l.reported && s.faults().gaps) {
+    --s.faults_for_update().gaps;
     r.gaps = -1;
   }
   sink.revise(r);
@@ -302,8 +302,8 @@ void mark_seen(RequesterState& q, bool response, std::uint32_t psn, std::uint32_
           (l.ip_id_at >= 0 && at.ip_id >= 0 ? sent_before(at.ip_id, l.ip_id_at) : late))
         unlose(l, x, sink);
       // A copy sent before the packet that showed the hole was only late: not lost after all.
-      if (fills && l.resend_hole && sent_before(at.ip_id, l.ip_id_at) && sink.stats().lost_resends)
-        --sink.stats().lost_resends;
+      if (fills && l.resend_hole && sent_before(at.ip_id, l.ip_id_at) && sink.stats().faults().lost_resends)
+        --sink.stats().faults_for_update().lost_resends;
       if (fills && --l.remaining == 0)
         close_loss(q, j, at, sink);
       else
@@ -357,11 +357,11 @@ void open_spurious_check(RequesterState& q, const SeqPacket& p, SeqSink& sink) {
 
 void report_episode(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink) {
   FlowSummary& s = sink.stats();
-  ++s.retransmission_episodes;
+  ++s.faults_for_update().retransmission_episodes;
   const bool response = e.cause == ResendCause::response_loss;
   OpenLoss* loss = q.loss_at(p.psn, response);
   // No NAK and no response gap seen before it: the requester's transport timer.
-  if (e.cause != ResendCause::nak && !(response && loss)) ++s.timeout_retransmissions;
+  if (e.cause != ResendCause::nak && !(response && loss)) ++s.faults_for_update().timeout_retransmissions;
   Anomaly a{AnomalyKind::retransmission};
   a.frame = p.frame;
   a.psn = p.psn;
@@ -412,12 +412,12 @@ void apply_resend(RequesterState& q, const RequesterEvent& e, const SeqPacket& p
   }
   note_episode_packet(q, p);
   if (q.spurious_episode && (p.kind == OpKind::read_request || q.responder.holds(p.psn))) {
-    ++sink.stats().spurious_retransmissions;
+    ++sink.stats().faults_for_update().spurious_retransmissions;
     // A READ is re-issued in go-back-N rounds whose responses overlap: only the
     // count of answers (spurious_verdict) can tell, so the packet is not called spurious.
     sink.verdict().spurious_retransmission = p.kind != OpKind::read_request;
   } else {
-    ++sink.stats().retransmissions;
+    ++sink.stats().faults_for_update().retransmissions;
   }
 }
 
@@ -571,19 +571,19 @@ void apply_step(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, 
       mark_seen(q, false, p.psn, p.span, p, sink);  // held: no gap will name these PSNs
       return;
     case ReqStep::duplicate:
-      ++sink.stats().duplicates;
+      ++sink.stats().faults_for_update().duplicates;
       v.duplicate = true;
       report_copy(AnomalyKind::psn_duplicate, q, p, sink);
       return;  // a copy: the sequence state is unchanged
     case ReqStep::late:
-      ++sink.stats().out_of_order;
+      ++sink.stats().faults_for_update().out_of_order;
       v.out_of_order = true;
       report_copy(AnomalyKind::psn_out_of_order, q, p, sink);
       mark_seen(q, false, p.psn, p.span, p, sink, true);
       q.recent.add(p.psn, p.ip_id, p.ts);  // to know its network copies
       return;  // a late original: the stream goes on from where it was
     case ReqStep::late_after_resend: {
-      ++sink.stats().out_of_order;
+      ++sink.stats().faults_for_update().out_of_order;
       v.out_of_order = true;
       auto& l = const_cast<OpenLoss&>(*recovered_late(q, p));
       Anomaly a{AnomalyKind::psn_out_of_order};
@@ -593,7 +593,8 @@ void apply_step(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, 
       a.relate(l.frame);
       sink.report(a);
       for (std::uint32_t i = 0; i < p.span; ++i) unlose(l, (p.psn + i) & kPsnMask, sink);
-      if (l.late == l.reported && sink.stats().gaps_recovered) --sink.stats().gaps_recovered;
+      if (l.late == l.reported && sink.stats().faults().gaps_recovered)
+        --sink.stats().faults_for_update().gaps_recovered;
       q.recent.add(p.psn, p.ip_id, p.ts);
       return;  // the stream goes on from where it was
     }
@@ -610,7 +611,10 @@ void apply_step(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, 
       // sequence and were discarded) it is the copy the responder needed.
       v.retransmission = true;
       v.spurious_retransmission = q.responder.holds(p.psn);
-      ++(v.spurious_retransmission ? sink.stats().spurious_retransmissions : sink.stats().retransmissions);
+      {
+        FlowFaults& f = sink.stats().faults_for_update();
+        ++(v.spurious_retransmission ? f.spurious_retransmissions : f.retransmissions);
+      }
       return;
     case ReqStep::restart:
       if (q.spur.open) spurious_verdict(q, sink, false);  // a new incarnation of the QP
@@ -711,8 +715,8 @@ bool report_loss(RequesterState& q, bool response, std::uint32_t first, std::uin
     while (!lost_here(q, w, (first + count - 1) & kPsnMask, response)) --count;
   }
   FlowSummary& s = sink.stats();
-  ++s.gaps;
-  s.missing += missing;
+  ++s.faults_for_update().gaps;
+  s.faults_for_update().missing += missing;
   // A packet flagged with a gap says where the gap starts (not the cursor of a
   // resend under way; a READ response that opens a new response has no expected PSN of its own).
   if (sink.verdict().expected_psn < 0 || !sink.verdict().gap) sink.verdict().expected_psn = first;
@@ -743,7 +747,7 @@ void report_skipped(RequesterState& q, bool response, std::uint32_t first, std::
   // PSN (the capture holds it), but what a NAK or re-issue answers; open until resent.
   const std::uint32_t held = count - (response ? q.answered : q.sent).not_held(first, count);
   if (!held) return;
-  sink.stats().lost_resends += held;
+  sink.stats().faults_for_update().lost_resends += held;
   OpenLoss l = loss_of(first, count, held, at);
   l.resend_hole = true;
   l.response = response;
@@ -757,9 +761,9 @@ void check_message(RequesterState& q, const RequesterEvent& e, const SeqPacket& 
     a.frame = p.frame;
     a.psn = p.psn;
     if (kind == AnomalyKind::bad_opcode_sequence) {
-      ++sink.stats().bad_opcode_sequence;
+      ++sink.stats().faults_for_update().bad_opcode_sequence;
     } else {
-      ++sink.stats().length_mismatches;
+      ++sink.stats().faults_for_update().length_mismatches;
       a.expected_psn = expected;
       a.count = static_cast<std::uint32_t>(got);
     }
@@ -804,10 +808,11 @@ void spurious_verdict(RequesterState& q, SeqSink& sink, bool conclusive) {
   // An answer went missing before the capture point: the resend recovered a loss.
   FlowSummary& s = sink.stats();
   const std::uint64_t resent = q.spur.copies - 1;
-  s.spurious_retransmissions -= std::min<std::uint64_t>(s.spurious_retransmissions, resent);
-  s.retransmissions += resent;
-  ++s.retransmission_episodes;
-  ++s.timeout_retransmissions;
+  FlowFaults& f = s.faults_for_update();
+  f.spurious_retransmissions -= std::min<std::uint64_t>(f.spurious_retransmissions, resent);
+  f.retransmissions += resent;
+  ++f.retransmission_episodes;
+  ++f.timeout_retransmissions;
   Anomaly a{AnomalyKind::retransmission};
   a.frame = q.spur.frame;
   a.psn = q.spur.psn;

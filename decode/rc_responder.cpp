@@ -101,10 +101,10 @@ void apply_ack(RequesterState* q, const SeqPacket& p, SeqSink& resp, SeqSink* re
 
 AnomalyKind nak_kind(const Aeth& aeth, FlowSummary& s) {
   if (aeth.kind() == AethKind::rnr_nak) {
-    ++s.rnr_naks;
+    ++s.faults_for_update().rnr_naks;
     return AnomalyKind::rnr_nak;
   }
-  ++s.naks[aeth.value()];
+  ++s.faults_for_update().naks[aeth.value()];
   static constexpr AnomalyKind kNak[] = {AnomalyKind::nak_psn_seq_error, AnomalyKind::nak_invalid_request,
                                          AnomalyKind::nak_remote_access, AnomalyKind::nak_remote_op,
                                          AnomalyKind::nak_invalid_rd_request};
@@ -209,7 +209,7 @@ void apply_corrupt_read(ResponseCursor& r, RequesterState& q, const SeqPacket& p
   // Even a copy of a response seen before: a re-issued READ asks for it again.
   open_corrupt(q, true, p);
   if (q.answered.holds(p.psn)) {
-    ++resp.stats().resent_responses;  // a corrupt copy of a re-sent response
+    ++resp.stats().faults_for_update().resent_responses;  // a corrupt copy of a re-sent response
     resp.verdict().retransmission = true;
   }
   mark_seen(q, true, p.psn, 1, p, resp);
@@ -222,7 +222,7 @@ std::uint32_t apply_read(ResponseCursor& r, RequesterState* q, const ResponseEve
   PacketVerdict& v = resp.verdict();
   if (!starts_response(p.kind) && r.in_read_response) v.expected_psn = r.expected;
   if (e.step == RespStep::duplicate) {
-    ++resp.stats().duplicates;
+    ++resp.stats().faults_for_update().duplicates;
     v.duplicate = true;
     Anomaly a{AnomalyKind::psn_duplicate};
     a.frame = p.frame;
@@ -236,7 +236,7 @@ std::uint32_t apply_read(ResponseCursor& r, RequesterState* q, const ResponseEve
     report_skipped(q ? *q : unpaired, true, e.first, e.missing, p, resp);
   }
   if (e.resent) {
-    ++resp.stats().resent_responses;
+    ++resp.stats().faults_for_update().resent_responses;
     v.retransmission = true;
   }
   r.in_read_response = !ends_response(p.kind);
@@ -256,7 +256,7 @@ void apply_atomic(ResponseCursor& r, RequesterState* q, const ResponseEvent& e, 
   ++resp.stats().acks;
   r.recent.add(p.psn, p.ip_id, p.ts);
   if (e.step == RespStep::atomic_replay) {
-    ++resp.stats().resent_responses;
+    ++resp.stats().faults_for_update().resent_responses;
     resp.verdict().retransmission = true;
   }
   if (!q) return;

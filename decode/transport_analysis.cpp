@@ -299,7 +299,7 @@ void TransportAnalyzer::count_packet(Flow& f, const DecodedPacket& p, std::uint6
 
 std::size_t TransportAnalyzer::report_bad_crc(Flow& f, const DecodedPacket& p, std::uint64_t frame,
                                               PacketAnalysis& out) {
-  ++f.s.icrc_bad;
+  ++f.s.faults_for_update().icrc_bad;
   Anomaly a{p.icrc == CrcStatus::bad ? AnomalyKind::icrc_bad : AnomalyKind::vcrc_bad};
   a.frame = frame;
   a.psn = p.ib.bth.psn;
@@ -315,7 +315,7 @@ void TransportAnalyzer::check_pkey(Flow& f, const DecodedPacket& p, std::uint64_
     return;
   }
   if (f.pkey == p.ib.bth.pkey) return;
-  ++f.s.pkey_changes;
+  ++f.s.faults_for_update().pkey_changes;
   Anomaly a{AnomalyKind::pkey_change};
   a.frame = frame;
   a.psn = p.ib.bth.psn;

@@ -19,8 +19,8 @@ void report(AnomalyKind kind, const UnreliableState& u, const SeqPacket& p, SeqS
 
 void open_gap(UnreliableState& u, const UnreliableEvent& e, const SeqPacket& p, SeqSink& sink) {
   FlowSummary& s = sink.stats();
-  ++s.gaps;
-  s.missing += e.ahead;
+  ++s.faults_for_update().gaps;
+  s.faults_for_update().missing += e.ahead;
   sink.verdict().gap += e.ahead;
   Anomaly a{AnomalyKind::psn_gap};
   a.frame = p.frame;
@@ -88,12 +88,12 @@ void apply(UnreliableState& u, const UnreliableEvent& e, const SeqPacket& p, Seq
       u.recent.add(p.psn, p.ip_id, p.ts);
       return;
     case UnreliableStep::duplicate:
-      ++sink.stats().duplicates;
+      ++sink.stats().faults_for_update().duplicates;
       v.duplicate = true;
       report(AnomalyKind::psn_duplicate, u, p, sink, u.started ? static_cast<std::int64_t>(u.expected) : -1);
       return;  // a copy: the sequence is unchanged
     case UnreliableStep::late:
-      ++sink.stats().out_of_order;
+      ++sink.stats().faults_for_update().out_of_order;
       v.out_of_order = true;
       report(AnomalyKind::psn_out_of_order, u, p, sink, u.expected);
       fill_gap(u, p, sink);

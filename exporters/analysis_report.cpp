@@ -84,15 +84,16 @@ Json flows_json(const TransportAnalyzer& t) {
     j["duration_s"] = f.last_ts - f.first_ts;
     j["pmtu"] = f.pmtu;
     j["pmtu_source"] = f.pmtu_from_cm ? "cm" : f.pmtu ? "inferred_from_segments" : "unknown";
-    j["psn"] = {{"gaps", f.gaps}, {"missing", f.missing}, {"gaps_recovered", f.gaps_recovered},
-                {"duplicates", f.duplicates}, {"out_of_order", f.out_of_order},
-                {"retransmissions", f.retransmissions}, {"retransmission_episodes", f.retransmission_episodes},
-                {"timeout_retransmissions", f.timeout_retransmissions},
-                {"spurious_retransmissions", f.spurious_retransmissions},
-                {"lost_resends", f.lost_resends}, {"resent_responses", f.resent_responses}};
+    const FlowFaults& x = f.faults();
+    j["psn"] = {{"gaps", x.gaps}, {"missing", x.missing}, {"gaps_recovered", x.gaps_recovered},
+                {"duplicates", x.duplicates}, {"out_of_order", x.out_of_order},
+                {"retransmissions", x.retransmissions}, {"retransmission_episodes", x.retransmission_episodes},
+                {"timeout_retransmissions", x.timeout_retransmissions},
+                {"spurious_retransmissions", x.spurious_retransmissions},
+                {"lost_resends", x.lost_resends}, {"resent_responses", x.resent_responses}};
     j["acks"] = f.acks;
-    j["naks"] = {{"psn_seq_error", f.naks[0]}, {"invalid_request", f.naks[1]}, {"remote_access", f.naks[2]},
-                 {"remote_op", f.naks[3]}, {"invalid_rd_request", f.naks[4]}, {"rnr", f.rnr_naks}};
+    j["naks"] = {{"psn_seq_error", x.naks[0]}, {"invalid_request", x.naks[1]}, {"remote_access", x.naks[2]},
+                 {"remote_op", x.naks[3]}, {"invalid_rd_request", x.naks[4]}, {"rnr", x.rnr_naks}};
     Json lat = Json::object();
     for (std::size_t i = 0; i < f.latency.size(); ++i)
       if (f.latency[i].count()) lat[std::string(to_string(static_cast<OpClass>(i)))] = latency_json(f.latency[i]);
@@ -103,10 +104,10 @@ Json flows_json(const TransportAnalyzer& t) {
     j["cnp"] = f.cnp;
     j["fecn"] = f.fecn;
     j["becn"] = f.becn;
-    j["icrc_bad"] = f.icrc_bad;
-    j["bad_opcode_sequence"] = f.bad_opcode_sequence;
-    j["length_mismatches"] = f.length_mismatches;
-    j["pkey_changes"] = f.pkey_changes;
+    j["icrc_bad"] = x.icrc_bad;
+    j["bad_opcode_sequence"] = x.bad_opcode_sequence;
+    j["length_mismatches"] = x.length_mismatches;
+    j["pkey_changes"] = x.pkey_changes;
     arr.push_back(std::move(j));
   }
   return arr;
@@ -289,8 +290,9 @@ void write_flow_table(std::ostream& out, const TransportAnalyzer& t) {
   out << fmt("  %-4s %-8s %-33s %-5s %8s %10s %5s %5s %5s %5s %6s %4s %9s %9s %5s %5s\n", "flow", "QP", "src -> dst", "svc",
              "packets", "bytes", "gaps", "lost", "dup", "ooo", "retx", "NAK", "lat p50", "lat p99", "CE", "CNP");
   for (const FlowSummary* f : flows) {
-    std::uint64_t naks = f->rnr_naks;
-    for (auto c : f->naks) naks += c;
+    const FlowFaults& x = f->faults();
+    std::uint64_t naks = x.rnr_naks;
+    for (auto c : x.naks) naks += c;
     // The request latency of the flow's most frequent operation.
     const LatencyStats* lat = nullptr;
     for (const auto& l : f->latency)
@@ -301,9 +303,9 @@ void write_flow_table(std::ostream& out, const TransportAnalyzer& t) {
     out << fmt("  %-4u 0x%06x %-33s %-5s %8llu %10llu %5llu %5llu %5llu %5llu %6llu %4llu %9s %9s %5llu %5llu\n", f->index,
                f->key.dest_qp, ends.c_str(), std::string(to_string(f->service)).c_str(),
                static_cast<unsigned long long>(f->packets), static_cast<unsigned long long>(f->bytes),
-               static_cast<unsigned long long>(f->gaps), static_cast<unsigned long long>(f->missing),
-               static_cast<unsigned long long>(f->duplicates), static_cast<unsigned long long>(f->out_of_order),
-               static_cast<unsigned long long>(f->retransmissions), static_cast<unsigned long long>(naks),
+               static_cast<unsigned long long>(x.gaps), static_cast<unsigned long long>(x.missing),
+               static_cast<unsigned long long>(x.duplicates), static_cast<unsigned long long>(x.out_of_order),
+               static_cast<unsigned long long>(x.retransmissions), static_cast<unsigned long long>(naks),
                lat ? fmt("%.1fus", lat->percentile(50)).c_str() : "-", lat ? fmt("%.1fus", lat->percentile(99)).c_str() : "-",
                static_cast<unsigned long long>(f->ecn_ce), static_cast<unsigned long long>(f->cnp));
   }

@@ -266,7 +266,7 @@ TEST(RcRequester, GapIsReportedOnceAndNeverForAPsnTheCaptureHolds) {
   const RequesterEvent g = send(q, pr, packet(OpKind::write_only, 13));
   EXPECT_EQ(g.step, ReqStep::gap);
   EXPECT_EQ(g.ahead, 1u);
-  EXPECT_EQ(pr.stats.missing, 1u);
+  EXPECT_EQ(pr.stats.faults().missing, 1u);
   // Asking to report PSNs the capture holds reports nothing (the structural rule).
   SeqSink s = pr.sink();
   EXPECT_FALSE(report_loss(q, false, 10, 2, packet(OpKind::write_only, 14), s));
@@ -282,7 +282,7 @@ TEST(RcRequester, GoBackNResendOfHeldPsnsIsNoLoss) {
   ResponseCursor r;
   send(q, pr, packet(OpKind::write_first, 100, 1));
   send(q, pr, packet(OpKind::write_last, 103, 4));  // 101, 102 lost
-  EXPECT_EQ(pr.stats.missing, 2u);
+  EXPECT_EQ(pr.stats.faults().missing, 2u);
   send(q, pr, packet(OpKind::write_only, 104, 5));  // new data before the NAK
   answer(r, q, resp, pr, nak(101));
   EXPECT_EQ(resp.out.nak_gap_frame, g_frame - 2);  // the frame that showed the gap
@@ -293,9 +293,9 @@ TEST(RcRequester, GoBackNResendOfHeldPsnsIsNoLoss) {
   }
   EXPECT_EQ(send(q, pr, packet(OpKind::write_only, 105, 200)).step, ReqStep::in_order);
   EXPECT_EQ(pr.count(AnomalyKind::psn_gap), 1u);
-  EXPECT_EQ(pr.stats.missing, 2u);
-  EXPECT_EQ(pr.stats.gaps_recovered, 1u);
-  EXPECT_EQ(pr.stats.retransmission_episodes, 1u);
+  EXPECT_EQ(pr.stats.faults().missing, 2u);
+  EXPECT_EQ(pr.stats.faults().gaps_recovered, 1u);
+  EXPECT_EQ(pr.stats.faults().retransmission_episodes, 1u);
 }
 
 // After a NAK the responder discards what follows; a resend that skips a PSN
@@ -311,7 +311,7 @@ TEST(RcRequester, HoleInAResendAfterANakIsNotALostPsn) {
   send(q, pr, packet(OpKind::write_only, 3, 11));
   send(q, pr, packet(OpKind::write_only, 5, 12));  // the resent 4 was lost
   EXPECT_EQ(pr.count(AnomalyKind::psn_gap), 1u);   // only the first loss of 2
-  EXPECT_EQ(pr.stats.lost_resends, 1u);
+  EXPECT_EQ(pr.stats.faults().lost_resends, 1u);
   answer(r, q, resp, pr, nak(4));                   // the responder asks for 4 again
   EXPECT_NE(resp.out.nak_gap_frame, 0u);            // linked to where the resend skipped it
 }
@@ -363,12 +363,12 @@ TEST(RcRequester, GapWhosePsnsAllCameLateIsWithdrawn) {
   Probe pr;
   send(q, pr, packet(OpKind::send_only, 1, 100));
   send(q, pr, packet(OpKind::send_only, 4, 103));  // 2 and 3 overtaken
-  EXPECT_EQ(pr.stats.missing, 2u);
+  EXPECT_EQ(pr.stats.faults().missing, 2u);
   EXPECT_EQ(send(q, pr, packet(OpKind::send_only, 2, 101)).step, ReqStep::late);
   EXPECT_EQ(send(q, pr, packet(OpKind::send_only, 3, 102)).step, ReqStep::late);
-  EXPECT_EQ(pr.stats.missing, 0u);
-  EXPECT_EQ(pr.stats.gaps, 0u);
-  EXPECT_EQ(pr.stats.gaps_recovered, 0u);  // nothing was lost, so nothing recovered
+  EXPECT_EQ(pr.stats.faults().missing, 0u);
+  EXPECT_EQ(pr.stats.faults().gaps, 0u);
+  EXPECT_EQ(pr.stats.faults().gaps_recovered, 0u);  // nothing was lost, so nothing recovered
   for (const Anomaly& a : pr.items()) {
     if (a.kind == AnomalyKind::psn_gap) {
       EXPECT_TRUE(a.retracted);
@@ -397,8 +397,8 @@ TEST(RcRequester, LatePsnInsideAGapSplitsIt) {
   ASSERT_EQ(ranges.size(), 2u);
   EXPECT_EQ(ranges[0], (std::pair<std::int64_t, std::uint32_t>{2, 1}));
   EXPECT_EQ(ranges[1], (std::pair<std::int64_t, std::uint32_t>{4, 1}));
-  EXPECT_EQ(pr.stats.missing, 2u);
-  EXPECT_EQ(pr.stats.gaps, 1u);  // still one gap event
+  EXPECT_EQ(pr.stats.faults().missing, 2u);
+  EXPECT_EQ(pr.stats.faults().gaps, 1u);  // still one gap event
 }
 
 TEST(RcRequester, OriginalOvertakenByItsOwnResendIsLateNotLost) {
@@ -410,10 +410,10 @@ TEST(RcRequester, OriginalOvertakenByItsOwnResendIsLateNotLost) {
   answer(r, q, resp, pr, nak(2));
   EXPECT_EQ(send(q, pr, packet(OpKind::send_only, 2, 103)).step, ReqStep::resend);  // the NAK's resend first
   EXPECT_EQ(send(q, pr, packet(OpKind::send_only, 2, 101)).step, ReqStep::late_after_resend);
-  EXPECT_EQ(pr.stats.missing, 0u);
-  EXPECT_EQ(pr.stats.gaps, 0u);
+  EXPECT_EQ(pr.stats.faults().missing, 0u);
+  EXPECT_EQ(pr.stats.faults().gaps, 0u);
   EXPECT_EQ(pr.count(AnomalyKind::psn_out_of_order), 1u);
-  EXPECT_EQ(pr.stats.retransmissions, 1u);  // the resend is still one (the NAK asked for it)
+  EXPECT_EQ(pr.stats.faults().retransmissions, 1u);  // the resend is still one (the NAK asked for it)
 }
 
 TEST(RcRequester, NakResendWhoseFirstPacketsWereOvertakenIsNeeded) {
@@ -427,8 +427,8 @@ TEST(RcRequester, NakResendWhoseFirstPacketsWereOvertakenIsNeeded) {
   // The resend from 3 (IDs 111, 112): 4 overtakes 3.
   EXPECT_EQ(send(q, pr, packet(OpKind::send_only, 4, 112)).step, ReqStep::resend);
   EXPECT_EQ(send(q, pr, packet(OpKind::send_only, 3, 111)).step, ReqStep::resend_early);
-  EXPECT_EQ(pr.stats.spurious_retransmissions, 0u);
-  EXPECT_EQ(pr.stats.retransmissions, 5u);
+  EXPECT_EQ(pr.stats.faults().spurious_retransmissions, 0u);
+  EXPECT_EQ(pr.stats.faults().retransmissions, 5u);
 }
 
 TEST(RcRequester, NetworkCopyNeedsItsIpIdDuringAResend) {
@@ -453,7 +453,7 @@ TEST(RcResponder, ReadRecoveryReissueAndResentResponses) {
   answer(r, q, resp, pr, packet(OpKind::read_response_first, 200, 10));
   const ResponseEvent gap = answer(r, q, resp, pr, packet(OpKind::read_response_middle, 202, 11));
   EXPECT_EQ(gap.step, RespStep::read_gap);
-  EXPECT_EQ(resp.stats.missing, 1u);
+  EXPECT_EQ(resp.stats.faults().missing, 1u);
   answer(r, q, resp, pr, packet(OpKind::read_response_last, 203, 12));
   // The requester re-issues the READ from 201: a retransmission caused by the lost response.
   const SeqPacket reissue = packet(OpKind::read_request, 201, 2, 3);
@@ -464,12 +464,12 @@ TEST(RcResponder, ReadRecoveryReissueAndResentResponses) {
   EXPECT_FALSE(pr.out.spurious_retransmission);
   // The re-sent responses: 201 fills the gap, 202 and 203 were seen before.
   EXPECT_EQ(answer(r, q, resp, pr, packet(OpKind::read_response_first, 201, 13)).step, RespStep::read_data);
-  EXPECT_EQ(resp.stats.gaps_recovered, 1u);
+  EXPECT_EQ(resp.stats.faults().gaps_recovered, 1u);
   const ResponseEvent again = answer(r, q, resp, pr, packet(OpKind::read_response_middle, 202, 14));
   EXPECT_TRUE(again.resent);
   EXPECT_TRUE(resp.out.retransmission);
   answer(r, q, resp, pr, packet(OpKind::read_response_last, 203, 15));
-  EXPECT_EQ(resp.stats.resent_responses, 2u);
+  EXPECT_EQ(resp.stats.faults().resent_responses, 2u);
   EXPECT_EQ(resp.count(AnomalyKind::psn_gap), 1u);
   for (const Anomaly& a : resp.items())
     if (a.kind == AnomalyKind::psn_gap) {
@@ -505,8 +505,8 @@ TEST(RcResponder, ReissueFromAResponseCapturedInOrderIsALossAfterTheCapturePoint
   send(q, pr, packet(OpKind::read_request, 304, 4, 4));  // go-back-N: the next READ too
   send(q, pr, packet(OpKind::read_request, 308, 5, 1));  // a new one
   EXPECT_EQ(pr.count(AnomalyKind::retransmission), 1u);
-  EXPECT_EQ(pr.stats.spurious_retransmissions, 0u);
-  EXPECT_EQ(pr.stats.retransmissions, 2u);
+  EXPECT_EQ(pr.stats.faults().spurious_retransmissions, 0u);
+  EXPECT_EQ(pr.stats.faults().retransmissions, 2u);
   // Its answer, captured intact, and the requester re-issues from it again: lost again.
   answer(r, q, resp, pr, packet(OpKind::read_response_middle, 302, 25));
   EXPECT_EQ(classify(q, packet(OpKind::read_request, 302, 6, 2)).cause, ResendCause::response_lost_after);
@@ -553,7 +553,7 @@ TEST(RcResponder, CoalescedAckAfterAResendAnswersTheCopy) {
   send(q, pr, packet(OpKind::send_only, 282, 8));
   answer(r, q, resp, pr, packet(OpKind::acknowledge, 282, 9));   // closes the count
   EXPECT_EQ(pr.count(AnomalyKind::retransmission), 0u);          // nothing was lost
-  EXPECT_EQ(pr.stats.spurious_retransmissions, 2u);
+  EXPECT_EQ(pr.stats.faults().spurious_retransmissions, 2u);
 }
 
 // ---------------------------------------------------------------- unreliable
@@ -595,9 +595,9 @@ TEST(Unreliable, UcTellsLatePacketsFromCopiesByWhatWasSeen) {
   EXPECT_EQ(feed(6), UnreliableStep::late);
   EXPECT_EQ(feed(6), UnreliableStep::duplicate);
   // UC never resends: the gap was reordering, so it is withdrawn, not recovered.
-  EXPECT_EQ(pr.stats.gaps, 0u);
-  EXPECT_EQ(pr.stats.missing, 0u);
-  EXPECT_EQ(pr.stats.gaps_recovered, 0u);
+  EXPECT_EQ(pr.stats.faults().gaps, 0u);
+  EXPECT_EQ(pr.stats.faults().missing, 0u);
+  EXPECT_EQ(pr.stats.faults().gaps_recovered, 0u);
   EXPECT_EQ(pr.count(AnomalyKind::psn_gap), 1u);
   for (const Anomaly& a : pr.items()) {
     if (a.kind == AnomalyKind::psn_gap) {
@@ -626,6 +626,6 @@ TEST(Unreliable, UcCorruptPacketHoldsItsPsn) {
   EXPECT_EQ(feed(12 + 5000, true), UnreliableStep::corrupt_ignored);
   EXPECT_EQ(feed(3, true), UnreliableStep::corrupt_ignored);
   EXPECT_EQ(feed(13, false), UnreliableStep::in_order);
-  EXPECT_EQ(pr.stats.gaps, 0u);
-  EXPECT_EQ(pr.stats.duplicates + pr.stats.out_of_order, 0u);
+  EXPECT_EQ(pr.stats.faults().gaps, 0u);
+  EXPECT_EQ(pr.stats.faults().duplicates + pr.stats.faults().out_of_order, 0u);
 }

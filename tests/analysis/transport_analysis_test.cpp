@@ -95,7 +95,7 @@ TEST(TransportAnalysis, PsnWrapAroundIsInOrder) {
   }
   w.finish();
   EXPECT_EQ(w.log().total(), 0u);
-  EXPECT_EQ(w.flow(0).gaps, 0u);
+  EXPECT_EQ(w.flow(0).faults().gaps, 0u);
 }
 
 TEST(TransportAnalysis, GapNakAndGoBackNAreLinked) {
@@ -116,11 +116,11 @@ TEST(TransportAnalysis, GapNakAndGoBackNAreLinked) {
   w.ack(15);
   w.finish();
   const FlowSummary& f = w.flow(0);
-  EXPECT_EQ(f.gaps, 1u);
-  EXPECT_EQ(f.missing, 1u);
-  EXPECT_EQ(f.gaps_recovered, 1u);
-  EXPECT_EQ(f.retransmissions, 3u);
-  EXPECT_EQ(f.retransmission_episodes, 1u);
+  EXPECT_EQ(f.faults().gaps, 1u);
+  EXPECT_EQ(f.faults().missing, 1u);
+  EXPECT_EQ(f.faults().gaps_recovered, 1u);
+  EXPECT_EQ(f.faults().retransmissions, 3u);
+  EXPECT_EQ(f.faults().retransmission_episodes, 1u);
   EXPECT_EQ(w.log().count(AnomalyKind::psn_gap), 1u);
   EXPECT_EQ(w.log().count(AnomalyKind::nak_psn_seq_error), 1u);
   EXPECT_EQ(w.log().count(AnomalyKind::retransmission), 1u);
@@ -192,7 +192,7 @@ TEST(TransportAnalysis, LostReadResponseIsAGapOnTheResponderStream) {
   EXPECT_EQ(r.gap, 1u);
   w.finish();
   EXPECT_EQ(w.log().count(AnomalyKind::psn_gap), 1u);
-  EXPECT_EQ(w.flow(1).gaps, 1u);  // on B -> A
+  EXPECT_EQ(w.flow(1).faults().gaps, 1u);  // on B -> A
 }
 
 TEST(TransportAnalysis, NetworkDuplicateKeepsItsIpId) {
@@ -208,7 +208,7 @@ TEST(TransportAnalysis, NetworkDuplicateKeepsItsIpId) {
   w.ack(1);
   w.finish();
   EXPECT_EQ(w.log().count(AnomalyKind::psn_duplicate), 1u);
-  EXPECT_EQ(w.flow(0).retransmissions, 0u);
+  EXPECT_EQ(w.flow(0).faults().retransmissions, 0u);
 }
 
 TEST(TransportAnalysis, LateArrivalWithoutNakIsOutOfOrder) {
@@ -225,9 +225,9 @@ TEST(TransportAnalysis, LateArrivalWithoutNakIsOutOfOrder) {
   w.finish();
   EXPECT_EQ(w.log().count(AnomalyKind::psn_out_of_order), 1u);
   EXPECT_EQ(w.log().count(AnomalyKind::psn_gap), 0u);  // reordered, not lost: the gap is withdrawn
-  EXPECT_EQ(w.flow(0).gaps, 0u);
-  EXPECT_EQ(w.flow(0).gaps_recovered, 0u);
-  EXPECT_EQ(w.flow(0).retransmissions, 0u);
+  EXPECT_EQ(w.flow(0).faults().gaps, 0u);
+  EXPECT_EQ(w.flow(0).faults().gaps_recovered, 0u);
+  EXPECT_EQ(w.flow(0).faults().retransmissions, 0u);
 }
 
 TEST(TransportAnalysis, RnrNakCarriesItsTimerAndLinksTheRequest) {
@@ -244,8 +244,8 @@ TEST(TransportAnalysis, RnrNakCarriesItsTimerAndLinksTheRequest) {
       EXPECT_DOUBLE_EQ(a.duration_us, 1280.0);
     }
   }
-  EXPECT_EQ(w.flow(1).rnr_naks, 1u);
-  EXPECT_EQ(w.flow(0).retransmission_episodes, 1u);
+  EXPECT_EQ(w.flow(1).faults().rnr_naks, 1u);
+  EXPECT_EQ(w.flow(0).faults().retransmission_episodes, 1u);
 }
 
 TEST(TransportAnalysis, SpuriousResendIsNotAnAnomalyButALostAckIs) {
@@ -258,7 +258,7 @@ TEST(TransportAnalysis, SpuriousResendIsNotAnAnomalyButALostAckIs) {
   slow.ack(2);
   slow.finish();
   EXPECT_EQ(slow.log().total(), 0u);
-  EXPECT_EQ(slow.flow(0).spurious_retransmissions, 1u);
+  EXPECT_EQ(slow.flow(0).faults().spurious_retransmissions, 1u);
 
   Wire lost;
   lost.request(kWriteOnly, 1, 8);
@@ -268,7 +268,7 @@ TEST(TransportAnalysis, SpuriousResendIsNotAnAnomalyButALostAckIs) {
   lost.ack(2);
   lost.finish();
   EXPECT_EQ(lost.log().count(AnomalyKind::retransmission), 1u);
-  EXPECT_EQ(lost.flow(0).timeout_retransmissions, 1u);
+  EXPECT_EQ(lost.flow(0).faults().timeout_retransmissions, 1u);
 }
 
 // Regressions from the fault matrix (tests/pcaps/faults/, rxe with netem reorder
@@ -286,7 +286,7 @@ TEST(TransportAnalysis, AnswerReorderedBehindANewerAckStillCounts) {
   w.ack(3);
   w.finish();
   EXPECT_EQ(w.log().count(AnomalyKind::retransmission), 0u);
-  EXPECT_EQ(w.flow(0).spurious_retransmissions, 1u);
+  EXPECT_EQ(w.flow(0).faults().spurious_retransmissions, 1u);
 }
 
 TEST(TransportAnalysis, TimerResendAfterACorruptAckBlamesTheCorruption) {
