@@ -19,18 +19,26 @@ namespace rdmadiag::decode {
 // Allocated at its first sample: a flow has six of these (four op classes,
 // recovery) and most flows of a many-QP capture fill none or one, so an empty
 // one is a null pointer (8 bytes, not ~100).
+// An owning pointer whose copies copy what it points to (null stays null):
+// lazily made parts of a value type stay value types.
+template <class T>
+class CopyingPtr : public std::unique_ptr<T> {
+ public:
+  using std::unique_ptr<T>::unique_ptr;
+  using std::unique_ptr<T>::operator=;
+  CopyingPtr() = default;
+  CopyingPtr(const CopyingPtr& o) : std::unique_ptr<T>(o ? std::make_unique<T>(*o) : nullptr) {}
+  CopyingPtr& operator=(const CopyingPtr& o) {
+    if (this != &o) std::unique_ptr<T>::operator=(o ? std::make_unique<T>(*o) : nullptr);
+    return *this;
+  }
+  CopyingPtr(CopyingPtr&&) noexcept = default;
+  CopyingPtr& operator=(CopyingPtr&&) noexcept = default;
+};
+
 class LatencyStats {
  public:
   static constexpr std::size_t kReservoir = 8192;
-  LatencyStats() = default;
-  LatencyStats(const LatencyStats& o) : d_(o.d_ ? std::make_unique<Data>(*o.d_) : nullptr) {}
-  LatencyStats& operator=(const LatencyStats& o) {
-    if (this != &o) d_ = o.d_ ? std::make_unique<Data>(*o.d_) : nullptr;
-    return *this;
-  }
-  LatencyStats(LatencyStats&&) noexcept = default;
-  LatencyStats& operator=(LatencyStats&&) noexcept = default;
-
   void add(double us);
   std::uint64_t count() const { return d_ ? d_->count : 0; }
   double min() const { return d_ ? d_->min : 0; }
@@ -47,7 +55,7 @@ class LatencyStats {
     bool sorted = true;
     std::vector<float> sorted_copy;
   };
-  std::unique_ptr<Data> d_;  // mutable through a const LatencyStats: percentile() sorts a copy once
+  CopyingPtr<Data> d_;  // mutable through a const LatencyStats: percentile() sorts a copy once
 };
 
 enum class OpClass : std::uint8_t { write, read, send, atomic, count_ };
@@ -121,15 +129,6 @@ struct FlowFaults {
 // A FlowFaults made on first update; all zero until then. Copies copy it.
 class FaultCounts {
  public:
-  FaultCounts() = default;
-  FaultCounts(const FaultCounts& o) : p_(o.p_ ? std::make_unique<FlowFaults>(*o.p_) : nullptr) {}
-  FaultCounts& operator=(const FaultCounts& o) {
-    if (this != &o) p_ = o.p_ ? std::make_unique<FlowFaults>(*o.p_) : nullptr;
-    return *this;
-  }
-  FaultCounts(FaultCounts&&) noexcept = default;
-  FaultCounts& operator=(FaultCounts&&) noexcept = default;
-
   const FlowFaults& get() const {
     static const FlowFaults none{};
     return p_ ? *p_ : none;
@@ -140,7 +139,7 @@ class FaultCounts {
   }
 
  private:
-  std::unique_ptr<FlowFaults> p_;
+  CopyingPtr<FlowFaults> p_;
 };
 
 // Counters and results of one flow, as reported.
