@@ -14,11 +14,6 @@
 
 namespace rdmadiag::decode {
 
-// Latency samples of one kind of operation: exact min/max/count, and a bounded
-// deterministic reservoir for the percentiles.
-// Allocated at its first sample: a flow has six of these (four op classes,
-// recovery) and most flows of a many-QP capture fill none or one, so an empty
-// one is a null pointer (8 bytes, not ~100).
 // An owning pointer whose copies copy what it points to (null stays null):
 // lazily made parts of a value type stay value types.
 template <class T>
@@ -36,6 +31,11 @@ class CopyingPtr : public std::unique_ptr<T> {
   CopyingPtr& operator=(CopyingPtr&&) noexcept = default;
 };
 
+// Latency samples of one kind of operation: exact min/max/count, and a bounded
+// deterministic reservoir for the percentiles.
+// Allocated at its first sample: a flow has six of these (four op classes,
+// recovery) and most flows of a many-QP capture fill none or one, so an empty
+// one is a null pointer (8 bytes, not ~100).
 class LatencyStats {
  public:
   static constexpr std::size_t kReservoir = 8192;
