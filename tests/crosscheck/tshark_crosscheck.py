@@ -21,6 +21,9 @@ frame by frame:
     bytes read little-endian), so one is the byte-swap of the other (checked on
     rxe_write_lat.pcap frame 31: ours 0xf75c01f7, tshark 0xf7015cf7).
 
+The summary's count of queue pairs must equal the distinct (destination
+address, destination QP) of tshark's BTH frames (see QP_FIELDS).
+
 Independently of tshark, every frame with an ICRC/VCRC must have `ok` (a frame
 cut short by the snap length may have `unverifiable`; never `bad`), unless the
 capture's name marks intentional corruption (contains "bad", "corrupt" or
