@@ -126,22 +126,6 @@ struct FlowFaults {
   std::uint64_t bad_opcode_sequence = 0, length_mismatches = 0, pkey_changes = 0, icrc_bad = 0;
 };
 
-// A FlowFaults made on first update; all zero until then. Copies copy it.
-class FaultCounts {
- public:
-  const FlowFaults& get() const {
-    static const FlowFaults none{};
-    return p_ ? *p_ : none;
-  }
-  FlowFaults& update() {
-    if (!p_) p_ = std::make_unique<FlowFaults>();
-    return *p_;
-  }
-
- private:
-  CopyingPtr<FlowFaults> p_;
-};
-
 // Counters and results of one flow, as reported.
 struct FlowSummary {
   // What every packet of the flow updates comes first: the transport analysis'
@@ -165,12 +149,18 @@ struct FlowSummary {
   std::uint64_t acks = 0;            // ACKs sent on this flow
   // congestion
   std::uint64_t ecn_ce = 0, cnp = 0, fecn = 0, becn = 0;  // ECN-capable packets: ecn_ect, above
-  FaultCounts fault_counts;
+  CopyingPtr<FlowFaults> fault_counts;  // made at the first fault: use faults() / faults_for_update()
   std::array<LatencyStats, static_cast<std::size_t>(OpClass::count_)> latency{};  // requests on this flow
   LatencyStats recovery;             // gap seen -> gap filled, microseconds
   // The sequence faults, NAKs and failed checks (all zero on a healthy flow).
-  const FlowFaults& faults() const { return fault_counts.get(); }
-  FlowFaults& faults_for_update() { return fault_counts.update(); }
+  const FlowFaults& faults() const {
+    static const FlowFaults none{};
+    return fault_counts ? *fault_counts : none;
+  }
+  FlowFaults& faults_for_update() {
+    if (!fault_counts) fault_counts = std::make_unique<FlowFaults>();
+    return *fault_counts;
+  }
   std::uint64_t problems() const {
     const FlowFaults& f = faults();
     std::uint64_t n = f.gaps + f.duplicates + f.out_of_order + f.retransmission_episodes + f.rnr_naks +

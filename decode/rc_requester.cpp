@@ -714,9 +714,9 @@ bool report_loss(RequesterState& q, bool response, std::uint32_t first, std::uin
     while (!lost_here(q, w, first, response)) first = (first + 1) & kPsnMask, --count;
     while (!lost_here(q, w, (first + count - 1) & kPsnMask, response)) --count;
   }
-  FlowSummary& s = sink.stats();
-  ++s.faults_for_update().gaps;
-  s.faults_for_update().missing += missing;
+  FlowFaults& f = sink.stats().faults_for_update();
+  ++f.gaps;
+  f.missing += missing;
   // A packet flagged with a gap says where the gap starts (not the cursor of a
   // resend under way; a READ response that opens a new response has no expected PSN of its own).
   if (sink.verdict().expected_psn < 0 || !sink.verdict().gap) sink.verdict().expected_psn = first;

@@ -18,9 +18,9 @@ void report(AnomalyKind kind, const UnreliableState& u, const SeqPacket& p, SeqS
 }
 
 void open_gap(UnreliableState& u, const UnreliableEvent& e, const SeqPacket& p, SeqSink& sink) {
-  FlowSummary& s = sink.stats();
-  ++s.faults_for_update().gaps;
-  s.faults_for_update().missing += e.ahead;
+  FlowFaults& f = sink.stats().faults_for_update();
+  ++f.gaps;
+  f.missing += e.ahead;
   sink.verdict().gap += e.ahead;
   Anomaly a{AnomalyKind::psn_gap};
   a.frame = p.frame;

@@ -105,7 +105,7 @@ def check_bandwidth(out, rows):
         if not valid[s]:
             print(f"step {s}: perftest's clock calibration failed (r^2 < 0.9, BW printed 0.00): not a measurement")
     refs = [s for s in (1, 4) if valid[s]]
-    checked = [2, 3] if refs else [2]
+    checked = [2, 3] if refs and valid[3] else [2]
     if not refs and valid[3]:
         refs = [3]
     if not refs:
