@@ -235,8 +235,10 @@ void CongestionAnalyzer::matched(std::uint32_t slot, CcFlowState& s, std::uint32
   if (by_sender_.find(sender) == decltype(flows_)::kNone) by_sender_.insert(sender, slot);
 }
 
-CongestionAnalyzer::FrameFindings CongestionAnalyzer::step(std::uint32_t slot, CcFlowState& s, const CcPacket& p) {
-  FrameFindings f;
+// Writes into `f`, add()'s one returned object: a findings struct returned and
+// then copied was read back 16 bytes at a time right after its 8-byte stores
+// (a store-forwarding stall on every packet).
+void CongestionAnalyzer::step(std::uint32_t slot, CcFlowState& s, const CcPacket& p, FrameFindings& f) {
   const CcDecision d = classify(s, p, opts_);
   if (p.cnp && d.response_ns >= 0) {
     ++totals_.responses;
@@ -262,28 +264,29 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::step(std::uint32_t slot, C
     a.relate(p.frame);
     log_.add(a);
   }
-  return f;
 }
 
 CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p, std::uint64_t frame,
                                                           std::int64_t ts_ns, std::uint32_t flow, const FlowKey* keyed,
                                                           std::uint64_t keyed_hash, std::uint32_t* slot_hint) {
-  if (!p.has_bth) return {};
+  FrameFindings f;
+  if (!p.has_bth) return f;
   const bool cnp = opcode_info(p.ib.bth.opcode).kind == OpKind::cnp;
   const int ecn = ecn_codepoint(p);
   // Not ECN-capable and no congestion-controlled flow yet: nothing to see (per packet: cheap first).
-  if (!cnp && ecn == 0 && flows_.size() == 0) return {};
-  if ((keyed ? keyed->addr_len : endpoints_of(p).addr_len) == 0) return {};
+  if (!cnp && ecn == 0 && flows_.size() == 0) return f;
+  if ((keyed ? keyed->addr_len : endpoints_of(p).addr_len) == 0) return f;
   if (cnp) {
     ++totals_.cnps;
     const std::uint32_t slot = flow_for_cnp(p, data_key(p, true));
     if (slot == decltype(flows_)::kNone) {
       ++totals_.cnps_unmatched;
-      return {};
+      return f;
     }
     CcFlowState& s = *flows_.at(slot);
     if (!s.marks().r.sender_qp_known) matched(slot, s, p.ib.bth.dest_qp);
-    return step(slot, s, CcPacket{frame, ts_ns, true, false});
+    step(slot, s, CcPacket{frame, ts_ns, true, false}, f);
+    return f;
   }
   // The transport analysis' key when it is this one's (not UD), else made here: no copy per packet.
   const bool reuse = keyed && keyed->src_qp == 0 && keyed->dest_qp == p.ib.bth.dest_qp;
@@ -297,14 +300,14 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p
   std::uint32_t slot = slot_hint && flows_.holds(*slot_hint, k) ? *slot_hint : decltype(flows_)::kNone;
   const std::uint64_t hash = reuse ? keyed_hash : flows_.hash_of(k);
   if (slot == decltype(flows_)::kNone) slot = flows_.find(k, hash);
-  if (ecn == 0 && slot == decltype(flows_)::kNone) return {};  // not ECN-capable: no congestion control to see
+  if (ecn == 0 && slot == decltype(flows_)::kNone) return f;  // not ECN-capable: no congestion control to see
   if (ecn) ++totals_.ect_packets;
   if (ecn == 3) ++totals_.ce_marked;
   if (slot == decltype(flows_)::kNone) slot = create(k, hash, frame, flow);
   if (slot_hint) *slot_hint = slot;
   CcFlowState& s = *flows_.at(slot);
   const bool first_mark = ecn == 3 && s.mark_ns < 0 && !(s.has_marks() && s.marks().r.sender_qp_known);
-  const FrameFindings f = step(slot, s, CcPacket{frame, ts_ns, false, ecn == 3});
+  step(slot, s, CcPacket{frame, ts_ns, false, ecn == 3}, f);
   if (first_mark) queue_first_mark(slot, s);
   return f;
 }

@@ -95,13 +95,14 @@ struct CcFlowMarks {
 
 // The live state of one data flow. What every packet reads or writes comes
 // first (with the key in front of it in its cell, decode/flow_slots.h), then
-// the gap ring; the CcFlowMarks part is built at the flow's first CE mark or
-// CNP: a new flow writes one cache line, not the nine of the whole state.
+// the gap ring; the CcFlowMarks part (~400 bytes) is allocated at the flow's
+// first CE mark or CNP, outside the cell: a new flow writes one cache line,
+// and a cell is 4 lines, not the 10 it was with the part inside (16K
+// connections: peak RSS 96 -> 81 MB, docs/performance.md session 22).
 struct CcFlowState {
-  // User-provided, so that building a state does not zero it: `before` is read
-  // only where written, `marks_` only once built.
+  // User-provided, so that building a state does not zero `before`: it is read
+  // only where written.
   CcFlowState() {}
-  ~CcFlowState() {}
   std::int64_t last_ns = 0;          // the flow's last packet (0: none yet)
   std::uint64_t last_frame = 0;
   std::uint64_t packets = 0;         // packets on the flow (not CNPs)
@@ -110,29 +111,22 @@ struct CcFlowState {
   std::uint32_t flow = UINT32_MAX;   // the transport analysis' flow index
   std::uint8_t before_count = 0, before_pos = 0;
   bool episode = false;              // an episode is open (after a CNP): marks() is built
-  bool marks_built = false;          // has_marks()
   std::array<std::int64_t, kCcWindow> before;  // ring of the latest gaps: the first before_count written
 
-  bool has_marks() const { return marks_built; }
+  bool has_marks() const { return marks_ != nullptr; }
   // Built on first use.
   CcFlowMarks& marks() {
-    if (!marks_built) {
-      std::construct_at(&marks_);
-      marks_built = true;
-    }
-    return marks_;
+    if (!marks_) marks_ = CopyingPtr<CcFlowMarks>(new CcFlowMarks());
+    return *marks_;
   }
   // Only when has_marks().
-  const CcFlowMarks& marks() const { return marks_; }
+  const CcFlowMarks& marks() const { return *marks_; }
   // The flow's results so far (`key` left to the caller).
   CcFlowResult result() const;
 
  private:
-  union {
-    CcFlowMarks marks_;
-  };
+  CopyingPtr<CcFlowMarks> marks_;
 };
-static_assert(std::is_trivially_destructible_v<CcFlowMarks>, "~CcFlowState leaves marks_ to the union");
 
 // What one packet of a data flow does to it.
 struct CcPacket {
@@ -200,6 +194,9 @@ class CongestionAnalyzer {
                     const FlowKey* keyed = nullptr, std::uint64_t keyed_hash = 0, std::uint32_t* slot_hint = nullptr);
   void sweep(std::int64_t now_ns);
   void finish();
+  // The state add() will read for the flow that remembers `slot` (its slot
+  // hint), loaded ahead while the transport analysis works on the packet.
+  void prefetch(std::uint32_t slot) const { flows_.prefetch(slot); }
 
   // Flows with results, in order of their first frame (after finish()).
   const std::vector<CcFlowResult>& flows() const { return results_; }
@@ -219,7 +216,7 @@ class CongestionAnalyzer {
  private:
   std::uint32_t flow_for_cnp(const DecodedPacket& p, const FlowKey& reversed);
   std::uint32_t create(const FlowKey& k, std::uint64_t hash, std::uint64_t frame, std::uint32_t flow);
-  FrameFindings step(std::uint32_t slot, CcFlowState& s, const CcPacket& p);
+  void step(std::uint32_t slot, CcFlowState& s, const CcPacket& p, FrameFindings& f);
   void retire(std::uint32_t slot, CcFlowState& s);
 
   AnomalyLog& log_;
