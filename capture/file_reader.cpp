@@ -34,17 +34,6 @@ bool plain_record(const std::uint8_t* h, std::size_t left, const PcapLayout& lay
   return caplen <= layout.max_caplen && left - kPcapRecordHeaderLen >= caplen;
 }
 
-Record record_at(const std::uint8_t* h, const PcapLayout& layout) {
-  Record rec;
-  rec.ts_sec = static_cast<std::int32_t>(load32(h, layout.swapped));  // signed, as libpcap reads it
-  const std::uint32_t frac = load32(h + 4, layout.swapped);
-  rec.ts_nsec = layout.usec ? frac * 1000 : frac;
-  rec.caplen = load32(h + 8, layout.swapped);
-  rec.wirelen = load32(h + 12, layout.swapped);
-  rec.data = std::span<const std::uint8_t>(h + kPcapRecordHeaderLen, rec.caplen);
-  return rec;
-}
-
 bool plausible_record_chain(const std::uint8_t* h, std::size_t avail, std::size_t left, const PcapLayout& layout,
                             unsigned chain) {
   std::size_t pos = 0;

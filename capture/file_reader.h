@@ -13,6 +13,7 @@
 // libpcap's own verdict. pcapng, standard input and live capture use libpcap.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
@@ -49,7 +50,23 @@ constexpr std::size_t kPcapRecordHeaderLen = 16;
 // the layout allows. Anything else is libpcap's to judge (FileReader::next).
 bool plain_record(const std::uint8_t* h, std::size_t left, const PcapLayout& layout);
 // The record whose (plainly well-formed) header is at `h`; its data follows the header.
-Record record_at(const std::uint8_t* h, const PcapLayout& layout);
+// Inline: built in its caller's Record, not returned through memory and
+// copied (16-byte loads of 4-byte stores stalled every record).
+inline Record record_at(const std::uint8_t* h, const PcapLayout& layout) {
+  const auto load32 = [&](std::size_t off) {
+    std::uint32_t v;
+    std::memcpy(&v, h + off, 4);  // the file's bytes, not a packet's: a plain load in the file's byte order
+    return layout.swapped ? __builtin_bswap32(v) : v;
+  };
+  Record rec;
+  rec.ts_sec = static_cast<std::int32_t>(load32(0));  // signed, as libpcap reads it
+  const std::uint32_t frac = load32(4);
+  rec.ts_nsec = layout.usec ? frac * 1000 : frac;
+  rec.caplen = load32(8);
+  rec.wirelen = load32(12);
+  rec.data = std::span<const std::uint8_t>(h + kPcapRecordHeaderLen, rec.caplen);
+  return rec;
+}
 // Whether a record chain plausibly starts at `h`: `chain` headers in a row
 // (or up to the end of `avail` bytes or of the file) plainly well-formed with a
 // valid fraction of a second and no more captured than sent. A pcap file has no

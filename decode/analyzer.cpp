@@ -10,7 +10,9 @@ Analyzer::Analyzer()
     : transport_(std::make_unique<TransportAnalyzer>(anomalies_)),
       iwarp_(std::make_unique<IwarpAnalyzer>(anomalies_)),
       pfc_(std::make_unique<PfcAnalyzer>(anomalies_)),
-      cc_(std::make_unique<CongestionAnalyzer>(anomalies_)) {}
+      cc_(std::make_unique<CongestionAnalyzer>(anomalies_)) {
+  transport_->set_next_pass(cc_.get());
+}
 Analyzer::~Analyzer() = default;
 
 void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out, std::int64_t ts_ns) {

@@ -7,7 +7,9 @@
 #pragma once
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
+#include <cstring>
 
 #include "decode/packet.h"
 
@@ -19,12 +21,25 @@ struct Endpoints {
   std::array<std::uint8_t, 16> dst{};
 };
 
+// A 4-byte address into the first bytes of a 16-byte one, the rest zero, as
+// two 8-byte stores: byte stores into a zeroed array, read back as 16-byte or
+// 8-byte words by the key copy and hash, made every packet wait for the
+// stores to drain (a store-forwarding stall).
+inline void put_widened(std::array<std::uint8_t, 16>& out, const std::array<std::uint8_t, 4>& a) {
+  std::uint32_t v;
+  std::memcpy(&v, a.data(), 4);
+  // v's bytes first in memory, whichever the byte order (memcpy in and out)
+  const std::uint64_t first = std::endian::native == std::endian::little ? v : std::uint64_t{v} << 32;
+  const std::uint64_t words[2] = {first, 0};
+  std::memcpy(out.data(), words, 16);
+}
+
 inline Endpoints endpoints_of(const DecodedPacket& p) {
   Endpoints e;
   if (p.ipv4) {
     e.addr_len = 4;
-    std::copy(p.ipv4->src.begin(), p.ipv4->src.end(), e.src.begin());
-    std::copy(p.ipv4->dst.begin(), p.ipv4->dst.end(), e.dst.begin());
+    put_widened(e.src, p.ipv4->src);
+    put_widened(e.dst, p.ipv4->dst);
   } else if (p.ipv6) {
     e.addr_len = 16;
     e.src = p.ipv6->src;

@@ -4,6 +4,7 @@
 // (rc_requester.h, rc_responder.h, unreliable_sequence.h) and the exporters.
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -71,6 +72,10 @@ struct FlowKey {
   std::array<std::uint8_t, 16> dst{};
   std::uint32_t dest_qp = 0;
   std::uint32_t src_qp = 0;  // UD only (from the DETH); 0 otherwise
+  // Sets transport and addr_len in one 2-byte store: the comparison below loads
+  // them as one word, which two 1-byte stores just before could not forward
+  // (a stall on every packet's look-up).
+  void set_kind(Transport t, std::uint8_t len);
   // Field by field as the defaulted one, the addresses as two 8-byte words each: the
   // defaulted comparison called memcmp twice per look-up (2 % of analyze's instructions).
   friend bool operator==(const FlowKey& a, const FlowKey& b) {
@@ -86,6 +91,12 @@ struct FlowKey {
     return ((a[0] ^ b[0]) | (a[1] ^ b[1])) == 0;
   }
 };
+static_assert(sizeof(Transport) == 1 && offsetof(FlowKey, addr_len) == offsetof(FlowKey, transport) + 1);
+inline void FlowKey::set_kind(Transport t, std::uint8_t len) {
+  const std::uint8_t bytes[2] = {static_cast<std::uint8_t>(t), len};
+  std::memcpy(reinterpret_cast<unsigned char*>(this) + offsetof(FlowKey, transport), bytes, 2);
+}
+
 struct FlowKeyHash {
   std::size_t operator()(const FlowKey& k) const;
 };

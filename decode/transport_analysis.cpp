@@ -101,6 +101,12 @@ std::uint64_t path_hash(const FlowKey& k) {
 
 // The two ends' addresses (the one rule, endpoints.h).
 bool endpoint_addresses(const DecodedPacket& p, FlowKey& k) {
+  if (p.ipv4) {  // as endpoints_of(), written into the key itself (no 16-byte copy of 4-byte stores)
+    k.set_kind(p.transport, 4);
+    put_widened(k.src, p.ipv4->src);
+    put_widened(k.dst, p.ipv4->dst);
+    return true;
+  }
   const Endpoints e = endpoints_of(p);
   k.transport = p.transport;
   k.addr_len = e.addr_len;
@@ -205,6 +211,13 @@ TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std
   Flow& f = slot != decltype(flows_)::kNone ? *flows_.at(slot) : create_flow(k, last_key_.hash, info.service, frame, ts);
   last_key_.cc_slot = &f.cc_slot;
   last_key_.had_packets = f.s.packets != 0;
+  // With many flows each state is a miss: start the loads the packet will need.
+  if (cc_ahead_ && f.cc_slot != UINT32_MAX) cc_ahead_->prefetch(f.cc_slot);
+  if (f.req) {
+    const auto* r = reinterpret_cast<const char*>(f.req.get());
+    __builtin_prefetch(r, 1);
+    __builtin_prefetch(r + 64, 1);
+  }
   return f;
 }
 

@@ -52,6 +52,9 @@ class TransportAnalyzer {
     bool had_packets = false;  // the flow had packets before this one (not only a CM exchange)
   };
   const KeyedFlow& last_key() const { return last_key_; }
+  // The congestion analysis that will see each packet next: its state for the
+  // flow is loaded ahead as soon as the flow is found.
+  void set_next_pass(const CongestionAnalyzer* cc) { cc_ahead_ = cc; }
   // Retires the flows idle for kIdleRetireSeconds at time `now` (the Analyzer
   // calls it every kSweepFrames frames, counted over the whole input, so that a
   // sharded analysis sweeps at the same points as one thread).
@@ -197,6 +200,7 @@ class TransportAnalyzer {
   std::uint32_t unplaced_psn_ = 0;
   SeqSink::LinkFn link_fn_;
   KeyedFlow last_key_;
+  const CongestionAnalyzer* cc_ahead_ = nullptr;
 };
 
 }  // namespace rdmadiag::decode
