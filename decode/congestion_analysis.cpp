@@ -250,6 +250,7 @@ void CongestionAnalyzer::step(std::uint32_t slot, CcFlowState& s, const CcPacket
   const std::uint64_t episode_frame = s.episode ? s.marks().episode_frame : 0;
   const std::int64_t baseline_ns = s.episode ? s.marks().baseline_ns : 0;
   apply(s, d, p);
+  if (s.last_ns < live_ns_floor_) live_ns_floor_ = s.last_ns;
   if (d.verdict == CcVerdict::slowed || d.verdict == CcVerdict::kept_rate) {
     f.verdict = d.verdict;
     f.episode_cnp_frame = episode_frame;
@@ -334,8 +335,17 @@ void CongestionAnalyzer::retire(std::uint32_t slot, CcFlowState& s) {
 }
 
 void CongestionAnalyzer::sweep(std::int64_t now_ns) {
-  flows_.retire_if([&](const CcFlowState& s) { return now_ns - s.last_ns > kIdleRetireNs; },
-                   [this](std::uint32_t slot, CcFlowState& s) { retire(slot, s); });
+  // (a flow is stepped right after it is made, so every live flow's last_ns lowered the floor)
+  if (now_ns <= live_ns_floor_ || now_ns - live_ns_floor_ <= kIdleRetireNs) return;
+  std::int64_t floor = INT64_MAX;
+  flows_.retire_if(
+      [&](const CcFlowState& s) {
+        const bool idle = now_ns - s.last_ns > kIdleRetireNs;
+        if (!idle) floor = std::min(floor, s.last_ns);
+        return idle;
+      },
+      [this](std::uint32_t slot, CcFlowState& s) { retire(slot, s); });
+  live_ns_floor_ = floor;
 }
 
 namespace {

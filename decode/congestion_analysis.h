@@ -249,6 +249,9 @@ class CongestionAnalyzer {
   std::vector<CcFlowResult> results_;
   CcTotals totals_;
   std::uint64_t cnp_probes_ = 0;
+  // No live flow's last_ns is below this (as TransportAnalyzer's
+  // live_ts_floor_): a sweep within kIdleRetireNs of it skips the walk.
+  std::int64_t live_ns_floor_ = INT64_MAX;
   bool finished_ = false;
 };
 

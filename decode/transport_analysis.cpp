@@ -240,6 +240,8 @@ TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, std::u
   made.s.index = index;
   made.s.first_frame = frame;
   made.s.first_ts = ts;
+  made.s.last_ts = ts;  // its packet's time (counted next), or 0 for a flow a CM exchange made
+  live_ts_floor_ = std::min(live_ts_floor_, ts);
   made.host_pair = host_pair_hash(k.transport, k.src, k.dst, k.addr_len);
   made.path = path;
   made.slot = slot;
@@ -297,6 +299,7 @@ void TransportAnalyzer::count_packet(Flow& f, const DecodedPacket& p, std::uint6
   s.payload_bytes += p.payload_len;
   s.last_frame = frame;
   s.last_ts = ts;
+  if (ts < live_ts_floor_) live_ts_floor_ = ts;  // capture times may step back
   out.analysed = true;
   out.flow = s.index;
   // Congestion signals (Annex A17.9).
@@ -730,8 +733,16 @@ void TransportAnalyzer::keep_summary(FlowSummary&& s) {
 }
 
 void TransportAnalyzer::retire_idle(double now) {
-  flows_.retire_if([now](const Flow& f) { return now - f.s.last_ts > kIdleRetireSeconds && f.idle_state(); },
-                   [this](std::uint32_t slot, Flow& f) { retire(slot, f); });
+  if (now - live_ts_floor_ <= kIdleRetireSeconds) return;  // none idle that long
+  double floor = std::numeric_limits<double>::infinity();
+  flows_.retire_if(
+      [now, &floor](const Flow& f) {
+        const bool idle = now - f.s.last_ts > kIdleRetireSeconds && f.idle_state();
+        if (!idle) floor = std::min(floor, f.s.last_ts);
+        return idle;
+      },
+      [this](std::uint32_t slot, Flow& f) { retire(slot, f); });
+  live_ts_floor_ = floor;
 }
 
 // An open spurious-resend check at the end: a verdict only if its answers were

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -165,6 +166,11 @@ class TransportAnalyzer {
   std::uint64_t cap_retired_ = 0;   // flows retired at the live-flow cap (cap_retired_flows())
   std::uint32_t next_index_ = 0;
   std::uint32_t global_pmtu_ = 0;  // the largest PMTU learned on any flow (reported only)
+  // No live flow's last_ts is below this (lowered as flows are made and
+  // counted, recomputed by each sweep that walks them): a sweep at a time
+  // within kIdleRetireSeconds of it has nothing to retire and skips the walk
+  // over every flow's cell.
+  double live_ts_floor_ = std::numeric_limits<double>::infinity();
   std::uint32_t pmtu_override_ = 0;
   // Per path (the unordered pair of endpoint addresses): the live flows on it and
   // the largest PMTU learned on any of them, the fallback for a flow that has

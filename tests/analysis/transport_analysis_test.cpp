@@ -482,6 +482,76 @@ TEST(TransportAnalysis, UdJumpsAreNotLossOnlyNetworkCopiesAreDuplicates) {
   EXPECT_EQ(w.flow(0).key.src_qp, 0x33u);  // keyed by its source QP
 }
 
+// A flow idle for kIdleRetireSeconds is retired at the next sweep, whatever
+// order the capture's times came in. The sweep skips its walk over the flows
+// while no live flow can be that idle (a floor under their last times): a
+// new flow first seen at an earlier time than every live one, or a live
+// flow's next packet at an earlier time than its last (the capture's clock
+// stepped back), must lower that floor, or the flow would never be retired.
+TEST(TransportAnalysis, SweepRetiresAnIdleFlowWhoseTimeSteppedBack) {
+  const double idle = TransportAnalyzer::kIdleRetireSeconds;
+  for (const bool new_flow : {true, false}) {
+    SCOPED_TRACE(new_flow ? "a new flow" : "a live flow's next packet");
+    Wire w;
+    auto ud = [&](std::uint32_t src_qp, double at) {  // UD: no answer pending, idle as soon as sent
+      DecodedPacket p = w.base(true, kUdSendOnly, 1);
+      p.ib.deth.src_qp = src_qp;
+      p.payload_len = 8;
+      PacketAnalysis out;
+      w.analyzer.add(p, ++w.frame, at, out);
+    };
+    ud(0x33, 1000.0);
+    if (!new_flow) ud(0x44, 1000.0);
+    w.analyzer.transport().sweep(1000.0 + idle / 2);  // nothing idle that long: nothing retired
+    ud(0x44, 10.0);                                    // the clock stepped back
+    w.analyzer.transport().sweep(1000.0 + idle - 1);   // 0x44 idle for more than `idle`: retired
+    ud(0x44, 1000.0 + idle);                           // a new flow of the same key
+    ud(0x33, 1000.0 + idle);                           // the same flow as before
+    w.finish();
+    std::size_t flows_33 = 0, flows_44 = 0;
+    for (const FlowSummary& f : w.analyzer.transport().flows()) {
+      flows_33 += f.key.src_qp == 0x33;
+      flows_44 += f.key.src_qp == 0x44;
+    }
+    EXPECT_EQ(flows_33, 1u);
+    EXPECT_EQ(flows_44, 2u);
+  }
+}
+
+// The flows a CM exchange (REQ, REP) makes exist before their first packet,
+// with no time of their own yet (0): the sweep's floor takes them in, so a
+// sweep treats them as one that walks every flow does (idle since time 0: an
+// idle one is retired, and the connection's first packet after it makes a
+// new flow).
+TEST(TransportAnalysis, SweepSeesTheFlowsACmExchangeMade) {
+  Wire w;
+  auto mad = [&](bool a_to_b, CmMessageType type, double at) {
+    DecodedPacket p = w.base(a_to_b, kUdSendOnly, 1);
+    p.ib.bth.dest_qp = 1;  // the CM's QP
+    p.ib.deth.src_qp = 1;
+    CmMessage cm;
+    cm.type = type;
+    cm.local_comm_id = a_to_b ? 0xABCD : 0x1234;
+    cm.remote_comm_id = a_to_b ? 0 : 0xABCD;
+    cm.local_qpn = a_to_b ? 0x11 : 0x22;
+    cm.starting_psn = 100;
+    p.cm = cm;
+    PacketAnalysis out;
+    w.analyzer.add(p, ++w.frame, at, out);
+  };
+  const double idle = TransportAnalyzer::kIdleRetireSeconds;
+  mad(true, CmMessageType::req, 1000.0);
+  mad(false, CmMessageType::rep, 1000.0);
+  w.analyzer.transport().sweep(1000.0 + idle / 2);
+  w.ts = 1000.0 + idle / 2;
+  w.request(kWriteOnly, 100, 8, false);  // A's first request on the connection
+  w.finish();
+  std::size_t a_to_b = 0;
+  for (const FlowSummary& f : w.analyzer.transport().flows())
+    a_to_b += f.key.dest_qp == 0x22 && f.key.src_qp == 0;
+  EXPECT_EQ(a_to_b, 2u);  // the CM's flow, retired at the sweep, and the one the request made
+}
+
 // The capture summary's queue pairs: one per (destination, destination QP)
 // (IBA 3.5.4), however often a QP is seen. The analyzer skips its set of QPs
 // for a packet of a flow that had packets before, so the cases where a flow's
