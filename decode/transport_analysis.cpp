@@ -240,7 +240,7 @@ TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, std::u
   made.s.index = index;
   made.s.first_frame = frame;
   made.s.first_ts = ts;
-  made.s.last_ts = ts;  // its packet's time (counted next), or 0 for a flow a CM exchange made
+  made.s.last_ts = ts;  // its packet's time (counted next), or the REP's for a flow a CM exchange made
   live_ts_floor_ = std::min(live_ts_floor_, ts);
   made.host_pair = host_pair_hash(k.transport, k.src, k.dst, k.addr_len);
   made.path = path;
@@ -388,7 +388,7 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
   }
   if (!info.valid) return;
   check_pkey(f, p, frame, out);
-  if (p.cm) cm_message(p, frame);
+  if (p.cm) cm_message(p, frame, ts);
   if (info.service == TransportService::ud || info.service == TransportService::uc) {
     if (info.service == TransportService::ud) ++f.s.requests;
     unreliable(f, p, sp, out);
@@ -654,7 +654,7 @@ TransportAnalyzer::Flow* TransportAnalyzer::infer_peer(Flow& resp, std::uint32_t
 }
 
 // CM REQ/REP pair the two QPs of a connection and give both starting PSNs (IBA 12.6, 12.7.2/12.7.8).
-void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame) {
+void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame, double ts) {
   const CmMessage& cm = *p.cm;
   FlowKey ends;
   if (!endpoint_addresses(p, ends)) return;
@@ -681,7 +681,8 @@ void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame) 
     k.src_qp = 0;
     const std::uint64_t hash = flows_.hash_of(k);
     const std::uint32_t found = flows_.find(k, hash);
-    return found != decltype(flows_)::kNone ? *flows_.at(found) : create_flow(k, hash, TransportService::rc, frame, 0);
+    // Made at the REP (its frame and time: the connection's start as the capture saw it).
+    return found != decltype(flows_)::kNone ? *flows_.at(found) : create_flow(k, hash, TransportService::rc, frame, ts);
   };
   Flow& ab = make(true);
   Flow& ba = make(false);

@@ -118,7 +118,7 @@ class TransportAnalyzer {
   void responder(Flow& f, const DecodedPacket& p, const SeqPacket& sp, PacketAnalysis& out);
   void unreliable(Flow& f, const DecodedPacket& p, const SeqPacket& sp, PacketAnalysis& out);
   void set_span(const Flow& f, const DecodedPacket& p, SeqPacket& sp) const;
-  void cm_message(const DecodedPacket& p, std::uint64_t frame);
+  void cm_message(const DecodedPacket& p, std::uint64_t frame, double ts);
   void note_cm_id(std::vector<std::uint32_t>& ids, std::uint32_t id);
   Flow* peer_requester(Flow& resp, std::uint32_t psn);
   Flow* one_bit_from(const Flow& f, const DecodedPacket& p);

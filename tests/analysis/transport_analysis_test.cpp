@@ -518,11 +518,12 @@ TEST(TransportAnalysis, SweepRetiresAnIdleFlowWhoseTimeSteppedBack) {
   }
 }
 
-// The flows a CM exchange (REQ, REP) makes exist before their first packet,
-// with no time of their own yet (0): the sweep's floor takes them in, so a
-// sweep treats them as one that walks every flow does (idle since time 0: an
-// idle one is retired, and the connection's first packet after it makes a
-// new flow).
+// The flows a CM exchange (REQ, REP) makes exist from the REP, before their
+// first packet: they start at the REP's frame and time (they started at time
+// 0, so JSON reports gave them a duration of ~1.8e9 s, the epoch time of their
+// last packet, and any sweep before their first packet retired them: a
+// connection whose data came later lost its CM pairing and starting PSN).
+// Regression: tests/pcaps/rxe_send_lat_rdmacm.pcap showed both durations.
 TEST(TransportAnalysis, SweepSeesTheFlowsACmExchangeMade) {
   Wire w;
   auto mad = [&](bool a_to_b, CmMessageType type, double at) {
@@ -542,14 +543,22 @@ TEST(TransportAnalysis, SweepSeesTheFlowsACmExchangeMade) {
   const double idle = TransportAnalyzer::kIdleRetireSeconds;
   mad(true, CmMessageType::req, 1000.0);
   mad(false, CmMessageType::rep, 1000.0);
-  w.analyzer.transport().sweep(1000.0 + idle / 2);
+  w.analyzer.transport().sweep(1000.0 + idle / 2);  // idle for half the time: kept
   w.ts = 1000.0 + idle / 2;
   w.request(kWriteOnly, 100, 8, false);  // A's first request on the connection
+  w.analyzer.transport().sweep(1000.0 + idle + 1);  // the request came within `idle`: kept
   w.finish();
   std::size_t a_to_b = 0;
-  for (const FlowSummary& f : w.analyzer.transport().flows())
-    a_to_b += f.key.dest_qp == 0x22 && f.key.src_qp == 0;
-  EXPECT_EQ(a_to_b, 2u);  // the CM's flow, retired at the sweep, and the one the request made
+  for (const FlowSummary& f : w.analyzer.transport().flows()) {
+    if (f.key.dest_qp != 0x22 || f.key.src_qp != 0) continue;
+    ++a_to_b;
+    EXPECT_EQ(f.pairing, Pairing::cm);
+    EXPECT_EQ(f.first_frame, 2u);  // the REP
+    EXPECT_DOUBLE_EQ(f.first_ts, 1000.0);
+    EXPECT_DOUBLE_EQ(f.last_ts - f.first_ts, idle / 2 + 0.00001);  // the REP to the request
+    EXPECT_EQ(f.packets, 1u);
+  }
+  EXPECT_EQ(a_to_b, 1u);  // the CM's flow, which the request joined
 }
 
 // The capture summary's queue pairs: one per (destination, destination QP)
