@@ -20,12 +20,6 @@ constexpr std::uint32_t kMagicNsec = 0xa1b23c4d;
 // libpcap refuses larger records for most link types (pcap-int.h MAXIMUM_SNAPLEN).
 constexpr std::uint32_t kMaxRecordLen = 262144;
 
-std::uint32_t load32(const std::uint8_t* p, bool swapped) {
-  std::uint32_t v;
-  std::memcpy(&v, p, 4);  // the file's bytes, not a packet's: a plain load in the file's byte order
-  return swapped ? __builtin_bswap32(v) : v;
-}
-
 }  // namespace
 
 bool plain_record(const std::uint8_t* h, std::size_t left, const PcapLayout& layout) {

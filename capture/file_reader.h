@@ -49,21 +49,24 @@ constexpr std::size_t kPcapRecordHeaderLen = 16;
 // is plainly well-formed: its whole record is in the file and not longer than
 // the layout allows. Anything else is libpcap's to judge (FileReader::next).
 bool plain_record(const std::uint8_t* h, std::size_t left, const PcapLayout& layout);
+// A 32-bit word of the file's own headers, in the file's byte order (`swapped`:
+// not ours). The file's bytes, not a packet's: a plain load.
+inline std::uint32_t load32(const std::uint8_t* p, bool swapped) {
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);
+  return swapped ? __builtin_bswap32(v) : v;
+}
+
 // The record whose (plainly well-formed) header is at `h`; its data follows the header.
 // Inline: built in its caller's Record, not returned through memory and
 // copied (16-byte loads of 4-byte stores stalled every record).
 inline Record record_at(const std::uint8_t* h, const PcapLayout& layout) {
-  const auto load32 = [&](std::size_t off) {
-    std::uint32_t v;
-    std::memcpy(&v, h + off, 4);  // the file's bytes, not a packet's: a plain load in the file's byte order
-    return layout.swapped ? __builtin_bswap32(v) : v;
-  };
   Record rec;
-  rec.ts_sec = static_cast<std::int32_t>(load32(0));  // signed, as libpcap reads it
-  const std::uint32_t frac = load32(4);
+  rec.ts_sec = static_cast<std::int32_t>(load32(h, layout.swapped));  // signed, as libpcap reads it
+  const std::uint32_t frac = load32(h + 4, layout.swapped);
   rec.ts_nsec = layout.usec ? frac * 1000 : frac;
-  rec.caplen = load32(8);
-  rec.wirelen = load32(12);
+  rec.caplen = load32(h + 8, layout.swapped);
+  rec.wirelen = load32(h + 12, layout.swapped);
   rec.data = std::span<const std::uint8_t>(h + kPcapRecordHeaderLen, rec.caplen);
   return rec;
 }

@@ -116,7 +116,7 @@ struct CcFlowState {
   bool has_marks() const { return marks_ != nullptr; }
   // Built on first use.
   CcFlowMarks& marks() {
-    if (!marks_) marks_ = CopyingPtr<CcFlowMarks>(new CcFlowMarks());
+    if (!marks_) marks_ = std::make_unique<CcFlowMarks>();
     return *marks_;
   }
   // Only when has_marks().

@@ -34,27 +34,41 @@ inline void put_widened(std::array<std::uint8_t, 16>& out, const std::array<std:
   std::memcpy(out.data(), words, 16);
 }
 
+// The rule, written into `out` (anything with 16-byte `src` and `dst` arrays
+// that start zeroed): the address length goes through `set_len` (a flow key
+// stores it together with its transport, in one store). Written in place: a
+// copy of an Endpoints whose IPv4 addresses were just stored was read back 16
+// bytes at a time, a stall on every packet. False when the packet has no ends.
+template <class Out, class SetLen>
+bool put_endpoints(const DecodedPacket& p, Out& out, SetLen set_len) {
+  if (p.ipv4) {
+    set_len(std::uint8_t{4});
+    put_widened(out.src, p.ipv4->src);
+    put_widened(out.dst, p.ipv4->dst);
+  } else if (p.ipv6) {
+    set_len(std::uint8_t{16});
+    out.src = p.ipv6->src;
+    out.dst = p.ipv6->dst;
+  } else if (p.lrh) {
+    set_len(std::uint8_t{2});
+    out.src[0] = static_cast<std::uint8_t>(p.lrh->slid >> 8);
+    out.src[1] = static_cast<std::uint8_t>(p.lrh->slid);
+    out.dst[0] = static_cast<std::uint8_t>(p.lrh->dlid >> 8);
+    out.dst[1] = static_cast<std::uint8_t>(p.lrh->dlid);
+  } else if (p.grh) {
+    set_len(std::uint8_t{16});
+    out.src = p.grh->sgid;
+    out.dst = p.grh->dgid;
+  } else {
+    set_len(std::uint8_t{0});
+    return false;
+  }
+  return true;
+}
+
 inline Endpoints endpoints_of(const DecodedPacket& p) {
   Endpoints e;
-  if (p.ipv4) {
-    e.addr_len = 4;
-    put_widened(e.src, p.ipv4->src);
-    put_widened(e.dst, p.ipv4->dst);
-  } else if (p.ipv6) {
-    e.addr_len = 16;
-    e.src = p.ipv6->src;
-    e.dst = p.ipv6->dst;
-  } else if (p.lrh) {
-    e.addr_len = 2;
-    e.src[0] = static_cast<std::uint8_t>(p.lrh->slid >> 8);
-    e.src[1] = static_cast<std::uint8_t>(p.lrh->slid);
-    e.dst[0] = static_cast<std::uint8_t>(p.lrh->dlid >> 8);
-    e.dst[1] = static_cast<std::uint8_t>(p.lrh->dlid);
-  } else if (p.grh) {
-    e.addr_len = 16;
-    e.src = p.grh->sgid;
-    e.dst = p.grh->dgid;
-  }
+  put_endpoints(p, e, [&e](std::uint8_t len) { e.addr_len = len; });
   return e;
 }
 

@@ -99,20 +99,9 @@ std::uint64_t path_hash(const FlowKey& k) {
   return host_pair_hash(k.transport, swap ? k.dst : k.src, swap ? k.src : k.dst, k.addr_len) ^ 0x5bd1e995ULL;
 }
 
-// The two ends' addresses (the one rule, endpoints.h).
+// The two ends' addresses (the one rule, endpoints.h), into a zeroed key.
 bool endpoint_addresses(const DecodedPacket& p, FlowKey& k) {
-  if (p.ipv4) {  // as endpoints_of(), written into the key itself (no 16-byte copy of 4-byte stores)
-    k.set_kind(p.transport, 4);
-    put_widened(k.src, p.ipv4->src);
-    put_widened(k.dst, p.ipv4->dst);
-    return true;
-  }
-  const Endpoints e = endpoints_of(p);
-  k.transport = p.transport;
-  k.addr_len = e.addr_len;
-  k.src = e.src;
-  k.dst = e.dst;
-  return e.addr_len != 0;
+  return put_endpoints(p, k, [&](std::uint8_t len) { k.set_kind(p.transport, len); });
 }
 
 // The IBA path MTUs (256 << (code - 1)).
