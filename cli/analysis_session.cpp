@@ -102,8 +102,15 @@ bool AnalysisSession::finish() {
   const exporters::Json tallied = outputs_.report_members();
   for (auto it = tallied.begin(); it != tallied.end(); ++it) extra_[it.key()] = it.value();
   if (json_) json_->finish(report_, extra_);
-  const bool outputs_ok = outputs_.finish(report_, extra_);
+  bool outputs_ok = outputs_.finish(report_, extra_);
   if (!outputs_ok) error_ = outputs_.error();
+  if (json_out_ == &json_file_) {  // (standard output is checked as the process exits: cli/main.cpp)
+    json_file_.close();
+    if (!json_file_ && outputs_ok) {
+      error_ = "cannot write " + opts_.json_path;
+      outputs_ok = false;
+    }
+  }
   if (text_out_) {
     if (opts_.packets) std::cout << '\n';
     exporters::write_text_summary(std::cout, report_);

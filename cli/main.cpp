@@ -1,8 +1,11 @@
 // rdmadiag: one entry point; each part registers its own subcommands (cli/command.h).
 #include "cli/command.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <iostream>
 
 #ifdef RDMADIAG_HAVE_PERFTEST
 #include "perftest/cli.h"
@@ -15,6 +18,20 @@ void add_convert_command(CLI::App& app, Commands& out);
 void add_report_command(CLI::App& app, Commands& out);
 void add_nvme_command(CLI::App& app, Commands& out);
 }
+
+namespace {
+// As coreutils' close_stdout: a report that could not be written to standard
+// output (a full disk, a file system error) fails the command; it is not
+// dropped silently.
+int with_stdout_written(int status) {
+  errno = 0;
+  std::cout.flush();
+  const bool ok = std::cout.good() && std::fflush(stdout) == 0 && !std::ferror(stdout);
+  if (ok) return status;
+  std::fprintf(stderr, "rdmadiag: cannot write standard output%s%s\n", errno ? ": " : "", errno ? std::strerror(errno) : "");
+  return status == 0 ? 1 : status;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace rdmadiag::cli;
@@ -39,7 +56,7 @@ int main(int argc, char** argv) {
   }
   try {
     for (auto& c : commands)
-      if (c.sub->parsed()) return c.run();
+      if (c.sub->parsed()) return with_stdout_written(c.run());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rdmadiag: %s\n", e.what());
     return 1;

@@ -113,6 +113,18 @@ int run_nvme(const NvmeOptions& o) {
   }
   if (json != &std::cout && capsules != &std::cout && commands != &std::cout && csv != &std::cout && html != &std::cout)
     exporters::write_nvme_text(std::cout, nvme);
+  // Each file closed and checked: a full disk is an error, not a short file
+  // (standard output is checked as the process exits: cli/main.cpp).
+  for (const auto& [path, file] : {std::pair<const std::string&, std::ofstream&>{o.json_path, json_file},
+                                   {o.capsules_path, capsules_file}, {o.commands_path, commands_file},
+                                   {o.csv_path, csv_file}, {o.html_path, html_file}}) {
+    if (!file.is_open()) continue;
+    file.close();
+    if (!file) {
+      std::cerr << "rdmadiag nvme: cannot write " << path << '\n';
+      return 1;
+    }
+  }
   return rc;
 }
 

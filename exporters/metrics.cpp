@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <tuple>
@@ -229,13 +230,22 @@ std::string render_metrics(const MetricsInput& in) {
 }
 
 bool write_metrics_file(const std::string& path, const std::string& text, std::string& error) {
+  // The file is replaced whole by a rename: over a device, a FIFO or a
+  // directory that would replace the node itself (as root, /dev/null).
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    error = path + " is not a regular file (a metrics file is replaced whole, by a rename)";
+    return false;
+  }
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);
     f << text;
-    f.flush();
+    f.close();
     if (!f) {
       error = "cannot write " + tmp;
+      std::remove(tmp.c_str());
       return false;
     }
   }

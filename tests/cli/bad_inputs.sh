@@ -45,5 +45,22 @@ if [ $st -ne 0 ]; then echo "ok   no_files: exit $st"; pass=$((pass + 1)); else 
 expect dscp_out_of_range 2 "dscp-priority 64=1: expected DSCP=PRIORITY" -- --dscp-priority 64=1 "$pcaps/pfc/pfc_basic.pcap"
 expect dscp_garbage 2 "dscp-priority 26=3x: expected" -- --dscp-priority 26=3x "$pcaps/pfc/pfc_basic.pcap"
 expect link_speed_zero 2 "link-speed.*not in range" -- --link-speed 0 "$pcaps/pfc/pfc_basic.pcap"
+# A report that cannot be written fails the command (it was exit 0 with the
+# JSON file or standard output short): /dev/full, where every write fails.
+if [ -w /dev/full ]; then
+  expect json_disk_full 1 "cannot write /dev/full" -- -q --json /dev/full "$pcaps/rxe_read_lat.pcap"
+  for mode in text json; do
+    args=("$pcaps/rxe_read_lat.pcap"); [ $mode = json ] && args+=(--json -)
+    "$bin" analyze "${args[@]}" >/dev/full 2>"$tmp/err"; st=$?
+    if [ $st -eq 1 ] && grep -q "cannot write standard output" "$tmp/err"; then
+      echo "ok   stdout_disk_full_$mode: exit $st"; pass=$((pass + 1))
+    else echo "FAIL stdout_disk_full_$mode: exit $st, stderr: $(head -c 300 "$tmp/err")"; fail=$((fail + 1)); fi
+  done
+fi
+# A metrics file is replaced by a rename: never over a FIFO, a device or a
+# directory (as root that replaced the node: /dev/null once was a metrics file).
+mkfifo "$tmp/fifo"
+expect metrics_not_regular 1 "is not a regular file" -- -q --metrics-file "$tmp/fifo" "$pcaps/rxe_read_lat.pcap"
+if [ -p "$tmp/fifo" ]; then echo "ok   metrics_fifo_kept"; pass=$((pass + 1)); else echo "FAIL metrics_fifo_kept: the FIFO was replaced"; fail=$((fail + 1)); fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

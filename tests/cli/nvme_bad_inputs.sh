@@ -24,6 +24,8 @@ expect text 1 "not a pcap or pcapng" -- "$tmp/text.pcap"
 expect cut_record 3 "damaged capture" -- "$tmp/cut.pcap"
 expect json_unwritable 1 "cannot write" -- "$pcap" --json "$tmp/no/such/dir.json"
 expect whole 0 "completed 130" -- "$pcap"
+# A report that cannot be written (every write to /dev/full fails) fails the command.
+[ -w /dev/full ] && expect json_disk_full 1 "cannot write /dev/full" -- "$pcap" --json /dev/full
 if command -v editcap >/dev/null; then
   for s in 60 70 90 120; do
     editcap -s "$s" "$pcap" "$tmp/snap$s.pcap" >/dev/null 2>&1
