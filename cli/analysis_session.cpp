@@ -15,6 +15,12 @@ AnalysisSession::AnalysisSession(SessionOptions opts)
       }()) {}
 AnalysisSession::~AnalysisSession() = default;
 
+void AnalysisSession::keep_analysis_until_exit() {
+  static decode::Analyzer* kept = nullptr;
+  delete kept;  // (only if called twice in one process: nothing to keep then)
+  kept = analyzer_.release();
+}
+
 bool AnalysisSession::open() {
   if (!opts_.json_path.empty()) {
     if (opts_.json_path == "-") {

@@ -45,6 +45,12 @@ class AnalysisSession {
   // Writes the final report(s); false (and error() says why) when one could not be written.
   bool finish();
   const exporters::ReportOutputs& outputs() const { return outputs_; }
+  // After finish(), when the process exits next: the analysis' memory is left
+  // to the kernel, which takes it back at once, instead of freed flow by flow
+  // (with 1M connections that was ~10 % of analyze's CPU: docs/performance.md,
+  // session 23). It stays reachable (a static pointer), so leak checkers do not
+  // report it.
+  void keep_analysis_until_exit();
 
   decode::Analyzer& analyzer() { return *analyzer_; }
   // analyze -j: the merged results of a sharded run (cli/parallel_analysis.h)

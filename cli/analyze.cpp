@@ -215,6 +215,7 @@ int run_analyze(const AnalyzeOptions& o) {
     std::fprintf(stderr, "rdmadiag analyze: %s\n", session.error().c_str());
     status = std::max(status, kExitUnreadable);
   }
+  session.keep_analysis_until_exit();
   return status;
 }
 
