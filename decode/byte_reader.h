@@ -13,6 +13,9 @@ namespace rdmadiag::decode {
 
 using Bytes = std::span<const std::uint8_t>;
 
+// The readers are a bounds check and a load, always inlined: GCC had stopped
+// inlining them in the large header parsers (ib_transport, ethernet, l4: 60
+// calls), which cost 3-4 % of analyze's CPU (docs/performance.md, session 23).
 class ByteReader {
  public:
   constexpr explicit ByteReader(Bytes data) : data_(data) {}
@@ -23,37 +26,37 @@ class ByteReader {
   }
   constexpr bool overrun() const { return overrun_; }
 
-  constexpr std::uint8_t u8(std::size_t off) const {
+  [[gnu::always_inline]] constexpr std::uint8_t u8(std::size_t off) const {
     if (!has(off, 1)) return fail();
     return data_[off];
   }
-  constexpr std::uint16_t be16(std::size_t off) const {
+  [[gnu::always_inline]] constexpr std::uint16_t be16(std::size_t off) const {
     if (!has(off, 2)) return fail();
     return static_cast<std::uint16_t>(data_[off] << 8 | data_[off + 1]);
   }
-  constexpr std::uint32_t be24(std::size_t off) const {
+  [[gnu::always_inline]] constexpr std::uint32_t be24(std::size_t off) const {
     if (!has(off, 3)) return fail();
     return std::uint32_t{data_[off]} << 16 | std::uint32_t{data_[off + 1]} << 8 | data_[off + 2];
   }
-  constexpr std::uint32_t be32(std::size_t off) const {
+  [[gnu::always_inline]] constexpr std::uint32_t be32(std::size_t off) const {
     if (!has(off, 4)) return fail();
     return std::uint32_t{data_[off]} << 24 | std::uint32_t{data_[off + 1]} << 16 |
            std::uint32_t{data_[off + 2]} << 8 | data_[off + 3];
   }
-  constexpr std::uint64_t be64(std::size_t off) const {
+  [[gnu::always_inline]] constexpr std::uint64_t be64(std::size_t off) const {
     if (!has(off, 8)) return fail();
     return std::uint64_t{be32(off)} << 32 | be32(off + 4);
   }
-  constexpr std::uint32_t le32(std::size_t off) const {
+  [[gnu::always_inline]] constexpr std::uint32_t le32(std::size_t off) const {
     if (!has(off, 4)) return fail();
     return std::uint32_t{data_[off + 3]} << 24 | std::uint32_t{data_[off + 2]} << 16 |
            std::uint32_t{data_[off + 1]} << 8 | data_[off];
   }
-  constexpr std::uint16_t le16(std::size_t off) const {
+  [[gnu::always_inline]] constexpr std::uint16_t le16(std::size_t off) const {
     if (!has(off, 2)) return fail();
     return static_cast<std::uint16_t>(data_[off + 1] << 8 | data_[off]);
   }
-  constexpr std::uint64_t le64(std::size_t off) const {
+  [[gnu::always_inline]] constexpr std::uint64_t le64(std::size_t off) const {
     if (!has(off, 8)) return fail();
     return std::uint64_t{le32(off + 4)} << 32 | le32(off);
   }

@@ -57,7 +57,7 @@ class FlowSlots {
   std::uint32_t find(const Key& k, std::uint64_t hash) const {
     return index_.find(hash, [&](std::uint32_t slot) { return cell(slot)->key == k; });
   }
-  static std::uint64_t hash_of(const Key& k) { return FlowTable<Key, Hash>::hash_of(k); }
+  [[gnu::always_inline]] static std::uint64_t hash_of(const Key& k) { return FlowTable<Key, Hash>::hash_of(k); }
 
   // Starts loading the cell of `slot` (if handed out) into the cache: for a
   // caller that knows the slot a while before it reads the state.

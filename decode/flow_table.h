@@ -112,7 +112,7 @@ class FlowTable : public detail::ProbeTable<detail::KeyedEntry<Key>> {
   using Base::kNone;
   explicit FlowTable(std::size_t expected = 256) : Base(expected) {}
 
-  static std::uint64_t hash_of(const Key& k) { return static_cast<std::uint64_t>(Hash{}(k)); }
+  [[gnu::always_inline]] static std::uint64_t hash_of(const Key& k) { return static_cast<std::uint64_t>(Hash{}(k)); }
 
   // The slot stored for `k`, or kNone.
   std::uint32_t find(const Key& k) const { return find(k, hash_of(k)); }

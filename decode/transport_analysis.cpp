@@ -114,25 +114,6 @@ std::uint32_t mtu_round_up(std::uint32_t bytes) {
 
 }  // namespace
 
-// Word-at-a-time (the key's own bytes, zero past addr_len): this runs once per packet.
-std::size_t FlowKeyHash::operator()(const FlowKey& k) const {
-  std::uint64_t w[4];
-  std::memcpy(w, k.src.data(), 16);
-  std::memcpy(w + 2, k.dst.data(), 16);
-  std::uint64_t h = (static_cast<std::uint64_t>(k.transport) << 56) ^ (static_cast<std::uint64_t>(k.src_qp) << 24) ^ k.dest_qp;
-  const auto mix = [&h](std::uint64_t x) { h = (h ^ x) * 0x9E3779B97F4A7C15ULL + (h >> 31); };
-  mix(w[0]);
-  mix(w[2]);
-  if (k.addr_len > 8) {  // IPv6, GIDs (a LID or an IPv4 address leaves these words zero)
-    mix(w[1]);
-    mix(w[3]);
-  }
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ULL;
-  return static_cast<std::size_t>(h ^ (h >> 32));
-}
-
-
 // ---------------------------------------------------------------- flow state
 
 // One flow: its report, its place in the table and its pairing, and the
