@@ -18,6 +18,7 @@
 // it fills: 8 copies, then 64, 1 KB), at most 4096 outstanding requests, 64
 // open losses and the last 32 recovered ones (only once a gap was recovered).
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -143,10 +144,14 @@ struct RecentCopies {
     const std::size_t i = pos++ % kSize;
     if (i == 0) {
       head = Copy{psn, 0, ip_id, ts};
+      reframe(psn);
       return;
     }
     if (i > rest_size_) grow();
     rest[i - 1] = Copy{psn, 0, ip_id, ts};
+    const std::int32_t d = psn_diff(psn, range_ref_);
+    range_lo_ = std::min(range_lo_, d);
+    range_hi_ = std::max(range_hi_, d);
   }
   // Marks the copy added last (if it is that packet) as the first of its PSN.
   void mark_first_seen(std::uint32_t psn, std::int32_t ip_id) {
@@ -164,6 +169,7 @@ struct RecentCopies {
   // A copy made by the network keeps the IPv4 ID of its original; without an
   // IPv4 header, only a copy within `within` seconds of its original counts.
   bool has_copy(std::uint32_t psn, std::int32_t ip_id, double ts, double within) const {
+    if (!in_range(psn)) return false;  // (an in-order packet: every READ response, without the scan)
     return any([&](const Copy& c) {
       return c.psn == psn && c.ts > 0 && (ip_id >= 0 ? c.ip_id == ip_id : ts - c.ts < within);
     });
@@ -186,7 +192,27 @@ struct RecentCopies {
     rest = std::move(bigger);
     rest_size_ = size;
   }
+  // Every held copy's PSN is in [ref + lo, ref + hi] (by psn_diff from ref,
+  // which gives one PSN one value: a PSN outside is held by no copy). Taken
+  // again from the held copies each time the ring wraps, with the newest as
+  // ref, so that it stays as narrow as they are.
+  bool in_range(std::uint32_t psn) const {
+    const std::int32_t d = psn_diff(psn, range_ref_);
+    return d >= range_lo_ && d <= range_hi_;
+  }
+  void reframe(std::uint32_t psn) {
+    range_ref_ = psn;
+    range_lo_ = range_hi_ = 0;
+    const std::size_t held = pos < kSize ? 0 : kSize - 1;  // the others (none before the first wrap)
+    for (std::size_t k = 0; k < held; ++k) {
+      const std::int32_t d = psn_diff(rest[k].psn, psn);
+      range_lo_ = std::min(range_lo_, d);
+      range_hi_ = std::max(range_hi_, d);
+    }
+  }
   std::uint32_t rest_size_ = 0;
+  std::uint32_t range_ref_ = 0;
+  std::int32_t range_lo_ = 0, range_hi_ = -1;  // empty until the first copy
 };
 
 // What a READ requester can have got of its responses, by the capture's order

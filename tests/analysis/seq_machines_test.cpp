@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <deque>
 #include <new>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -219,6 +221,34 @@ TEST(RecentCopies, HoldsTheLast64CopiesAndNothingElse) {
   }
   r.mark_first_seen(100, 1100);
   EXPECT_TRUE(r.last()->first_seen);
+}
+
+// has_copy() skips the scan for a PSN outside the held copies' range: checked
+// against a plain list of the last 64 copies over in-order runs, resends, jumps
+// across the whole PSN space and the 24-bit wrap.
+TEST(RecentCopies, RangeFilterNeverHidesAHeldCopy) {
+  RecentCopies r;
+  std::deque<std::pair<std::uint32_t, std::int32_t>> model;  // (psn, ip_id), the last kSize
+  std::mt19937 rng(7);
+  std::uint32_t psn = kPsnMask - 300;  // wraps early
+  for (int n = 0; n < 20000; ++n) {
+    const unsigned what = rng() % 100;
+    if (what < 70) psn = (psn + 1) & kPsnMask;                         // in order
+    else if (what < 90) psn = (psn - rng() % 80) & kPsnMask;           // a resend of a recent one
+    else if (what < 97) psn = (psn + rng() % 5000) & kPsnMask;         // a gap
+    else psn = rng() & kPsnMask;                                       // anywhere (a restart)
+    const std::int32_t id = static_cast<std::int32_t>(rng() % 4);
+    r.add(psn, id, 1.0 + n);
+    model.emplace_back(psn, id);
+    if (model.size() > RecentCopies::kSize) model.pop_front();
+    for (int probe = 0; probe < 8; ++probe) {
+      const std::uint32_t q = probe < 4 ? model[rng() % model.size()].first : (psn + rng() % 200 - 100) & kPsnMask;
+      const std::int32_t qid = static_cast<std::int32_t>(rng() % 4);
+      bool held = false;
+      for (const auto& [p, i] : model) held = held || (p == q && i == qid);
+      ASSERT_EQ(r.has_copy(q, qid, 1e9, -1), held) << "PSN " << q << " after " << n << " copies";
+    }
+  }
 }
 
 TEST(FlowSlots, FindsReusesRetiresAndCountsItsPeak) {
