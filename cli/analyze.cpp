@@ -14,6 +14,7 @@
 
 #include "capture/file_reader.h"
 #include "cli/analysis_session.h"
+#include "cli/output_guard.h"
 #include "cli/heap_prefault.h"
 #include "cli/parallel_analysis.h"
 #include "cli/pause_options.h"
@@ -172,6 +173,7 @@ int run_analyze(const AnalyzeOptions& o) {
       std::fprintf(stderr, "rdmadiag analyze: at most %zu extra RoCE ports\n", so.decode.extra_roce_ports.size());
       return 2;
     }
+  if (!outputs_apart_from_inputs("analyze", o.files, report_outputs(o.json_path, o.outputs))) return 2;
   const unsigned jobs = resolve_jobs(o);
   // --packets shows each request's response frame; that is known only after the
   // response, so a first pass over the files finds the links (not possible for

@@ -30,6 +30,7 @@
 #include "cli/analysis_session.h"
 #include "cli/pause_options.h"
 #include "cli/command.h"
+#include "cli/output_guard.h"
 #include "exporters/metrics.h"
 #include "exporters/svg_plot.h"
 
@@ -275,6 +276,9 @@ int run_capture(CaptureOptions o) {
     std::fprintf(stderr, "rdmadiag capture: -w - and --json - cannot both use standard output\n");
     return kExitUsage;
   }
+  NamedOutputs outputs = report_outputs(o.json_path, o.outputs);
+  outputs.emplace_back("-w", o.write_path);
+  if (!outputs_apart_from_inputs("capture", o.read_files, outputs)) return kExitUsage;
   capture::LiveOptions live;
   // 32 MiB unless told otherwise: libpcap's 2 MiB fills in milliseconds on a busy RoCE
   // port while every packet is also decoded and analysed (docs/performance.md).

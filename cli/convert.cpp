@@ -14,6 +14,7 @@
 #include "capture/file_reader.h"
 #include "capture/pcap_writer.h"
 #include "cli/command.h"
+#include "cli/output_guard.h"
 #include "decode/erf.h"
 
 namespace rdmadiag::cli {
@@ -62,6 +63,7 @@ int run_convert(const ConvertOptions& o) {
     std::fprintf(stderr, "rdmadiag convert: --to must be pcap, pcapng or erf\n");
     return 2;
   }
+  if (!outputs_apart_from_inputs("convert", {o.input}, {{"output", o.output}})) return 2;
   capture::FileReader reader;
   if (!reader.open(o.input)) {
     std::fprintf(stderr, "rdmadiag convert: %s\n", reader.error().c_str());

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/output_guard.h"
 #include "exporters/csv.h"
 #include "exporters/html_report.h"
 #include "exporters/metrics.h"
@@ -62,6 +63,9 @@ int run_report(const ReportOptions& o) {
     std::fprintf(stderr, "rdmadiag report: say what to write: --html FILE, --csv FILE or --metrics-file FILE\n");
     return 2;
   }
+  if (!outputs_apart_from_inputs("report", {o.input},
+                                 {{"--html", o.html_path}, {"--csv", o.csv_path}, {"--metrics-file", o.metrics_path}}))
+    return 2;
   exporters::Json report;
   std::string error;
   if (!read_report(o.input, report, error)) {

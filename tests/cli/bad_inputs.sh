@@ -62,5 +62,23 @@ fi
 mkfifo "$tmp/fifo"
 expect metrics_not_regular 1 "is not a regular file" -- -q --metrics-file "$tmp/fifo" "$pcaps/rxe_read_lat.pcap"
 if [ -p "$tmp/fifo" ]; then echo "ok   metrics_fifo_kept"; pass=$((pass + 1)); else echo "FAIL metrics_fifo_kept: the FIFO was replaced"; fail=$((fail + 1)); fi
+# An output that is also an input (by any path: a symbolic link here) is
+# refused before anything is opened: --json on the capture emptied it, and
+# convert --force onto its input left 1 MB of an 80 MB capture, both exit 0.
+cp "$pcaps/rxe_read_lat.pcap" "$tmp/own.pcap"
+ln -s "$tmp/own.pcap" "$tmp/link.pcap"
+expect output_is_input_json 2 "json .*own.pcap is also an input" -- -q --json "$tmp/own.pcap" "$tmp/own.pcap"
+expect output_is_input_link 2 "csv .*link.pcap is also an input" -- -q --csv "$tmp/link.pcap" "$tmp/own.pcap"
+expect output_is_input_metrics 2 "metrics-file .* is also an input" -- -q -j 2 --metrics-file "$tmp/own.pcap" "$tmp/own.pcap"
+for cmd in "convert --force $tmp/own.pcap $tmp/link.pcap" "capture -q -r $tmp/own.pcap -w $tmp/own.pcap --force" \
+           "capture -q -r $tmp/own.pcap --html $tmp/link.pcap" "nvme $tmp/own.pcap --capsules $tmp/own.pcap"; do
+  # shellcheck disable=SC2086  # the words of the command line
+  "$bin" $cmd >/dev/null 2>"$tmp/err"; st=$?
+  if [ $st -eq 2 ] && grep -q "is also an input" "$tmp/err"; then
+    echo "ok   output_is_input: $cmd: exit $st"; pass=$((pass + 1))
+  else echo "FAIL output_is_input: $cmd: exit $st, stderr: $(head -c 300 "$tmp/err")"; fail=$((fail + 1)); fi
+done
+if cmp -s "$pcaps/rxe_read_lat.pcap" "$tmp/own.pcap"; then echo "ok   output_is_input_intact"; pass=$((pass + 1))
+else echo "FAIL output_is_input_intact: the input was changed"; fail=$((fail + 1)); fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
