@@ -17,10 +17,12 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "capture/live_source.h"
@@ -699,6 +701,21 @@ int run_capture(CaptureOptions o) {
 
 }  // namespace
 
+// Counts and times as tcpdump takes them: 0 or less is refused (it was taken as
+// "no limit"); CLI11's own number checks print a range up to 1.8e308.
+CLI::Validator sign_check(bool zero_ok) {
+  return CLI::Validator(
+      [zero_ok](std::string& v) -> std::string {
+        char* end = nullptr;
+        const double d = std::strtod(v.c_str(), &end);
+        if (end == v.c_str() || *end != '\0') return "expected a number, got " + v;
+        if (d > 0 || (zero_ok && d == 0)) return "";
+        return std::string("must be ") + (zero_ok ? "0 or more" : "greater than 0") + ", got " + v;
+      },
+      zero_ok ? ">= 0" : "> 0");
+}
+const CLI::Validator kAboveZero = sign_check(false), kNotNegative = sign_check(true);
+
 void add_capture_command(CLI::App& app, Commands& out) {
   auto o = std::make_shared<CaptureOptions>();
   CLI::App* sub = app.add_subcommand("capture", "Capture live RDMA traffic (or replay files), analyse it as it arrives, write pcap/pcapng");
@@ -708,12 +725,17 @@ void add_capture_command(CLI::App& app, Commands& out) {
   sub->add_option("-w,--write", o->write_path, "Write the packets to FILE ('-' standard output)");
   sub->add_flag("--pcapng", o->pcapng, "Write pcapng (one interface block per source, drop counters at the end) instead of pcap");
   sub->add_option("-C,--file-size", o->rotate_size, "Start a new file before one exceeds SIZE (millions of bytes; or with k/m/g suffix)");
-  sub->add_option("-G,--rotate-seconds", o->rotate_seconds, "Start a new file every N seconds (FILE may hold strftime %-escapes)");
-  sub->add_option("-W,--file-count", o->max_files, "With -C: keep a ring of N files; with -G alone: stop after N files");
-  sub->add_option("-c,--count", o->count, "Stop after N packets");
-  sub->add_option("--duration", o->duration, "Stop after N seconds");
-  sub->add_option("-B,--buffer-size", o->buffer_kib, "Kernel capture buffer in KiB (default 32768; tcpdump's is 2048)");
-  sub->add_option("-s,--snapshot-length", o->snaplen, "Bytes kept per packet (default: whole packets, 262144)");
+  // Values tcpdump refuses are refused (they were taken as "no limit" or the default).
+  sub->add_option("-G,--rotate-seconds", o->rotate_seconds, "Start a new file every N seconds (FILE may hold strftime %-escapes)")
+      ->check(kAboveZero);
+  sub->add_option("-W,--file-count", o->max_files, "With -C: keep a ring of N files; with -G alone: stop after N files")
+      ->check(kAboveZero);
+  sub->add_option("-c,--count", o->count, "Stop after N packets")->check(kAboveZero);
+  sub->add_option("--duration", o->duration, "Stop after N seconds")->check(kAboveZero);
+  sub->add_option("-B,--buffer-size", o->buffer_kib, "Kernel capture buffer in KiB (default 32768; tcpdump's is 2048)")
+      ->check(CLI::Range(1, 1 << 22));
+  sub->add_option("-s,--snapshot-length", o->snaplen, "Bytes kept per packet (default: whole packets, 262144; 0: the default)")
+      ->check(CLI::Range(0, 262144));
   sub->add_flag("--immediate-mode", o->immediate, "Deliver each packet at once instead of per kernel block");
   sub->add_flag("-p,--no-promiscuous-mode", o->no_promiscuous, "Do not put the interface into promiscuous mode");
   sub->add_option("-j,--time-stamp-type", o->tstamp_type, "Time stamps from: host, adapter, adapter_unsynced... (what the NIC offers)");
@@ -727,7 +749,8 @@ void add_capture_command(CLI::App& app, Commands& out) {
   add_pause_options(sub, &o->pause);
   sub->add_option("--metrics-listen", o->metrics_listen,
                   "Serve Prometheus metrics on http://HOST:PORT/metrics while capturing (e.g. 127.0.0.1:9464)");
-  sub->add_option("--linger", o->linger, "With --metrics-listen: keep serving the final metrics N seconds after the capture ends");
+  sub->add_option("--linger", o->linger, "With --metrics-listen: keep serving the final metrics N seconds after the capture ends")
+      ->check(kNotNegative);
   sub->add_option("--metrics-file", o->outputs.metrics_path, "Write Prometheus metrics to FILE at the end (node exporter textfile format)");
   sub->add_option("--metrics-max-flows", o->outputs.max_flow_series, "Flows with their own metric labels (default 100; the rest: flow=\"other\")");
   sub->add_option("--html", o->outputs.html_path, "Write a self-contained HTML report to FILE at the end");

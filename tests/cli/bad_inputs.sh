@@ -80,5 +80,18 @@ for cmd in "convert --force $tmp/own.pcap $tmp/link.pcap" "capture -q -r $tmp/ow
 done
 if cmp -s "$pcaps/rxe_read_lat.pcap" "$tmp/own.pcap"; then echo "ok   output_is_input_intact"; pass=$((pass + 1))
 else echo "FAIL output_is_input_intact: the input was changed"; fail=$((fail + 1)); fi
+# capture's counts, times and sizes as tcpdump takes them: out-of-range values
+# are refused (they were taken silently as "no limit" or the default).
+subcommand=capture
+r=(-q -r "$pcaps/rxe_read_lat.pcap")
+expect capture_count_zero 2 "count: must be greater than 0" -- "${r[@]}" -c 0
+expect capture_duration_negative 2 "duration: must be greater than 0" -- "${r[@]}" --duration -1
+expect capture_file_count_zero 2 "file-count: must be greater than 0" -- "${r[@]}" -C 1k -W 0 -w "$tmp/ring.pcap"
+expect capture_rotate_zero 2 "rotate-seconds: must be greater than 0" -- "${r[@]}" -G 0 -w "$tmp/rot.pcap"
+expect capture_snaplen_negative 2 "snapshot-length: Value -5 not in range" -- "${r[@]}" -s -5
+expect capture_buffer_negative 2 "buffer-size: Value -1 not in range" -- "${r[@]}" -B -1
+expect capture_linger_negative 2 "linger: must be 0 or more" -- "${r[@]}" --linger -3 --metrics-listen 127.0.0.1:0
+expect capture_count_five 0 "5 packets captured" -- "${r[@]}" -c 5
+subcommand=analyze
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
