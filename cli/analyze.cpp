@@ -238,7 +238,8 @@ void add_analyze_command(CLI::App& app, Commands& out) {
                   "Write Prometheus metrics to FILE (node exporter textfile format, replaced atomically)");
   sub->add_option("--metrics-max-flows", opts->outputs.max_flow_series,
                   "Flows with their own metric labels; the rest are summed into flow=\"other\" (default 100)");
-  sub->add_option("--roce-port", opts->roce_ports, "Extra UDP destination port carrying RoCEv2 (repeatable)");
+  sub->add_option("--roce-port", opts->roce_ports, "Extra UDP destination port carrying RoCEv2 (repeatable)")
+      ->check(CLI::Range(1, 65535));
   sub->add_flag("--no-roce-heuristic", opts->no_heuristic, "Do not look for RoCEv2 on other UDP ports");
   sub->add_option("--pmtu", opts->pmtu, "Path MTU of the fabric (default: from CM REQs and segment sizes)")
       ->check(CLI::IsMember({256u, 512u, 1024u, 2048u, 4096u}));

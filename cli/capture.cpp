@@ -763,7 +763,8 @@ void add_capture_command(CLI::App& app, Commands& out) {
       ->check(CLI::Range(1u, 1u << 24));
   sub->add_flag("--no-status", o->no_status, "No live status line on the terminal");
   sub->add_flag("-D,--list-interfaces", o->list, "List the interfaces and RDMA devices that can be captured on");
-  sub->add_option("--roce-port", o->roce_ports, "Extra UDP destination port carrying RoCEv2 (repeatable)");
+  sub->add_option("--roce-port", o->roce_ports, "Extra UDP destination port carrying RoCEv2 (repeatable)")
+      ->check(CLI::Range(1, 65535));
   sub->add_flag("--no-roce-heuristic", o->no_heuristic, "Do not look for RoCEv2 on other UDP ports");
   sub->add_option("filter", o->filter_words, "Capture filter (BPF, as tcpdump), e.g.: udp port 4791");
   sub->footer(

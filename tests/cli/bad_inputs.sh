@@ -45,6 +45,7 @@ if [ $st -ne 0 ]; then echo "ok   no_files: exit $st"; pass=$((pass + 1)); else 
 expect dscp_out_of_range 2 "dscp-priority 64=1: expected DSCP=PRIORITY" -- --dscp-priority 64=1 "$pcaps/pfc/pfc_basic.pcap"
 expect dscp_garbage 2 "dscp-priority 26=3x: expected" -- --dscp-priority 26=3x "$pcaps/pfc/pfc_basic.pcap"
 expect link_speed_zero 2 "link-speed.*not in range" -- --link-speed 0 "$pcaps/pfc/pfc_basic.pcap"
+expect roce_port_zero 2 "roce-port: Value 0 not in range 1 to 65535" -- --roce-port 0 "$pcaps/rxe_read_lat.pcap"
 # A report that cannot be written fails the command (it was exit 0 with the
 # JSON file or standard output short): /dev/full, where every write fails.
 if [ -w /dev/full ]; then
