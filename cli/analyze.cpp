@@ -250,8 +250,9 @@ void add_analyze_command(CLI::App& app, Commands& out) {
                   "--packets, --jsonl, --csv-packets and standard input run on one thread")
       ->check(CLI::Range(0u, 256u));
   sub->footer(
-      "Exit status: 0 all input read; 1 an input could not be opened or is not a capture file;\n"
-      "2 bad command line; 3 an input was damaged or cut short (read up to the damage).");
+      "Exit status: 0 all input read; 1 an input could not be opened or is not a capture file, or a report\n"
+      "could not be written; 2 bad command line (also: an output file is one of the inputs); 3 an input was\n"
+      "damaged or cut short (read up to the damage).");
   out.push_back(Command{sub, [opts] { return run_analyze(*opts); }});
 }
 

@@ -769,7 +769,7 @@ void add_capture_command(CLI::App& app, Commands& out) {
   sub->add_option("filter", o->filter_words, "Capture filter (BPF, as tcpdump), e.g.: udp port 4791");
   sub->footer(
       "Exit status: 0 done; 1 could not start (no such interface, not permitted, output exists);\n"
-      "2 bad command line; 3 a -r input was damaged; 4 writing failed (e.g. disk full: the file is valid\n"
+      "2 bad command line (also: an output is one of the -r inputs); 3 a -r input was damaged; 4 writing failed (e.g. disk full: the file is valid\n"
       "up to the last whole packet) or a source failed. See docs/capture.md.");
   out.push_back(Command{sub, [o] { return run_capture(*o); }});
 }

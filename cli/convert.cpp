@@ -133,7 +133,7 @@ void add_convert_command(CLI::App& app, Commands& out) {
   sub->add_option("output", o->output, "File to write ('-' standard output)")->required();
   sub->add_option("--to", o->to, "pcap, pcapng or erf (default: pcapng if the output name ends in .pcapng, else pcap)");
   sub->add_flag("--force", o->force, "Overwrite an existing output file");
-  sub->footer("Exit status: 0 done; 1 cannot read input / write output; 2 bad command line; 3 input damaged (converted up to there); 4 write error.");
+  sub->footer("Exit status: 0 done; 1 cannot read input / write output; 2 bad command line (also: the output is the input); 3 input damaged (converted up to there); 4 write error.");
   out.push_back(Command{sub, [o] { return run_convert(*o); }});
 }
 

@@ -149,8 +149,8 @@ void add_nvme_command(CLI::App& app, Commands& out) {
   sub->add_option("--metrics-file", o->metrics_path, "Write Prometheus metrics to FILE (textfile collector format, replaced atomically)");
   sub->add_flag("--assume-all", o->assume_all,
                 "Take every capsule-shaped RC SEND for NVMe (captures that lack the rdma_cm exchange)");
-  sub->add_option("--port", o->port, "rdma_cm port of the NVMe-oF service (default 4420)");
-  sub->footer("Exit status: 0 done; 1 cannot read input / write output; 2 bad command line; 3 input damaged (analysed up to there).");
+  sub->add_option("--port", o->port, "rdma_cm port of the NVMe-oF service (default 4420)")->check(CLI::Range(1, 65535));
+  sub->footer("Exit status: 0 done; 1 cannot read input / write output; 2 bad command line (also: an output file is one of the inputs); 3 input damaged (analysed up to there).");
   out.push_back(Command{sub, [o] { return run_nvme(*o); }});
 }
 

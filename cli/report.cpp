@@ -114,7 +114,7 @@ void add_report_command(CLI::App& app, Commands& out) {
   sub->add_option("--html", o->html_path, "Write the self-contained HTML report to FILE");
   sub->add_option("--csv", o->csv_path, "Write the per-flow table (analyze) or the per-size results (perftest) as CSV");
   sub->add_option("--metrics-file", o->metrics_path, "perftest: write Prometheus gauges (textfile collector format)");
-  sub->footer("Exit status: 0 written; 1 the input is not an rdmadiag report or an output could not be written; 2 bad command line.");
+  sub->footer("Exit status: 0 written; 1 the input is not an rdmadiag report or an output could not be written; 2 bad command line (also: an output is the input).");
   out.push_back(Command{sub, [o] { return run_report(*o); }});
 }
 

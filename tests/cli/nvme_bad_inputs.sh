@@ -24,6 +24,7 @@ expect text 1 "not a pcap or pcapng" -- "$tmp/text.pcap"
 expect cut_record 3 "damaged capture" -- "$tmp/cut.pcap"
 expect json_unwritable 1 "cannot write" -- "$pcap" --json "$tmp/no/such/dir.json"
 expect whole 0 "completed 130" -- "$pcap"
+expect port_zero 2 "port: Value 0 not in range 1 to 65535" -- "$pcap" --port 0
 # A report that cannot be written (every write to /dev/full fails) fails the command.
 [ -w /dev/full ] && expect json_disk_full 1 "cannot write /dev/full" -- "$pcap" --json /dev/full
 if command -v editcap >/dev/null; then
