@@ -14,8 +14,8 @@
 
 #include "capture/file_reader.h"
 #include "cli/analysis_session.h"
-#include "cli/output_guard.h"
 #include "cli/heap_prefault.h"
+#include "cli/output_guard.h"
 #include "cli/parallel_analysis.h"
 #include "cli/pause_options.h"
 #include "cli/command.h"

@@ -699,8 +699,6 @@ int run_capture(CaptureOptions o) {
   return status;
 }
 
-}  // namespace
-
 // Counts and times as tcpdump takes them: 0 or less is refused (it was taken as
 // "no limit"); CLI11's own number checks print a range up to 1.8e308.
 CLI::Validator sign_check(bool zero_ok) {
@@ -716,6 +714,8 @@ CLI::Validator sign_check(bool zero_ok) {
 }
 const CLI::Validator kAboveZero = sign_check(false), kNotNegative = sign_check(true);
 
+}  // namespace
+
 void add_capture_command(CLI::App& app, Commands& out) {
   auto o = std::make_shared<CaptureOptions>();
   CLI::App* sub = app.add_subcommand("capture", "Capture live RDMA traffic (or replay files), analyse it as it arrives, write pcap/pcapng");
@@ -725,7 +725,6 @@ void add_capture_command(CLI::App& app, Commands& out) {
   sub->add_option("-w,--write", o->write_path, "Write the packets to FILE ('-' standard output)");
   sub->add_flag("--pcapng", o->pcapng, "Write pcapng (one interface block per source, drop counters at the end) instead of pcap");
   sub->add_option("-C,--file-size", o->rotate_size, "Start a new file before one exceeds SIZE (millions of bytes; or with k/m/g suffix)");
-  // Values tcpdump refuses are refused (they were taken as "no limit" or the default).
   sub->add_option("-G,--rotate-seconds", o->rotate_seconds, "Start a new file every N seconds (FILE may hold strftime %-escapes)")
       ->check(kAboveZero);
   sub->add_option("-W,--file-count", o->max_files, "With -C: keep a ring of N files; with -G alone: stop after N files")
@@ -769,8 +768,9 @@ void add_capture_command(CLI::App& app, Commands& out) {
   sub->add_option("filter", o->filter_words, "Capture filter (BPF, as tcpdump), e.g.: udp port 4791");
   sub->footer(
       "Exit status: 0 done; 1 could not start (no such interface, not permitted, output exists);\n"
-      "2 bad command line (also: an output is one of the -r inputs); 3 a -r input was damaged; 4 writing failed (e.g. disk full: the file is valid\n"
-      "up to the last whole packet) or a source failed. See docs/capture.md.");
+      "2 bad command line (also: an output is one of the -r inputs); 3 a -r input was damaged;\n"
+      "4 writing failed (e.g. disk full: the file is valid up to the last whole packet) or a source\n"
+      "failed. See docs/capture.md.");
   out.push_back(Command{sub, [o] { return run_capture(*o); }});
 }
 
