@@ -253,75 +253,160 @@ bool capture_pfc_options(const CaptureOptions& o, decode::PfcOptions& pfc) {
   return true;
 }
 
-int run_capture(CaptureOptions o) {
-  if (o.list) return list_interfaces();
-  decode::PfcOptions pfc;
-  if (!capture_pfc_options(o, pfc)) return kExitUsage;
-  if (o.interfaces.empty() && o.read_files.empty()) {
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// One run of `rdmadiag capture`, in the order it happens: check the command
+// line; open the sources while still privileged; drop privileges; open the
+// outputs; capture on this thread while a second one analyses; report. A step
+// that can end the run returns the exit status, or kGoOn.
+class CaptureRun {
+ public:
+  explicit CaptureRun(CaptureOptions o) : o_(std::move(o)) {}
+  int run();
+
+ private:
+  static constexpr int kGoOn = -1;
+  // What the analysis thread's last tick saw (status line and warnings).
+  struct TickState {
+    Clock::time_point last;
+    std::uint64_t packets = 0, bytes = 0, drops = 0, not_analysed = 0;
+  };
+
+  int check_command_line();
+  void set_live_options();
+  int open_sources();
+  int open_interface(const std::string& name, SourceState& st);
+  int open_writer();
+  int open_analysis();
+  int start_metrics();
+  void publish_metrics(const std::vector<capture::SourceStats>& stats, bool running);
+  std::vector<capture::SourceStats> current_stats() const;
+  void announce() const;
+  void start_analysis_thread();
+  void analyse();
+  void tick(TickState& t, bool force);
+  void capture_loop();
+  std::string stop_reason(double elapsed) const;
+  void wait_for_packets(std::vector<pollfd>& fds, double elapsed) const;
+  int dispatch_all(bool draining);
+  void refresh_stats();
+  void drain_and_join();
+  std::string close_writer();
+  int report(const std::string& write_error);
+  exporters::Json sources_report(int& status);
+  int print_closing_lines(const std::string& write_error) const;
+  void linger() const;
+
+  CaptureOptions o_;
+  decode::PfcOptions pfc_;
+  std::uint64_t rotate_bytes_ = 0;
+  capture::LiveOptions live_;
+  std::vector<SourceState> sources_;
+  int pcap_stdout_ = STDOUT_FILENO;
+  std::unique_ptr<capture::CaptureWriter> writer_;
+  std::unique_ptr<AnalysisSession> session_;
+  CaptureCounters live_counters_;  // written by the capture thread
+  exporters::MetricsServer metrics_;
+  bool any_live_ = false, status_line_ = false;
+  std::unique_ptr<capture::PacketQueue> queue_;
+  std::unique_ptr<CaptureSink> sink_;
+  std::vector<std::uint32_t> linktypes_;
+  // Source counters as last read by the capture thread (pcap_stats is not for
+  // another thread to call), for the analysis thread's status line and metrics.
+  std::mutex stats_mutex_;
+  std::vector<capture::SourceStats> shared_stats_;
+  std::atomic<bool> capture_done_{false};
+  std::thread analysis_thread_;
+  Clock::time_point start_;
+  std::string stopped_by_ = "end of input";
+  std::string source_error_;
+};
+
+int CaptureRun::run() {
+  if (o_.list) return list_interfaces();
+  if (const int s = check_command_line(); s != kGoOn) return s;
+  set_live_options();
+  if (const int s = open_sources(); s != kGoOn) return s;
+  if (!o_.user.empty()) {
+    std::string err;
+    if (!drop_privileges(o_.user, err)) {
+      std::fprintf(stderr, "rdmadiag capture: %s\n", err.c_str());
+      return kExitCannotStart;
+    }
+  }
+  if (const int s = open_writer(); s != kGoOn) return s;
+  if (const int s = open_analysis(); s != kGoOn) return s;
+  if (const int s = start_metrics(); s != kGoOn) return s;
+  publish_metrics(current_stats(), true);
+  install_signal_handlers();
+  any_live_ = std::any_of(sources_.begin(), sources_.end(), [](const SourceState& s) { return s.source->is_live(); });
+  status_line_ = any_live_ && !o_.no_status && isatty(STDERR_FILENO) && !(o_.packets && isatty(STDOUT_FILENO));
+  announce();
+  start_analysis_thread();
+  capture_loop();
+  drain_and_join();
+  const std::string write_error = close_writer();
+  int status = report(write_error);
+  publish_metrics(current_stats(), false);
+  status = std::max(status, print_closing_lines(write_error));
+  linger();
+  metrics_.stop();
+  return status;
+}
+
+int CaptureRun::check_command_line() {
+  if (!capture_pfc_options(o_, pfc_)) return kExitUsage;
+  if (o_.interfaces.empty() && o_.read_files.empty()) {
     std::fprintf(stderr, "rdmadiag capture: name an interface (-i IFACE, -i rdma:DEV:PORT) or a file (-r FILE); --list-interfaces shows them\n");
     return kExitUsage;
   }
-  std::uint64_t rotate_bytes = 0;
-  if (!o.rotate_size.empty() && !parse_rotate_size(o.rotate_size, rotate_bytes)) {
-    std::fprintf(stderr, "rdmadiag capture: -C %s: expected a size in millions of bytes, or with a k/m/g suffix\n", o.rotate_size.c_str());
+  if (!o_.rotate_size.empty() && !parse_rotate_size(o_.rotate_size, rotate_bytes_)) {
+    std::fprintf(stderr, "rdmadiag capture: -C %s: expected a size in millions of bytes, or with a k/m/g suffix\n", o_.rotate_size.c_str());
     return kExitUsage;
   }
-  if ((rotate_bytes || o.rotate_seconds || o.max_files) && o.write_path.empty()) {
+  if ((rotate_bytes_ || o_.rotate_seconds || o_.max_files) && o_.write_path.empty()) {
     std::fprintf(stderr, "rdmadiag capture: -C, -G and -W need -w FILE\n");
     return kExitUsage;
   }
-  if (o.tstamp_precision != "micro" && o.tstamp_precision != "nano") {
+  if (o_.tstamp_precision != "micro" && o_.tstamp_precision != "nano") {
     std::fprintf(stderr, "rdmadiag capture: --time-stamp-precision must be micro or nano\n");
     return kExitUsage;
   }
-  if (o.write_path == "-" && o.json_path == "-") {
+  if (o_.write_path == "-" && o_.json_path == "-") {
     std::fprintf(stderr, "rdmadiag capture: -w - and --json - cannot both use standard output\n");
     return kExitUsage;
   }
-  NamedOutputs outputs = report_outputs(o.json_path, o.outputs);
-  outputs.emplace_back("-w", o.write_path);
-  if (!outputs_apart_from_inputs("capture", o.read_files, outputs)) return kExitUsage;
-  capture::LiveOptions live;
+  NamedOutputs outputs = report_outputs(o_.json_path, o_.outputs);
+  outputs.emplace_back("-w", o_.write_path);
+  if (!outputs_apart_from_inputs("capture", o_.read_files, outputs)) return kExitUsage;
+  return kGoOn;
+}
+
+void CaptureRun::set_live_options() {
   // 32 MiB unless told otherwise: libpcap's 2 MiB fills in milliseconds on a busy RoCE
   // port while every packet is also decoded and analysed (docs/performance.md).
-  live.buffer_kib = o.buffer_kib > 0 ? o.buffer_kib : 32768;
-  live.snaplen = o.snaplen > 0 ? o.snaplen : 262144;
-  live.immediate = o.immediate || o.packet_buffered || o.write_path == "-";
-  live.promiscuous = !o.no_promiscuous;
-  live.tstamp_type = o.tstamp_type;
-  live.nanoseconds = o.tstamp_precision == "nano";
-  for (const auto& w : o.filter_words) live.filter += (live.filter.empty() ? "" : " ") + w;
+  live_.buffer_kib = o_.buffer_kib > 0 ? o_.buffer_kib : 32768;
+  live_.snaplen = o_.snaplen > 0 ? o_.snaplen : 262144;
+  live_.immediate = o_.immediate || o_.packet_buffered || o_.write_path == "-";
+  live_.promiscuous = !o_.no_promiscuous;
+  live_.tstamp_type = o_.tstamp_type;
+  live_.nanoseconds = o_.tstamp_precision == "nano";
+  for (const auto& w : o_.filter_words) live_.filter += (live_.filter.empty() ? "" : " ") + w;
+}
 
-  // Open every source while still privileged.
-  std::vector<SourceState> sources;
-  for (const std::string& name : o.interfaces) {
+// Every source, opened while still privileged.
+int CaptureRun::open_sources() {
+  for (const std::string& name : o_.interfaces) {
     SourceState st;
-    std::string dev;
-    unsigned port = 1;
-    bool prefixed = false;
-    if (capture::parse_rdma_spec(name, dev, port, prefixed)) {
-      auto src = std::make_unique<capture::RdmaSnifferSource>();
-      if (!src->open(dev, port, live.snaplen)) {
-        std::fprintf(stderr, "rdmadiag capture: %s\n", src->error().c_str());
-        return kExitCannotStart;
-      }
-      if (!live.filter.empty())
-        std::fprintf(stderr, "rdmadiag capture: %s: capture filters do not apply to RDMA sniffer devices; capturing everything\n",
-                     src->name().c_str());
-      st.source = std::move(src);
-    } else {
-      auto src = std::make_unique<capture::PcapLiveSource>();
-      if (!src->open(name, live)) {
-        std::fprintf(stderr, "rdmadiag capture: %s\n", src->error().c_str());
-        return kExitCannotStart;
-      }
-      for (const auto& w : src->warnings()) std::fprintf(stderr, "rdmadiag capture: warning: %s\n", w.c_str());
-      st.source = std::move(src);
-    }
-    st.index = sources.size();
-    sources.push_back(std::move(st));
+    if (const int s = open_interface(name, st); s != kGoOn) return s;
+    st.index = sources_.size();
+    sources_.push_back(std::move(st));
   }
-  for (const std::string& path : o.read_files) {
+  for (const std::string& path : o_.read_files) {
     auto src = std::make_unique<capture::FileSource>();
     if (!src->open(path)) {
       std::fprintf(stderr, "rdmadiag capture: %s\n", src->error().c_str());
@@ -329,296 +414,319 @@ int run_capture(CaptureOptions o) {
     }
     SourceState st;
     st.source = std::move(src);
-    st.index = sources.size();
-    sources.push_back(std::move(st));
+    st.index = sources_.size();
+    sources_.push_back(std::move(st));
   }
-  for (const auto& s : sources)
+  for (const auto& s : sources_)
     if (!decode::linktype_supported(s.source->linktype()))
       std::fprintf(stderr, "rdmadiag capture: %s: link type %u is not one rdmadiag decodes; frames are counted only\n",
                    s.source->name().c_str(), s.source->linktype());
+  return kGoOn;
+}
 
-  if (!o.user.empty()) {
-    std::string err;
-    if (!drop_privileges(o.user, err)) {
-      std::fprintf(stderr, "rdmadiag capture: %s\n", err.c_str());
+// A network interface (libpcap) or an RDMA sniffer device.
+int CaptureRun::open_interface(const std::string& name, SourceState& st) {
+  std::string dev;
+  unsigned port = 1;
+  bool prefixed = false;
+  if (capture::parse_rdma_spec(name, dev, port, prefixed)) {
+    auto src = std::make_unique<capture::RdmaSnifferSource>();
+    if (!src->open(dev, port, live_.snaplen)) {
+      std::fprintf(stderr, "rdmadiag capture: %s\n", src->error().c_str());
       return kExitCannotStart;
     }
+    if (!live_.filter.empty())
+      std::fprintf(stderr, "rdmadiag capture: %s: capture filters do not apply to RDMA sniffer devices; capturing everything\n",
+                   src->name().c_str());
+    st.source = std::move(src);
+    return kGoOn;
   }
+  auto src = std::make_unique<capture::PcapLiveSource>();
+  if (!src->open(name, live_)) {
+    std::fprintf(stderr, "rdmadiag capture: %s\n", src->error().c_str());
+    return kExitCannotStart;
+  }
+  for (const auto& w : src->warnings()) std::fprintf(stderr, "rdmadiag capture: warning: %s\n", w.c_str());
+  st.source = std::move(src);
+  return kGoOn;
+}
 
+int CaptureRun::open_writer() {
   // With -w -, standard output carries the capture: the text report goes to stderr.
-  int pcap_stdout = STDOUT_FILENO;
-  if (o.write_path == "-") {
+  if (o_.write_path == "-") {
     std::cout.flush();
-    pcap_stdout = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-    if (pcap_stdout < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    pcap_stdout_ = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (pcap_stdout_ < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
       std::fprintf(stderr, "rdmadiag capture: cannot set up standard output: %s\n", std::strerror(errno));
       return kExitCannotStart;
     }
   }
-
-  std::unique_ptr<capture::CaptureWriter> writer;
-  if (!o.write_path.empty()) {
-    capture::WriterOptions wo;
-    wo.path = o.write_path;
-    wo.stdout_fd = pcap_stdout;
-    wo.format = o.pcapng ? capture::FileFormat::pcapng : capture::FileFormat::pcap;
-    wo.rotate_bytes = rotate_bytes;
-    wo.rotate_seconds = o.rotate_seconds;
-    wo.max_files = o.max_files;
-    wo.force = o.force;
-    wo.flush_each_batch = o.packet_buffered || o.write_path == "-";
-    std::vector<capture::InterfaceDesc> descs;
-    for (const auto& s : sources) descs.push_back({s.source->name(), s.source->description(), s.source->linktype(), s.source->snaplen()});
-    writer = std::make_unique<capture::CaptureWriter>();
-    if (!writer->open(wo, descs, std::time(nullptr))) {
-      std::fprintf(stderr, "rdmadiag capture: %s\n", writer->error().c_str());
-      return kExitCannotStart;
-    }
+  if (o_.write_path.empty()) return kGoOn;
+  capture::WriterOptions wo;
+  wo.path = o_.write_path;
+  wo.stdout_fd = pcap_stdout_;
+  wo.format = o_.pcapng ? capture::FileFormat::pcapng : capture::FileFormat::pcap;
+  wo.rotate_bytes = rotate_bytes_;
+  wo.rotate_seconds = o_.rotate_seconds;
+  wo.max_files = o_.max_files;
+  wo.force = o_.force;
+  wo.flush_each_batch = o_.packet_buffered || o_.write_path == "-";
+  std::vector<capture::InterfaceDesc> descs;
+  for (const auto& s : sources_)
+    descs.push_back({s.source->name(), s.source->description(), s.source->linktype(), s.source->snaplen()});
+  writer_ = std::make_unique<capture::CaptureWriter>();
+  if (!writer_->open(wo, descs, std::time(nullptr))) {
+    std::fprintf(stderr, "rdmadiag capture: %s\n", writer_->error().c_str());
+    return kExitCannotStart;
   }
+  return kGoOn;
+}
 
+int CaptureRun::open_analysis() {
   SessionOptions so;
-  so.packets = o.packets;
-  so.json_path = o.json_path;
-  so.quiet = o.quiet;
-  so.outputs = o.outputs;
-  so.outputs.tally = so.outputs.tally || !o.metrics_listen.empty();
-  so.decode.roce_heuristic = !o.no_heuristic;
-  for (auto port : o.roce_ports)
+  so.packets = o_.packets;
+  so.json_path = o_.json_path;
+  so.quiet = o_.quiet;
+  so.outputs = o_.outputs;
+  so.outputs.tally = so.outputs.tally || !o_.metrics_listen.empty();
+  so.decode.roce_heuristic = !o_.no_heuristic;
+  for (auto port : o_.roce_ports)
     if (!so.decode.add_roce_port(port)) {
       std::fprintf(stderr, "rdmadiag capture: at most %zu extra RoCE ports\n", so.decode.extra_roce_ports.size());
       return kExitUsage;
     }
-  AnalysisSession session(std::move(so));
-  session.analyzer().pfc().set_options(pfc);
-  if (!session.open()) {
-    std::fprintf(stderr, "rdmadiag capture: %s\n", session.error().c_str());
+  session_ = std::make_unique<AnalysisSession>(std::move(so));
+  session_->analyzer().pfc().set_options(pfc_);
+  if (!session_->open()) {
+    std::fprintf(stderr, "rdmadiag capture: %s\n", session_->error().c_str());
     return kExitCannotStart;
   }
+  return kGoOn;
+}
 
-  // The metrics endpoint serves a snapshot rendered by the analysis thread
-  // once a second: the server thread never touches the analysis.
-  CaptureCounters live_counters;  // written by the capture thread
-  exporters::MetricsServer metrics;
-  if (!o.metrics_listen.empty()) {
-    std::string err;
-    if (!metrics.start(o.metrics_listen, err)) {
-      std::fprintf(stderr, "rdmadiag capture: %s\n", err.c_str());
-      return kExitCannotStart;
-    }
-    if (!o.quiet) std::fprintf(stderr, "rdmadiag capture: metrics on http://%s/metrics\n", o.metrics_listen.c_str());
+// The metrics endpoint serves a snapshot rendered by the analysis thread
+// once a second: the server thread never touches the analysis.
+int CaptureRun::start_metrics() {
+  if (o_.metrics_listen.empty()) return kGoOn;
+  std::string err;
+  if (!metrics_.start(o_.metrics_listen, err)) {
+    std::fprintf(stderr, "rdmadiag capture: %s\n", err.c_str());
+    return kExitCannotStart;
   }
-  const auto publish_metrics = [&](const std::vector<capture::SourceStats>& stats, bool running) {
-    if (o.metrics_listen.empty()) return;
-    exporters::MetricsInput in;
-    in.tally = session.outputs().tally();
-    in.analyzer = &session.analyzer();
-    in.max_flow_series = o.outputs.max_flow_series;
-    in.running = running;
-    in.not_analysed = live_counters.not_analysed.load(std::memory_order_relaxed);
-    for (std::size_t i = 0; i < sources.size(); ++i)
-      in.sources.push_back({sources[i].source->name(), stats[i].available, stats[i].received, stats[i].dropped, stats[i].if_dropped});
-    metrics.set_body(exporters::render_metrics(in));
-  };
-  const auto current_stats = [&] {
-    std::vector<capture::SourceStats> v;
-    for (const auto& s : sources) v.push_back(s.last_stats);
-    return v;
-  };
-  publish_metrics(current_stats(), true);
+  if (!o_.quiet) std::fprintf(stderr, "rdmadiag capture: metrics on http://%s/metrics\n", o_.metrics_listen.c_str());
+  return kGoOn;
+}
 
-  install_signal_handlers();
-  const bool any_live = std::any_of(sources.begin(), sources.end(), [](const SourceState& s) { return s.source->is_live(); });
-  const bool status_line = any_live && !o.no_status && isatty(STDERR_FILENO) && !(o.packets && isatty(STDOUT_FILENO));
-  if (any_live && !o.quiet) {
-    std::string names;
-    for (const auto& s : sources) names += (names.empty() ? "" : ", ") + s.source->name();
-    std::fprintf(stderr, "rdmadiag capture: capturing on %s%s%s\n", names.c_str(), live.filter.empty() ? "" : (", filter '" + live.filter + "'").c_str(),
-                 o.write_path.empty() ? "" : (", writing " + (o.write_path == "-" ? std::string("to standard output") : o.write_path)).c_str());
-  }
+void CaptureRun::publish_metrics(const std::vector<capture::SourceStats>& stats, bool running) {
+  if (o_.metrics_listen.empty()) return;
+  exporters::MetricsInput in;
+  in.tally = session_->outputs().tally();
+  in.analyzer = &session_->analyzer();
+  in.max_flow_series = o_.outputs.max_flow_series;
+  in.running = running;
+  in.not_analysed = live_counters_.not_analysed.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < sources_.size(); ++i)
+    in.sources.push_back({sources_[i].source->name(), stats[i].available, stats[i].received, stats[i].dropped, stats[i].if_dropped});
+  metrics_.set_body(exporters::render_metrics(in));
+}
 
-  // Two threads: this one only takes packets from the sources, writes them and
-  // queues a copy (as fast as tcpdump, so the kernel drops no more than it);
-  // the analysis thread decodes and analyses from the queue, and drives the
-  // status line and the metrics. 64K packets / 64 MiB of queue absorb bursts the analysis
-  // cannot keep up with for a while (docs/performance.md).
+std::vector<capture::SourceStats> CaptureRun::current_stats() const {
+  std::vector<capture::SourceStats> v;
+  for (const auto& s : sources_) v.push_back(s.last_stats);
+  return v;
+}
+
+void CaptureRun::announce() const {
+  if (!any_live_ || o_.quiet) return;
+  std::string names;
+  for (const auto& s : sources_) names += (names.empty() ? "" : ", ") + s.source->name();
+  std::fprintf(stderr, "rdmadiag capture: capturing on %s%s%s\n", names.c_str(),
+               live_.filter.empty() ? "" : (", filter '" + live_.filter + "'").c_str(),
+               o_.write_path.empty() ? ""
+                                     : (", writing " + (o_.write_path == "-" ? std::string("to standard output") : o_.write_path)).c_str());
+}
+
+// Two threads: this one only takes packets from the sources, writes them and
+// queues a copy (as fast as tcpdump, so the kernel drops no more than it);
+// the analysis thread decodes and analyses from the queue, and drives the
+// status line and the metrics. 64K packets / 64 MiB of queue absorb bursts the analysis
+// cannot keep up with for a while (docs/performance.md).
+void CaptureRun::start_analysis_thread() {
   // A smaller queue (--queue-packets) gets a proportionally smaller arena, but
   // always room for the largest packets.
-  const std::size_t arena_bytes = std::clamp<std::size_t>(std::size_t{o.queue_packets} * 1024, std::size_t{2} * live.snaplen, std::size_t{64} << 20);
-  capture::PacketQueue queue(o.queue_packets, arena_bytes);
-  CaptureSink sink(queue, live_counters, writer.get());
-  std::vector<std::uint32_t> linktypes;
-  for (const auto& s : sources) linktypes.push_back(s.source->linktype());
-  // Source counters as last read by the capture thread (pcap_stats is not for
-  // another thread to call), for the analysis thread's status line and metrics.
-  std::mutex stats_mutex;
-  std::vector<capture::SourceStats> shared_stats = current_stats();
-  std::atomic<bool> capture_done{false};
-
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-
-  const auto analyse = [&] {
-    // When the CPUs are busy, taking packets from the kernel comes first (a
-    // kernel drop is lost for good; a packet the analysis misses is still in
-    // the file): the analysis thread runs at the lowest priority.
-    if (any_live) setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
-    std::uint64_t tick_packets = 0, tick_bytes = 0, reported_drops = 0, reported_not_analysed = 0;
-    auto last_tick = start;
-    const auto tick = [&](bool force) {
-      const auto now = Clock::now();
-      const double since_tick = std::chrono::duration<double>(now - last_tick).count();
-      if (!force && since_tick < 1.0) return;
-      std::vector<capture::SourceStats> stats;
-      {
-        std::lock_guard lock(stats_mutex);
-        stats = shared_stats;
-      }
-      std::uint64_t drops = 0;
-      for (const auto& st : stats) drops += st.dropped + st.if_dropped;
-      const std::uint64_t not_analysed = live_counters.not_analysed.load(std::memory_order_relaxed);
-      if (status_line) {
-        print_status(stats, live_counters, session, std::chrono::duration<double>(now - start).count(), tick_packets, tick_bytes, since_tick);
-      } else {
-        if (drops > reported_drops)
-          std::fprintf(stderr, "rdmadiag capture: warning: %llu packets dropped so far (kernel or interface)\n",
-                       static_cast<unsigned long long>(drops));
-        if (not_analysed > reported_not_analysed)
-          std::fprintf(stderr, "rdmadiag capture: warning: %llu packets not analysed so far (analysis queue full; they are in the file)\n",
-                       static_cast<unsigned long long>(not_analysed));
-      }
-      reported_drops = drops;
-      reported_not_analysed = not_analysed;
-      publish_metrics(stats, true);
-      tick_packets = live_counters.packets.load(std::memory_order_relaxed);
-      tick_bytes = live_counters.bytes.load(std::memory_order_relaxed);
-      last_tick = now;
-    };
-    capture::Record rec;
-    std::uint32_t source = 0;
-    for (;;) {
-      // Read "done" before looking at the queue: once done, an empty queue stays empty.
-      const bool done = capture_done.load(std::memory_order_acquire);
-      std::uint32_t batch = 0;
-      while (queue.front(rec, source)) {
-        session.frame(rec, linktypes[source]);
-        queue.pop();
-        if (++batch == 1024) break;  // look at the clock now and then during a burst
-      }
-      if (batch == 0) {
-        if (done) break;
-        queue.wait(std::chrono::milliseconds(100));
-      }
-      if (!done) tick(false);
-    }
-  };
+  const std::size_t arena_bytes =
+      std::clamp<std::size_t>(std::size_t{o_.queue_packets} * 1024, std::size_t{2} * live_.snaplen, std::size_t{64} << 20);
+  queue_ = std::make_unique<capture::PacketQueue>(o_.queue_packets, arena_bytes);
+  sink_ = std::make_unique<CaptureSink>(*queue_, live_counters_, writer_.get());
+  for (const auto& s : sources_) linktypes_.push_back(s.source->linktype());
+  shared_stats_ = current_stats();
+  start_ = Clock::now();
   // The analysis thread leaves the stop signals to this thread, whose poll() they interrupt.
-  std::thread analysis_thread;
-  {
-    sigset_t stop_signals, previous;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    sigaddset(&stop_signals, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
-    analysis_thread = std::thread(analyse);
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  }
+  sigset_t stop_signals, previous;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
+  analysis_thread_ = std::thread([this] { analyse(); });
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+}
 
-  auto last_tick = start;
-  std::string stopped_by = "end of input";
-  std::string source_error;
-  std::vector<pollfd> fds;
-
-  const auto refresh_stats = [&] {
-    for (auto& s : sources)
-      if (s.source->is_live()) s.last_stats = s.source->stats();
-    std::lock_guard lock(stats_mutex);
-    shared_stats = current_stats();
-  };
-  const auto dispatch_all = [&](bool draining) {
-    int total = 0;
-    for (auto& s : sources) {
-      if (s.finished || sink.write_stopped()) continue;
-      if (draining && !s.source->is_live()) continue;
-      int budget = 4096;
-      if (o.count) {
-        if (sink.packets() >= o.count) return total;
-        budget = static_cast<int>(std::min<std::uint64_t>(o.count - sink.packets(), 4096));
-      }
-      sink.set_source(&s);
-      const int n = s.source->dispatch(budget, sink);
-      if (n == capture::PacketSource::kEnd) {
-        s.finished = true;
-      } else if (n == capture::PacketSource::kFailed) {
-        s.finished = true;
-        source_error = s.source->error();
-      } else {
-        total += n;
-      }
-    }
-    queue.notify();
-    return total;
-  };
-
+void CaptureRun::analyse() {
+  // When the CPUs are busy, taking packets from the kernel comes first (a
+  // kernel drop is lost for good; a packet the analysis misses is still in
+  // the file): the analysis thread runs at the lowest priority.
+  if (any_live_) setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+  TickState t;
+  t.last = start_;
+  capture::Record rec;
+  std::uint32_t source = 0;
   for (;;) {
-    if (g_signal.load()) {
-      stopped_by = g_signal.load() == SIGINT ? "interrupted (SIGINT)" : g_signal.load() == SIGTERM ? "terminated (SIGTERM)" : "hangup (SIGHUP)";
-      break;
+    // Read "done" before looking at the queue: once done, an empty queue stays empty.
+    const bool done = capture_done_.load(std::memory_order_acquire);
+    std::uint32_t batch = 0;
+    while (queue_->front(rec, source)) {
+      session_->frame(rec, linktypes_[source]);
+      queue_->pop();
+      if (++batch == 1024) break;  // look at the clock now and then during a burst
     }
-    if (o.count && sink.packets() >= o.count) {
-      stopped_by = "packet count reached";
-      break;
+    if (batch == 0) {
+      if (done) break;
+      queue_->wait(std::chrono::milliseconds(100));
     }
-    if (sink.write_stopped() || (writer && !writer->error().empty())) {
-      stopped_by = writer->done() ? "file count reached (-W)" : "write error";
-      break;
-    }
-    if (!source_error.empty()) {
-      stopped_by = "source error";
-      break;
-    }
-    const auto now = Clock::now();
-    const double elapsed = std::chrono::duration<double>(now - start).count();
-    if (o.duration > 0 && elapsed >= o.duration) {
-      stopped_by = "duration reached";
-      break;
-    }
-    if (std::all_of(sources.begin(), sources.end(), [](const SourceState& s) { return s.finished; })) break;
+    if (!done) tick(t, false);
+  }
+}
 
-    const bool files_pending = std::any_of(sources.begin(), sources.end(), [](const SourceState& s) { return !s.finished && !s.source->is_live(); });
-    fds.clear();
-    for (const auto& s : sources)
-      if (!s.finished && s.source->is_live()) fds.push_back({s.source->selectable_fd(), POLLIN, 0});
-    int timeout_ms = files_pending ? 0 : 100;
-    if (o.duration > 0) timeout_ms = std::min(timeout_ms, std::max(0, static_cast<int>((o.duration - elapsed) * 1000) + 1));
-    if (!fds.empty()) ::poll(fds.data(), fds.size(), timeout_ms);
+// Once a second: the status line (or warnings of new drops) and the metrics.
+void CaptureRun::tick(TickState& t, bool force) {
+  const auto now = Clock::now();
+  const double since_tick = seconds_between(t.last, now);
+  if (!force && since_tick < 1.0) return;
+  std::vector<capture::SourceStats> stats;
+  {
+    std::lock_guard lock(stats_mutex_);
+    stats = shared_stats_;
+  }
+  std::uint64_t drops = 0;
+  for (const auto& st : stats) drops += st.dropped + st.if_dropped;
+  const std::uint64_t not_analysed = live_counters_.not_analysed.load(std::memory_order_relaxed);
+  if (status_line_) {
+    print_status(stats, live_counters_, *session_, seconds_between(start_, now), t.packets, t.bytes, since_tick);
+  } else {
+    if (drops > t.drops)
+      std::fprintf(stderr, "rdmadiag capture: warning: %llu packets dropped so far (kernel or interface)\n",
+                   static_cast<unsigned long long>(drops));
+    if (not_analysed > t.not_analysed)
+      std::fprintf(stderr, "rdmadiag capture: warning: %llu packets not analysed so far (analysis queue full; they are in the file)\n",
+                   static_cast<unsigned long long>(not_analysed));
+  }
+  t.drops = drops;
+  t.not_analysed = not_analysed;
+  publish_metrics(stats, true);
+  t.packets = live_counters_.packets.load(std::memory_order_relaxed);
+  t.bytes = live_counters_.bytes.load(std::memory_order_relaxed);
+  t.last = now;
+}
+
+void CaptureRun::capture_loop() {
+  auto last_tick = start_;
+  std::vector<pollfd> fds;
+  for (;;) {
+    const double elapsed = seconds_between(start_, Clock::now());
+    if (std::string why = stop_reason(elapsed); !why.empty()) {
+      stopped_by_ = std::move(why);
+      break;
+    }
+    wait_for_packets(fds, elapsed);
     dispatch_all(false);
-    if (writer && (o.packet_buffered || o.write_path == "-") && !writer->flush()) continue;  // the loop head reports it
-
+    if (writer_ && (o_.packet_buffered || o_.write_path == "-") && !writer_->flush()) continue;  // stop_reason reports it
     const auto after = Clock::now();
-    if (std::chrono::duration<double>(after - last_tick).count() >= 1.0) {
+    if (seconds_between(last_tick, after) >= 1.0) {
       refresh_stats();
-      if (writer && !sink.write_stopped() && !writer->flush()) continue;  // the loop head reports it
+      if (writer_ && !sink_->write_stopped() && !writer_->flush()) continue;  // stop_reason reports it
       last_tick = after;
     }
   }
-
   // Packets the kernel already holds were captured: take them before stopping,
   // unless the user asked for a count or writing failed.
-  if (stopped_by != "write error" && stopped_by != "packet count reached" && stopped_by != "file count reached (-W)")
+  if (stopped_by_ != "write error" && stopped_by_ != "packet count reached" && stopped_by_ != "file count reached (-W)")
     for (int round = 0; round < 64 && dispatch_all(true) > 0; ++round) {
     }
   refresh_stats();
-  // The report covers every queued packet: let the analysis finish them.
-  capture_done.store(true, std::memory_order_release);
-  queue.notify();
-  analysis_thread.join();
-  if (status_line) std::fprintf(stderr, "\r\033[K");
-  const std::uint64_t not_analysed = live_counters.not_analysed.load();
+}
 
-  std::string write_error;
+// Why the capture stops now; empty: it goes on.
+std::string CaptureRun::stop_reason(double elapsed) const {
+  if (const int sig = g_signal.load())
+    return sig == SIGINT ? "interrupted (SIGINT)" : sig == SIGTERM ? "terminated (SIGTERM)" : "hangup (SIGHUP)";
+  if (o_.count && sink_->packets() >= o_.count) return "packet count reached";
+  if (sink_->write_stopped() || (writer_ && !writer_->error().empty()))
+    return writer_->done() ? "file count reached (-W)" : "write error";
+  if (!source_error_.empty()) return "source error";
+  if (o_.duration > 0 && elapsed >= o_.duration) return "duration reached";
+  if (std::all_of(sources_.begin(), sources_.end(), [](const SourceState& s) { return s.finished; })) return "end of input";
+  return {};
+}
+
+// Until a live source has packets (at most 100 ms, or what is left of --duration);
+// not at all while a file source has records left.
+void CaptureRun::wait_for_packets(std::vector<pollfd>& fds, double elapsed) const {
+  const bool files_pending =
+      std::any_of(sources_.begin(), sources_.end(), [](const SourceState& s) { return !s.finished && !s.source->is_live(); });
+  fds.clear();
+  for (const auto& s : sources_)
+    if (!s.finished && s.source->is_live()) fds.push_back({s.source->selectable_fd(), POLLIN, 0});
+  int timeout_ms = files_pending ? 0 : 100;
+  if (o_.duration > 0) timeout_ms = std::min(timeout_ms, std::max(0, static_cast<int>((o_.duration - elapsed) * 1000) + 1));
+  if (!fds.empty()) ::poll(fds.data(), fds.size(), timeout_ms);
+}
+
+int CaptureRun::dispatch_all(bool draining) {
+  int total = 0;
+  for (auto& s : sources_) {
+    if (s.finished || sink_->write_stopped()) continue;
+    if (draining && !s.source->is_live()) continue;
+    int budget = 4096;
+    if (o_.count) {
+      if (sink_->packets() >= o_.count) return total;
+      budget = static_cast<int>(std::min<std::uint64_t>(o_.count - sink_->packets(), 4096));
+    }
+    sink_->set_source(&s);
+    const int n = s.source->dispatch(budget, *sink_);
+    if (n == capture::PacketSource::kEnd) {
+      s.finished = true;
+    } else if (n == capture::PacketSource::kFailed) {
+      s.finished = true;
+      source_error_ = s.source->error();
+    } else {
+      total += n;
+    }
+  }
+  queue_->notify();
+  return total;
+}
+
+void CaptureRun::refresh_stats() {
+  for (auto& s : sources_)
+    if (s.source->is_live()) s.last_stats = s.source->stats();
+  std::lock_guard lock(stats_mutex_);
+  shared_stats_ = current_stats();
+}
+
+// The report covers every queued packet: let the analysis finish them.
+void CaptureRun::drain_and_join() {
+  capture_done_.store(true, std::memory_order_release);
+  queue_->notify();
+  analysis_thread_.join();
+  if (status_line_) std::fprintf(stderr, "\r\033[K");
+}
+
+// Closes the output file(s) with the sources' drop counters; the write error, if any.
+std::string CaptureRun::close_writer() {
+  if (!writer_) return {};
   std::vector<capture::InterfaceCounters> counters;
-  for (const auto& s : sources) {
+  for (const auto& s : sources_) {
     capture::InterfaceCounters c;
     c.received = s.last_stats.received;
     c.dropped = s.last_stats.dropped;
@@ -626,17 +734,40 @@ int run_capture(CaptureOptions o) {
     c.if_dropped_known = s.last_stats.available;
     counters.push_back(c);
   }
-  if (writer) {
-    const bool had_error = !writer->error().empty();
-    if (!writer->close(counters) || had_error) write_error = writer->error();
-  }
+  const bool had_error = !writer_->error().empty();
+  if (!writer_->close(counters) || had_error) return writer_->error();
+  return {};
+}
 
-  // The report: the same inputs section and summary as analyze, plus capture statistics.
+// The same inputs section and summary as analyze, plus capture statistics.
+int CaptureRun::report(const std::string& write_error) {
   int status = kExitOk;
+  exporters::Json cap = {{"sources", sources_report(status)},
+                         {"packets_captured", sink_->packets()},
+                         {"bytes_captured", sink_->bytes()},
+                         {"stopped_by", stopped_by_},
+                         {"filter", live_.filter},
+                         {"packets_not_analysed", live_counters_.not_analysed.load()}};
+  if (writer_) {
+    cap["packets_written"] = writer_->packets_written();
+    cap["files"] = writer_->files();
+    if (!write_error.empty()) cap["write_error"] = write_error;
+  }
+  if (!source_error_.empty()) cap["source_error"] = source_error_;
+  session_->add_report_member("capture", cap);
+  if (!session_->finish()) {
+    std::fprintf(stderr, "rdmadiag capture: %s\n", session_->error().c_str());
+    status = std::max(status, kExitWriteFailed);
+  }
+  return status;
+}
+
+// Each source as an input of the report, and its part of the capture statistics.
+exporters::Json CaptureRun::sources_report(int& status) {
   exporters::Json sources_json = exporters::Json::array();
-  for (const auto& s : sources) {
-    session.begin_input(s.source->name(), s.source->linktype(), s.source->snaplen());
-    session.end_input(s.captured, s.source->stop_reason());
+  for (const auto& s : sources_) {
+    session_->begin_input(s.source->name(), s.source->linktype(), s.source->snaplen());
+    session_->end_input(s.captured, s.source->stop_reason());
     if (!s.source->stop_reason().empty()) {
       std::fprintf(stderr, "rdmadiag capture: %s: damaged capture, %s\n", s.source->name().c_str(), s.source->stop_reason().c_str());
       status = std::max(status, kExitDamagedInput);
@@ -650,53 +781,41 @@ int run_capture(CaptureOptions o) {
     }
     sources_json.push_back(j);
   }
-  exporters::Json cap = {{"sources", sources_json}, {"packets_captured", sink.packets()}, {"bytes_captured", sink.bytes()},
-                         {"stopped_by", stopped_by}, {"filter", live.filter}, {"packets_not_analysed", not_analysed}};
-  if (writer) {
-    cap["packets_written"] = writer->packets_written();
-    cap["files"] = writer->files();
-    if (!write_error.empty()) cap["write_error"] = write_error;
-  }
-  if (!source_error.empty()) cap["source_error"] = source_error;
-  session.add_report_member("capture", cap);
-  if (!session.finish()) {
-    std::fprintf(stderr, "rdmadiag capture: %s\n", session.error().c_str());
-    status = std::max(status, kExitWriteFailed);
-  }
-  publish_metrics(current_stats(), false);
+  return sources_json;
+}
 
-  // tcpdump-style closing lines on stderr.
-  std::fprintf(stderr, "rdmadiag capture: %llu packets captured%s; stopped: %s\n", static_cast<unsigned long long>(sink.packets()),
-               writer ? (", " + std::to_string(writer->packets_written()) + " written to " +
-                         (o.write_path == "-" ? std::string("standard output") : std::to_string(writer->files().size()) + " file(s)"))
-                            .c_str()
-                      : "",
-               stopped_by.c_str());
-  if (not_analysed)
+// tcpdump-style closing lines on stderr; the exit status the failures among them call for.
+int CaptureRun::print_closing_lines(const std::string& write_error) const {
+  const std::string written =
+      writer_ ? ", " + std::to_string(writer_->packets_written()) + " written to " +
+                    (o_.write_path == "-" ? std::string("standard output") : std::to_string(writer_->files().size()) + " file(s)")
+              : "";
+  std::fprintf(stderr, "rdmadiag capture: %llu packets captured%s; stopped: %s\n",
+               static_cast<unsigned long long>(sink_->packets()), written.c_str(), stopped_by_.c_str());
+  if (const std::uint64_t not_analysed = live_counters_.not_analysed.load())
     std::fprintf(stderr,
                  "rdmadiag capture: %llu packets not analysed (analysis queue full): they are in the file but not in this report; "
                  "rdmadiag analyze on the file gives the full report\n",
                  static_cast<unsigned long long>(not_analysed));
-  for (const auto& s : sources)
+  for (const auto& s : sources_)
     if (s.last_stats.available)
-      std::fprintf(stderr, "rdmadiag capture: %s: %llu received, %llu dropped by kernel, %llu dropped by interface\n", s.source->name().c_str(),
-                   static_cast<unsigned long long>(s.last_stats.received), static_cast<unsigned long long>(s.last_stats.dropped),
-                   static_cast<unsigned long long>(s.last_stats.if_dropped));
-  if (!source_error.empty()) {
-    std::fprintf(stderr, "rdmadiag capture: error: %s\n", source_error.c_str());
-    status = std::max(status, kExitWriteFailed);
-  }
-  if (!write_error.empty()) {
-    std::fprintf(stderr, "rdmadiag capture: error: %s\n", write_error.c_str());
-    status = std::max(status, kExitWriteFailed);
-  }
-  // --linger: keep serving the final metrics a while (a last scrape, or a test).
-  if (!o.metrics_listen.empty() && o.linger > 0) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.linger);
-    while (std::chrono::steady_clock::now() < until && !g_signal.load()) ::poll(nullptr, 0, 50);
-  }
-  metrics.stop();
+      std::fprintf(stderr, "rdmadiag capture: %s: %llu received, %llu dropped by kernel, %llu dropped by interface\n",
+                   s.source->name().c_str(), static_cast<unsigned long long>(s.last_stats.received),
+                   static_cast<unsigned long long>(s.last_stats.dropped), static_cast<unsigned long long>(s.last_stats.if_dropped));
+  int status = kExitOk;
+  for (const std::string* err : {&source_error_, &write_error})
+    if (!err->empty()) {
+      std::fprintf(stderr, "rdmadiag capture: error: %s\n", err->c_str());
+      status = kExitWriteFailed;
+    }
   return status;
+}
+
+// --linger: keep serving the final metrics a while (a last scrape, or a test).
+void CaptureRun::linger() const {
+  if (o_.metrics_listen.empty() || o_.linger <= 0) return;
+  const auto until = Clock::now() + std::chrono::duration<double>(o_.linger);
+  while (Clock::now() < until && !g_signal.load()) ::poll(nullptr, 0, 50);
 }
 
 // Counts and times as tcpdump takes them: 0 or less is refused (it was taken as
@@ -771,7 +890,7 @@ void add_capture_command(CLI::App& app, Commands& out) {
       "2 bad command line (also: an output is one of the -r inputs); 3 a -r input was damaged;\n"
       "4 writing failed (e.g. disk full: the file is valid up to the last whole packet) or a source\n"
       "failed. See docs/capture.md.");
-  out.push_back(Command{sub, [o] { return run_capture(*o); }});
+  out.push_back(Command{sub, [o] { return CaptureRun(*o).run(); }});
 }
 
 }  // namespace rdmadiag::cli
