@@ -1458,7 +1458,10 @@ void check_bandwidth_options(const TestOptions& opt) {
     throw RunError("-q with -c UD is not supported yet by rdmadiag perftest");
 }
 
-TestResult run_test(const TestOptions& opt) {
+namespace {
+
+// The combinations perftest refuses, and rdmadiag's own limits: checked before anything opens.
+void check_test_options(const TestOptions& opt) {
   check_bandwidth_options(opt);
   if (opt.rdma_cm && opt.transport == Transport::UC)
     throw RunError("-c UC cannot be used with -R/--rdma_cm (librdmacm connects RC and UD QPs only; perftest refuses it too)");
@@ -1476,19 +1479,19 @@ TestResult run_test(const TestOptions& opt) {
   if (opt.iterations < (latency ? 5u : 1u))
     throw RunError("-n must be at least " + std::string(latency ? "5 for latency tests" : "1"));
   if (opt.warmup >= opt.iterations) throw RunError("--warmup must be smaller than -n");
-  auto sizes = sizes_to_run(opt);
-  const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
-  if (largest == 0 || largest > (1ull << 31)) throw RunError("-s must be between 1 and 2^31 bytes");
+}
 
-  TestResult result;
+// The options perftest accepts but that do nothing in this combination.
+void warn_ignored_options(const TestOptions& opt, TestResult& result) {
+  const bool latency = opt.measure == Measure::Latency;
   if (opt.cpu_util && (opt.duration_s == 0 || opt.run_infinitely))
     result.warnings.push_back("--cpu_util works only with -D (duration mode), as perftest's: no CPU figures");
   if (opt.perform_warm_up && (latency || opt.verb == Verb::Send))
     result.warnings.push_back("--perform_warm_up is ignored here: perftest warms up only in write_bw and read_bw");
-  // perftest's -r (default DEF_RX_SEND); latency tests keep their fixed 512.
-  const std::uint64_t receive_depth =
-      std::min<std::uint64_t>(opt.iterations, latency ? kMaxReceiveDepth : static_cast<std::uint64_t>(opt.rx_depth));
+}
 
+ResourceRequest resource_request(const TestOptions& opt, std::uint64_t largest, std::uint64_t receive_depth) {
+  const bool latency = opt.measure == Measure::Latency;
   ResourceRequest req;
   req.device = opt.device;
   req.port = opt.ib_port;
@@ -1515,6 +1518,217 @@ TestResult run_test(const TestOptions& opt) {
                      : opt.verb == Verb::Write                                                ? 220
                                                                                                : 236;
   }
+  return req;
+}
+
+void describe_test(TestInfo& info, const TestOptions& opt, const VerbsResources& local) {
+  info.test = opt.test_name;
+  info.role = opt.peer.empty() ? "server" : "client";
+  describe_resources(info, local);
+  info.transport = transport_name(opt.transport);
+  info.exchange = opt.make_oob ? opt.exchange_name : opt.rdma_cm ? "rdma_cm" : "tcp";
+  info.tos = opt.tos;
+  info.tcp_port = opt.tcp_port;
+  info.local_version = opt.announce_version;
+  info.start_time = iso_time_now();
+  info.warmup = opt.warmup;
+  info.peer = opt.peer;
+}
+
+// The path MTU (an IBV_MTU_* code): the port's active one, or -m's if the port allows it.
+int test_mtu(const TestOptions& opt, const ibv_port_attr& port) {
+  if (!opt.mtu_bytes) return port.active_mtu;
+  int wanted = 0;
+  for (int m = 1; m <= 5; ++m)
+    if (mtu_bytes(m) == *opt.mtu_bytes) wanted = m;
+  if (!wanted) throw RunError("-m must be one of 256, 512, 1024, 2048, 4096");
+  if (wanted > port.max_mtu)
+    throw RunError("-m " + std::to_string(*opt.mtu_bytes) + " exceeds the port's maximum MTU " +
+                   std::to_string(mtu_bytes(port.max_mtu)));
+  return wanted;
+}
+
+CycleClock calibrated_clock(TestResult& result) {
+  const CycleClock clock = calibrate_cycle_clock();
+  TestInfo& info = result.info;
+  info.counter = clock.counter;
+  info.frequency_source = clock.frequency_source;
+  info.cycles_per_usec = clock.cycles_per_usec;
+  info.cpuinfo_mhz = clock.cpuinfo_mhz;
+  if (clock.cpuinfo_mhz > 0 && std::fabs(clock.cpuinfo_mhz - clock.cycles_per_usec) / clock.cycles_per_usec > 0.01)
+    result.warnings.push_back("/proc/cpuinfo says " + std::to_string(clock.cpuinfo_mhz) + " MHz but the " + clock.counter +
+                              " counter runs at " + std::to_string(clock.cycles_per_usec) +
+                              " MHz; perftest converts with the former, so its figures are off by that ratio here");
+  return clock;
+}
+
+// The out-of-band exchange: a test's own (make_oob), rdma_cm's with -R, else TCP.
+std::unique_ptr<OobTransport> open_exchange(const TestOptions& opt, int timeout_ms) {
+  if (opt.make_oob) return opt.make_oob();
+  if (opt.rdma_cm)
+    return std::make_unique<CmOobChannel>(opt.peer, opt.tcp_port, timeout_ms,
+                                          opt.peer.empty() ? opt.before_accept : std::function<void()>{});
+  if (opt.peer.empty() && opt.before_accept) opt.before_accept();
+  return std::make_unique<OobChannel>(opt.peer.empty() ? OobChannel::accept_one(opt.tcp_port, timeout_ms)
+                                                       : OobChannel::connect_to(opt.peer, opt.tcp_port, timeout_ms));
+}
+
+// Version, system data, MTU: the fixed preamble of every perftest (>= 5.70) test; all three are
+// skipped with --dont_xchg_versions (perftest_communication.c; then the peer needs it too).
+oob::PeerVersion open_with_peer(const TestOptions& opt, OobTransport& oob, int& mtu, int timeout_ms, TestResult& result) {
+  oob::PeerVersion peer_version;
+  if (opt.exchange_versions) {
+    peer_version = exchange_preamble(opt, oob, mtu, timeout_ms);
+  } else {
+    peer_version.text = "not exchanged (--dont_xchg_versions)";
+    result.warnings.push_back("--dont_xchg_versions: no version, page size or MTU exchange; the local MTU is used");
+  }
+  result.info.peer_version = peer_version.text;
+  result.info.peer_is_rdmadiag = peer_version.is_rdmadiag;
+  result.info.mtu = mtu_bytes(mtu);
+  return peer_version;
+}
+
+// A UD message is one packet: perftest sweeps (-a) only up to the MTU and refuses -s above it.
+void keep_ud_sizes_within_mtu(const TestOptions& opt, std::uint64_t mtu_size, std::vector<std::uint64_t>& sizes) {
+  if (opt.transport != Transport::UD) return;
+  if (!opt.all_sizes && sizes.front() > mtu_size)
+    throw RunError("-c UD: message size " + std::to_string(sizes.front()) + " exceeds the path MTU " +
+                   std::to_string(mtu_size) + " (a UD message is a single packet; use -s " + std::to_string(mtu_size) +
+                   " or less)");
+  std::erase_if(sizes, [&](std::uint64_t size) { return size > mtu_size; });
+}
+
+// Two rdmadiag peers compare their options, so a mismatch is an explanation, not a hang.
+void check_peer_options(const TestOptions& opt, OobTransport& oob, const VerbsResources& res0, int timeout_ms) {
+  const std::vector<std::pair<std::string, std::string>> mine{
+      {"test", opt.test_name},
+      {"sizes", opt.all_sizes ? "all" : std::to_string(opt.size)},
+      {"iterations", std::to_string(opt.iterations)},
+      {"connection", transport_name(opt.transport)},
+      {"gid", res0.uses_gid() || opt.rdma_cm ? "yes" : "no"},
+      {"duration", std::to_string(opt.duration_s)},
+      {"qps", std::to_string(opt.qp_count)},
+      {"bidirectional", opt.bidirectional ? "yes" : "no"},
+      {"report", opt.report_gbits ? "Gb/s" : "MB/s"},
+      {"run_infinitely", opt.run_infinitely ? "yes" : "no"},
+  };
+  const auto got = oob.exchange(oob::encode_options(mine), oob::kOptionsMessageSize, "option check", timeout_ms);
+  std::vector<std::string> diffs;
+  try {
+    diffs = oob::compare_options(mine, oob::parse_options(got));
+  } catch (const oob::ProtocolError& e) {
+    throw RunError(e.what());
+  }
+  if (!diffs.empty()) {
+    std::string text = "the peer runs a different test or options; both sides need the same ones:";
+    for (const auto& d : diffs) text += "\n  " + d;
+    throw RunError(text);
+  }
+}
+
+// What the measuring phases need besides the session.
+struct Phases {
+  const std::vector<std::uint64_t>& sizes;
+  std::uint64_t receive_depth;
+  const CycleClock& clock;
+  std::function<void()> connect;                 // the QPs to RTS (not with rdma_cm: connected already)
+  std::function<void(std::uint64_t)> announce;  // a size starts (opt.on_size)
+  int whole_test_ms;                             // the server's wait for a client that runs the whole test
+};
+
+// perftest's barriers and measuring loops, in its order for each verb and measure.
+void run_latency_phases(Session& s, const Phases& p) {
+  const TestOptions& opt = s.opt;
+  if (opt.verb == Verb::Send) {
+    s.barrier("address exchange");
+    p.connect();
+    s.barrier("barrier after RTR");
+    s.barrier("address echo");
+    for (auto size : p.sizes) {
+      p.announce(size);
+      post_receives(s.res, size, p.receive_depth);
+      s.barrier("receives posted (size " + std::to_string(size) + ")");
+      s.result.sizes.push_back(run_send_lat(s, size, p.receive_depth, p.clock));
+    }
+    s.finish_with_done();
+    return;
+  }
+  s.barrier("address exchange");
+  s.barrier("address exchange (per QP)");
+  p.connect();
+  s.barrier("address echo");
+  s.barrier("barrier after RTR");
+  if (opt.verb == Verb::Write) {
+    for (auto size : p.sizes) {
+      p.announce(size);
+      s.result.sizes.push_back(run_write_lat(s, size, p.clock));
+    }
+  } else if (s.is_server()) {
+    // READ and atomics: the server's part is passive; it waits until the client has finished.
+    s.barrier("end of test (waiting for the client)", p.whole_test_ms);
+    if (!s.oob.message_based()) {
+      s.oob.send({oob::kDoneMessage, sizeof oob::kDoneMessage}, "done message");
+      (void)s.oob.drain(500);
+    }
+  } else {
+    for (auto size : p.sizes) {
+      p.announce(size);
+      s.result.sizes.push_back(run_read_or_atomic_lat(s, size, p.clock, opt.verb == Verb::Atomic));
+    }
+    s.finish_with_done();
+  }
+}
+
+void run_bandwidth_phases(Session& s, const Phases& p) {
+  if (s.opt.verb == Verb::Send) {
+    s.exchange_every_qp_key("address exchange");
+    p.connect();
+    s.barrier("barrier after RTR");
+    s.exchange_every_qp_key("address echo");
+    run_send_bw_sizes(s, p.sizes, p.receive_depth, p.clock, p.announce);
+    return;
+  }
+  // write-bw, read-bw
+  s.exchange_every_qp_key("address exchange");
+  p.connect();
+  s.exchange_every_qp_key("address echo");
+  s.barrier("barrier after RTR");
+  if (s.opt.bidirectional) run_rdma_bw_bidirectional(s, p.sizes, p.clock, p.announce);
+  else run_rdma_bw_one_way(s, p.sizes, p.clock, p.announce, p.whole_test_ms);
+}
+
+// rdma_cm teardown order: closing while the peer's last SEND has not completed on its side
+// fails that SEND (siw flushes it), so the server - which answers last - waits for the client
+// to close, and a client facing perftest waits for perftest's server to close. An rdmadiag
+// client has seen its own SEND complete before its last receive, and closes at once.
+void close_after_test(Session& s, const oob::PeerVersion& peer_version) {
+  if (!s.oob.is_client()) s.oob.let_peer_close_first(5000);
+  else if (!peer_version.is_rdmadiag) s.oob.let_peer_close_first(3000);
+  TestInfo& info = s.result.info;
+  if (s.have_remote_key) info.remote_key = s.remote_key;
+  if (s.res.qp_count() > 1) {
+    for (std::size_t q = 0; q < s.res.qp_count(); ++q) info.local_keys.push_back(s.res.key_message(q));
+    info.remote_keys = s.remote_keys;
+  }
+  s.result.counters_after = read_port_counters(s.res.device_name(), s.res.port());
+}
+
+}  // namespace
+
+TestResult run_test(const TestOptions& opt) {
+  check_test_options(opt);
+  const bool latency = opt.measure == Measure::Latency;
+  auto sizes = sizes_to_run(opt);
+  const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+  if (largest == 0 || largest > (1ull << 31)) throw RunError("-s must be between 1 and 2^31 bytes");
+
+  TestResult result;
+  warn_ignored_options(opt, result);
+  // perftest's -r (default DEF_RX_SEND); latency tests keep their fixed 512.
+  const std::uint64_t receive_depth =
+      std::min<std::uint64_t>(opt.iterations, latency ? kMaxReceiveDepth : static_cast<std::uint64_t>(opt.rx_depth));
+  const ResourceRequest req = resource_request(opt, largest, receive_depth);
   // No device / bad port / bad GID: throws before anything waits. With -R this only checks the
   // device and port (and gives the MTU to announce); rdma_cm picks the device of the test's QP.
   ResourceRequest first_request = req;
@@ -1527,111 +1741,23 @@ TestResult run_test(const TestOptions& opt) {
   VerbsResources* resources = &local;
 
   TestInfo& info = result.info;
-  info.test = opt.test_name;
-  info.role = opt.peer.empty() ? "server" : "client";
-  describe_resources(info, local);
-  info.transport = transport_name(opt.transport);
-  info.exchange = opt.make_oob ? opt.exchange_name : opt.rdma_cm ? "rdma_cm" : "tcp";
-  info.tos = opt.tos;
-  info.tcp_port = opt.tcp_port;
-  info.local_version = opt.announce_version;
-  info.start_time = iso_time_now();
-  info.warmup = opt.warmup;
-  info.peer = opt.peer;
-
+  describe_test(info, opt, local);
   const VerbsResources& res0 = local;
-  int mtu = res0.port_attr().active_mtu;
-  if (opt.mtu_bytes) {
-    int wanted = 0;
-    for (int m = 1; m <= 5; ++m)
-      if (mtu_bytes(m) == *opt.mtu_bytes) wanted = m;
-    if (!wanted) throw RunError("-m must be one of 256, 512, 1024, 2048, 4096");
-    if (wanted > res0.port_attr().max_mtu)
-      throw RunError("-m " + std::to_string(*opt.mtu_bytes) + " exceeds the port's maximum MTU " +
-                     std::to_string(mtu_bytes(res0.port_attr().max_mtu)));
-    mtu = wanted;
-  }
-
-  const CycleClock clock = calibrate_cycle_clock();
-  info.counter = clock.counter;
-  info.frequency_source = clock.frequency_source;
-  info.cycles_per_usec = clock.cycles_per_usec;
-  info.cpuinfo_mhz = clock.cpuinfo_mhz;
-  if (clock.cpuinfo_mhz > 0 && std::fabs(clock.cpuinfo_mhz - clock.cycles_per_usec) / clock.cycles_per_usec > 0.01)
-    result.warnings.push_back("/proc/cpuinfo says " + std::to_string(clock.cpuinfo_mhz) + " MHz but the " + clock.counter +
-                              " counter runs at " + std::to_string(clock.cycles_per_usec) +
-                              " MHz; perftest converts with the former, so its figures are off by that ratio here");
-
+  int mtu = test_mtu(opt, res0.port_attr());
+  const CycleClock clock = calibrated_clock(result);
   const int timeout_ms = opt.timeout_s * 1000;
-  std::unique_ptr<OobTransport> oob_transport;
-  if (opt.make_oob) {
-    oob_transport = opt.make_oob();
-  } else if (opt.rdma_cm) {
-    oob_transport = std::make_unique<CmOobChannel>(opt.peer, opt.tcp_port, timeout_ms,
-                                                   opt.peer.empty() ? opt.before_accept : std::function<void()>{});
-  } else {
-    if (opt.peer.empty() && opt.before_accept) opt.before_accept();
-    oob_transport = std::make_unique<OobChannel>(opt.peer.empty() ? OobChannel::accept_one(opt.tcp_port, timeout_ms)
-                                                                  : OobChannel::connect_to(opt.peer, opt.tcp_port, timeout_ms));
-  }
+  const std::unique_ptr<OobTransport> oob_transport = open_exchange(opt, timeout_ms);
   OobTransport& oob = *oob_transport;
   if (opt.peer.empty()) info.peer = oob.peer();
-
-  // Version, system data, MTU: the fixed preamble of every perftest (>= 5.70) test; all three are
-  // skipped with --dont_xchg_versions (perftest_communication.c; then the peer needs it too).
-  oob::PeerVersion peer_version;
-  if (opt.exchange_versions) {
-    peer_version = exchange_preamble(opt, oob, mtu, timeout_ms);
-  } else {
-    peer_version.text = "not exchanged (--dont_xchg_versions)";
-    result.warnings.push_back("--dont_xchg_versions: no version, page size or MTU exchange; the local MTU is used");
-  }
-  info.peer_version = peer_version.text;
-  info.peer_is_rdmadiag = peer_version.is_rdmadiag;
-  info.mtu = mtu_bytes(mtu);
-  if (opt.transport == Transport::UD) {
-    // A UD message is one packet: perftest sweeps (-a) only up to the MTU and refuses -s above it.
-    const auto mtu_size = static_cast<std::uint64_t>(info.mtu);
-    if (!opt.all_sizes && sizes.front() > mtu_size)
-      throw RunError("-c UD: message size " + std::to_string(sizes.front()) + " exceeds the path MTU " +
-                     std::to_string(mtu_size) + " (a UD message is a single packet; use -s " + std::to_string(mtu_size) +
-                     " or less)");
-    std::erase_if(sizes, [&](std::uint64_t size) { return size > mtu_size; });
-  }
-
+  const oob::PeerVersion peer_version = open_with_peer(opt, oob, mtu, timeout_ms, result);
+  keep_ud_sizes_within_mtu(opt, static_cast<std::uint64_t>(info.mtu), sizes);
   // Upstream perftest >= 6.28 negotiates parameters when both sides announce >= 6.28 (first, so
   // that two rdmadiag peers announcing >= 6.28 exercise it and report its differences).
   if (peer_version.number >= oob::kNegotiationVersion && std::atof(opt.announce_version.c_str()) >= oob::kNegotiationVersion) {
     negotiate_parameters(opt, oob, res0, timeout_ms);
     info.negotiated = true;
   }
-  // Two rdmadiag peers compare their options, so a mismatch is an explanation, not a hang.
-  if (peer_version.is_rdmadiag) {
-    const std::vector<std::pair<std::string, std::string>> mine{
-        {"test", opt.test_name},
-        {"sizes", opt.all_sizes ? "all" : std::to_string(opt.size)},
-        {"iterations", std::to_string(opt.iterations)},
-        {"connection", transport_name(opt.transport)},
-        {"gid", res0.uses_gid() || opt.rdma_cm ? "yes" : "no"},
-        {"duration", std::to_string(opt.duration_s)},
-        {"qps", std::to_string(opt.qp_count)},
-        {"bidirectional", opt.bidirectional ? "yes" : "no"},
-        {"report", opt.report_gbits ? "Gb/s" : "MB/s"},
-        {"run_infinitely", opt.run_infinitely ? "yes" : "no"},
-    };
-    const auto got = oob.exchange(oob::encode_options(mine), oob::kOptionsMessageSize, "option check", timeout_ms);
-    std::vector<std::string> diffs;
-    try {
-      diffs = oob::compare_options(mine, oob::parse_options(got));
-    } catch (const oob::ProtocolError& e) {
-      throw RunError(e.what());
-    }
-    if (!diffs.empty()) {
-      std::string text = "the peer runs a different test or options; both sides need the same ones:";
-      for (const auto& d : diffs) text += "\n  " + d;
-      throw RunError(text);
-    }
-  }
+  if (peer_version.is_rdmadiag) check_peer_options(opt, oob, res0, timeout_ms);
 
   const bool cm_tail_markers = std::atof(opt.announce_version.c_str()) >= oob::kCmTailMarkersVersion;
   if (opt.rdma_cm) {
@@ -1646,93 +1772,28 @@ TestResult run_test(const TestOptions& opt) {
   VerbsResources& res = *resources;
   Session s{opt, res, oob, result, timeout_ms, res.key_message(), {}, false, 0, cm_tail_markers, {}};
   result.counters_before = read_port_counters(res.device_name(), res.port());
-  auto connect = [&] {
-    if (res.connected_by_rdma_cm()) return;
-    res.set_flow_label(opt.flow_label);
-    const int traffic_class = opt.tclass >= 0 ? opt.tclass : opt.tos;
-    for (std::size_t q = 0; q < res.qp_count(); ++q) res.connect(s.remote_key_of(q), mtu, traffic_class, opt.qp_timeout, opt.sl, q);
-  };
   info.local_key = s.my_key;
-  // A long wait on the server for a client that runs the whole test meanwhile.
-  const int whole_test_ms =
-      timeout_ms * static_cast<int>(std::min<std::size_t>(sizes.size(), 30)) + std::max(opt.duration_s, 0) * 1000;
-
   std::size_t sizes_started = 0;
-  const std::function<void(std::uint64_t)> announce = [&](std::uint64_t size) {
-    if (opt.on_size) opt.on_size(size, ++sizes_started, sizes.size());
-  };
+  const Phases phases{
+      sizes, receive_depth, clock,
+      [&] {
+        if (res.connected_by_rdma_cm()) return;
+        res.set_flow_label(opt.flow_label);
+        const int traffic_class = opt.tclass >= 0 ? opt.tclass : opt.tos;
+        for (std::size_t q = 0; q < res.qp_count(); ++q)
+          res.connect(s.remote_key_of(q), mtu, traffic_class, opt.qp_timeout, opt.sl, q);
+      },
+      [&](std::uint64_t size) {
+        if (opt.on_size) opt.on_size(size, ++sizes_started, sizes.size());
+      },
+      timeout_ms * static_cast<int>(std::min<std::size_t>(sizes.size(), 30)) + std::max(opt.duration_s, 0) * 1000};
   try {
-    if (latency && opt.verb == Verb::Write) {
-      s.barrier("address exchange");
-      s.barrier("address exchange (per QP)");
-      connect();
-      s.barrier("address echo");
-      s.barrier("barrier after RTR");
-      for (auto size : sizes) {
-        announce(size);
-        result.sizes.push_back(run_write_lat(s, size, clock));
-      }
-    } else if (latency && (opt.verb == Verb::Read || opt.verb == Verb::Atomic)) {
-      s.barrier("address exchange");
-      s.barrier("address exchange (per QP)");
-      connect();
-      s.barrier("address echo");
-      s.barrier("barrier after RTR");
-      if (s.is_server()) {
-        // The server's part is passive: it waits until the client has finished.
-        s.barrier("end of test (waiting for the client)", whole_test_ms);
-        if (!oob.message_based()) {
-          oob.send({oob::kDoneMessage, sizeof oob::kDoneMessage}, "done message");
-          (void)oob.drain(500);
-        }
-      } else {
-        for (auto size : sizes) {
-          announce(size);
-          result.sizes.push_back(run_read_or_atomic_lat(s, size, clock, opt.verb == Verb::Atomic));
-        }
-        s.finish_with_done();
-      }
-    } else if (latency && opt.verb == Verb::Send) {
-      s.barrier("address exchange");
-      connect();
-      s.barrier("barrier after RTR");
-      s.barrier("address echo");
-      for (auto size : sizes) {
-        announce(size);
-        post_receives(res, size, receive_depth);
-        s.barrier("receives posted (size " + std::to_string(size) + ")");
-        result.sizes.push_back(run_send_lat(s, size, receive_depth, clock));
-      }
-      s.finish_with_done();
-    } else if (opt.verb == Verb::Send) {  // send-bw
-      s.exchange_every_qp_key("address exchange");
-      connect();
-      s.barrier("barrier after RTR");
-      s.exchange_every_qp_key("address echo");
-      run_send_bw_sizes(s, sizes, receive_depth, clock, announce);
-    } else {  // write-bw, read-bw
-      s.exchange_every_qp_key("address exchange");
-      connect();
-      s.exchange_every_qp_key("address echo");
-      s.barrier("barrier after RTR");
-      if (opt.bidirectional) run_rdma_bw_bidirectional(s, sizes, clock, announce);
-      else run_rdma_bw_one_way(s, sizes, clock, announce, whole_test_ms);
-    }
+    if (latency) run_latency_phases(s, phases);
+    else run_bandwidth_phases(s, phases);
   } catch (const RunError& e) {
     result.errors.push_back(e.what());
   }
-  // rdma_cm teardown order: closing while the peer's last SEND has not completed on its side
-  // fails that SEND (siw flushes it), so the server - which answers last - waits for the client
-  // to close, and a client facing perftest waits for perftest's server to close. An rdmadiag
-  // client has seen its own SEND complete before its last receive, and closes at once.
-  if (!oob.is_client()) oob.let_peer_close_first(5000);
-  else if (!peer_version.is_rdmadiag) oob.let_peer_close_first(3000);
-  if (s.have_remote_key) info.remote_key = s.remote_key;
-  if (res.qp_count() > 1) {
-    for (std::size_t q = 0; q < res.qp_count(); ++q) info.local_keys.push_back(res.key_message(q));
-    info.remote_keys = s.remote_keys;
-  }
-  result.counters_after = read_port_counters(res.device_name(), res.port());
+  close_after_test(s, peer_version);
   return result;
 }
 
