@@ -173,7 +173,7 @@ int run_analyze(const AnalyzeOptions& o) {
       std::fprintf(stderr, "rdmadiag analyze: at most %zu extra RoCE ports\n", so.decode.extra_roce_ports.size());
       return 2;
     }
-  if (!outputs_apart_from_inputs("analyze", o.files, report_outputs(o.json_path, o.outputs))) return 2;
+  if (!outputs_apart("analyze", o.files, report_outputs(o.json_path, o.outputs))) return 2;
   const unsigned jobs = resolve_jobs(o);
   // --packets shows each request's response frame; that is known only after the
   // response, so a first pass over the files finds the links (not possible for
@@ -237,7 +237,8 @@ void add_analyze_command(CLI::App& app, Commands& out) {
   sub->add_option("--metrics-file", opts->outputs.metrics_path,
                   "Write Prometheus metrics to FILE (node exporter textfile format, replaced atomically)");
   sub->add_option("--metrics-max-flows", opts->outputs.max_flow_series,
-                  "Flows with their own metric labels; the rest are summed into flow=\"other\" (default 100)");
+                  "Flows with their own metric labels; the rest are summed into flow=\"other\" (default 100)")
+      ->check(CLI::Range(0, 1 << 20));
   sub->add_option("--roce-port", opts->roce_ports, "Extra UDP destination port carrying RoCEv2 (repeatable)")
       ->check(CLI::Range(1, 65535));
   sub->add_flag("--no-roce-heuristic", opts->no_heuristic, "Do not look for RoCEv2 on other UDP ports");

@@ -382,7 +382,7 @@ int CaptureRun::check_command_line() {
   }
   NamedOutputs outputs = report_outputs(o_.json_path, o_.outputs);
   outputs.emplace_back("-w", o_.write_path);
-  if (!outputs_apart_from_inputs("capture", o_.read_files, outputs)) return kExitUsage;
+  if (!outputs_apart("capture", o_.read_files, outputs)) return kExitUsage;
   return kGoOn;
 }
 
@@ -870,7 +870,8 @@ void add_capture_command(CLI::App& app, Commands& out) {
   sub->add_option("--linger", o->linger, "With --metrics-listen: keep serving the final metrics N seconds after the capture ends")
       ->check(kNotNegative);
   sub->add_option("--metrics-file", o->outputs.metrics_path, "Write Prometheus metrics to FILE at the end (node exporter textfile format)");
-  sub->add_option("--metrics-max-flows", o->outputs.max_flow_series, "Flows with their own metric labels (default 100; the rest: flow=\"other\")");
+  sub->add_option("--metrics-max-flows", o->outputs.max_flow_series, "Flows with their own metric labels (default 100; the rest: flow=\"other\")")
+      ->check(CLI::Range(0, 1 << 20));
   sub->add_option("--html", o->outputs.html_path, "Write a self-contained HTML report to FILE at the end");
   sub->add_option("--csv", o->outputs.csv_flows_path, "Write the per-flow table as CSV to FILE at the end");
   sub->add_option("--csv-packets", o->outputs.csv_packets_path, "Write one CSV row per packet to FILE");

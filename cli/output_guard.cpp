@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 namespace rdmadiag::cli {
 
@@ -11,18 +13,47 @@ NamedOutputs report_outputs(const std::string& json_path, const exporters::Outpu
           {"--csv-packets", o.csv_packets_path}, {"--html", o.html_path},  {"--metrics-file", o.metrics_path}};
 }
 
-bool outputs_apart_from_inputs(std::string_view command, const std::vector<std::string>& inputs,
-                               const NamedOutputs& outputs) {
-  for (const auto& [option, out] : outputs) {
+namespace {
+
+// Whether two paths name the same file: the same device and inode where both
+// exist (links, other spellings), else the same absolute path once normalized.
+bool same_file(const std::string& a, const std::string& b) {
+  if (a == "-" || b == "-") return a == b;  // standard output twice
+  struct stat sa {}, sb {};
+  const bool a_exists = ::stat(a.c_str(), &sa) == 0, b_exists = ::stat(b.c_str(), &sb) == 0;
+  if (a_exists && b_exists) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (a_exists != b_exists) return false;
+  std::error_code ea, eb;
+  const auto pa = std::filesystem::absolute(a, ea).lexically_normal();
+  const auto pb = std::filesystem::absolute(b, eb).lexically_normal();
+  return !ea && !eb && pa == pb;
+}
+
+void refuse(std::string_view command, std::string_view option, const std::string& path, const std::string& why) {
+  std::fprintf(stderr, "rdmadiag %.*s: %.*s %s %s\n", static_cast<int>(command.size()), command.data(),
+               static_cast<int>(option.size()), option.data(), path.c_str(), why.c_str());
+}
+
+}  // namespace
+
+bool outputs_apart(std::string_view command, const std::vector<std::string>& inputs, const NamedOutputs& outputs) {
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    const auto& [option, out] = outputs[k];
+    if (out.empty()) continue;
+    for (std::size_t m = k + 1; m < outputs.size(); ++m)
+      if (!outputs[m].second.empty() && same_file(out, outputs[m].second)) {
+        refuse(command, option, out,
+               std::string(out == "-" ? "and " : "is the same file as ") + std::string(outputs[m].first) + " " +
+                   outputs[m].second + (out == "-" ? ": both on standard output" : "") + "; one would overwrite the other");
+        return false;
+      }
     struct stat o {};
-    if (out.empty() || out == "-" || ::stat(out.c_str(), &o) != 0) continue;  // (a new file cannot be an input)
+    if (out == "-" || ::stat(out.c_str(), &o) != 0) continue;  // (a new file cannot be an input)
     for (const std::string& in : inputs) {
       struct stat i {};
       if (in == "-" || ::stat(in.c_str(), &i) != 0) continue;
       if (i.st_dev == o.st_dev && i.st_ino == o.st_ino) {
-        std::fprintf(stderr, "rdmadiag %.*s: %.*s %s is also an input (%s); refusing to overwrite it\n",
-                     static_cast<int>(command.size()), command.data(), static_cast<int>(option.size()), option.data(),
-                     out.c_str(), in.c_str());
+        refuse(command, option, out, "is also an input (" + in + "); refusing to overwrite it");
         return false;
       }
     }

@@ -2,7 +2,11 @@
 // (`rdmadiag analyze --json capture.pcap capture.pcap` emptied the capture):
 // refused up front, as cp refuses to copy a file onto itself. Files are
 // compared by device and inode, so a symbolic link or another path to the same
-// file counts too. Standard input and output ("-") are never compared.
+// file counts too. Standard input ("-") is never compared with outputs.
+//
+// Two outputs on the same file, or both on standard output ("-"), would leave
+// one report or a mix of both (`--json r --csv r` kept only the CSV; `--json -
+// --jsonl -` interleaved two formats): refused as well.
 #pragma once
 #include <string>
 #include <string_view>
@@ -20,8 +24,7 @@ using NamedOutputs = std::vector<std::pair<std::string_view, std::string>>;
 NamedOutputs report_outputs(const std::string& json_path, const exporters::OutputOptions& o);
 
 // False (after a one-line error on stderr naming `command`) when an output is
-// one of `inputs`.
-bool outputs_apart_from_inputs(std::string_view command, const std::vector<std::string>& inputs,
-                               const NamedOutputs& outputs);
+// one of `inputs`, or two outputs are the same file or both standard output.
+bool outputs_apart(std::string_view command, const std::vector<std::string>& inputs, const NamedOutputs& outputs);
 
 }  // namespace rdmadiag::cli

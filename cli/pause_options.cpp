@@ -1,18 +1,34 @@
 #include "cli/pause_options.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 namespace rdmadiag::cli {
+
+namespace {
+// CLI::Range lets "nan" through (every comparison with NaN is false), and a
+// NaN link speed became 9.2e9 Gb/s by an undefined conversion.
+const CLI::Validator kANumber(
+    [](std::string& v) -> std::string {
+      char* end = nullptr;
+      const double d = std::strtod(v.c_str(), &end);
+      return std::isnan(d) ? "expected a number, got " + v : "";
+    },
+    "");
+}  // namespace
 
 void add_pause_options(CLI::App* sub, PauseCliOptions* o) {
   sub->add_option("--link-speed", o->link_gbps,
                   "Link speed in Gb/s (e.g. 10, 25, 40, 100, 200, 400): turns PAUSE/PFC quanta (512 bit times) into "
                   "time; without it pause times are reported as unknown")
-      ->check(CLI::Range(0.001, 1.0e4));
+      ->check(CLI::Range(0.001, 1.0e4))
+      ->check(kANumber);
   sub->add_option("--pause-storm-ms", o->pause_storm_ms,
                   "A priority paused continuously for longer than this is a pause storm (default 100)")
-      ->check(CLI::Range(0.0, 1.0e9));
+      ->check(CLI::Range(0.0, 1.0e9))
+      ->check(kANumber);
   sub->add_option("--dscp-priority", o->dscp_priority,
                   "DSCP=PRIORITY: the priority of untagged RoCE packets with that DSCP (repeatable; default DSCP/8)");
 }

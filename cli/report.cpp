@@ -63,8 +63,7 @@ int run_report(const ReportOptions& o) {
     std::fprintf(stderr, "rdmadiag report: say what to write: --html FILE, --csv FILE or --metrics-file FILE\n");
     return 2;
   }
-  if (!outputs_apart_from_inputs("report", {o.input},
-                                 {{"--html", o.html_path}, {"--csv", o.csv_path}, {"--metrics-file", o.metrics_path}}))
+  if (!outputs_apart("report", {o.input}, {{"--html", o.html_path}, {"--csv", o.csv_path}, {"--metrics-file", o.metrics_path}}))
     return 2;
   exporters::Json report;
   std::string error;
@@ -76,6 +75,11 @@ int run_report(const ReportOptions& o) {
   if (kind == exporters::ReportKind::unknown) {
     std::fprintf(stderr, "rdmadiag report: %s: not an rdmadiag analyze, capture or perftest report\n", o.input.c_str());
     return 1;
+  }
+  // Refused before anything is written (it was after the HTML and CSV).
+  if (!o.metrics_path.empty() && kind != exporters::ReportKind::perftest) {
+    std::fprintf(stderr, "rdmadiag report: --metrics-file from a saved analyze report is not supported (use analyze --metrics-file)\n");
+    return 2;
   }
   bool ok = true;
   if (!o.html_path.empty()) {
@@ -93,10 +97,6 @@ int run_report(const ReportOptions& o) {
     ok = write_text(o.csv_path, csv.str()) && ok;
   }
   if (!o.metrics_path.empty()) {
-    if (kind != exporters::ReportKind::perftest) {
-      std::fprintf(stderr, "rdmadiag report: --metrics-file from a saved analyze report is not supported (use analyze --metrics-file)\n");
-      return 2;
-    }
     if (!exporters::write_metrics_file(o.metrics_path, exporters::render_perftest_metrics(report), error)) {
       std::fprintf(stderr, "rdmadiag report: %s\n", error.c_str());
       ok = false;

@@ -81,6 +81,26 @@ for cmd in "convert --force $tmp/own.pcap $tmp/link.pcap" "capture -q -r $tmp/ow
 done
 if cmp -s "$pcaps/rxe_read_lat.pcap" "$tmp/own.pcap"; then echo "ok   output_is_input_intact"; pass=$((pass + 1))
 else echo "FAIL output_is_input_intact: the input was changed"; fail=$((fail + 1)); fi
+# Two outputs on one file, or both on standard output, are refused (exit 2): with
+# `--json r --csv r --html r` only the HTML was left, and `--json - --jsonl -`
+# interleaved two formats, both with exit 0.
+expect outputs_same_file 2 "json .*same.out is the same file as --csv" -- -q --json "$tmp/same.out" --csv "$tmp/same.out" "$pcaps/rxe_read_lat.pcap"
+expect outputs_same_file_spelt_apart 2 "is the same file as --html" -- -q --csv "$tmp/x/../same2.out" --html "$tmp/same2.out" "$pcaps/rxe_read_lat.pcap"
+expect outputs_both_stdout 2 "json - and --jsonl -: both on standard output" -- -q --json - --jsonl - "$pcaps/rxe_read_lat.pcap"
+if [ ! -e "$tmp/same.out" ] && [ ! -e "$tmp/same2.out" ]; then echo "ok   outputs_same_file_nothing_written"; pass=$((pass + 1))
+else echo "FAIL outputs_same_file_nothing_written"; fail=$((fail + 1)); fi
+# NaN passed CLI11's ranges (every comparison is false): a link speed of 9.2e9 Gb/s.
+expect link_speed_nan 2 "link-speed.*expected a number, got nan" -- --link-speed nan "$pcaps/pfc/pfc_basic.pcap"
+expect pause_storm_nan 2 "pause-storm-ms.*expected a number, got nan" -- --pause-storm-ms nan "$pcaps/pfc/pfc_basic.pcap"
+expect metrics_max_flows_negative 2 "metrics-max-flows" -- -q --metrics-max-flows -1 --metrics-file "$tmp/m.prom" "$pcaps/rxe_read_lat.pcap"
+# report refuses --metrics-file for an analyze report before writing anything
+# (it wrote the HTML, then failed with exit 2).
+"$bin" analyze -q --json "$tmp/r.json" "$pcaps/rxe_read_lat.pcap" 2>/dev/null
+subcommand=report
+expect report_metrics_of_analyze 2 "metrics-file from a saved analyze report is not supported" -- "$tmp/r.json" --html "$tmp/r.html" --metrics-file "$tmp/r.prom"
+if [ ! -e "$tmp/r.html" ]; then echo "ok   report_refused_before_writing"; pass=$((pass + 1))
+else echo "FAIL report_refused_before_writing: r.html was written"; fail=$((fail + 1)); fi
+subcommand=analyze
 # capture's counts, times and sizes as tcpdump takes them: out-of-range values
 # are refused (they were taken silently as "no limit" or the default).
 subcommand=capture
@@ -93,6 +113,7 @@ expect capture_snaplen_negative 2 "snapshot-length: Value -5 not in range" -- "$
 expect capture_buffer_negative 2 "buffer-size: Value -1 not in range" -- "${r[@]}" -B -1
 expect capture_linger_negative 2 "linger: must be 0 or more" -- "${r[@]}" --linger -3 --metrics-listen 127.0.0.1:0
 expect capture_count_five 0 "5 packets captured" -- "${r[@]}" -c 5
+expect capture_jsonl_and_pcap_on_stdout 2 "both on standard output" -- "${r[@]}" --jsonl - -w -
 subcommand=analyze
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
