@@ -79,6 +79,7 @@ bool FileReader::open(const std::string& path) {
   }
   linktype_ = static_cast<std::uint32_t>(pcap_datalink(handle_));
   snaplen_ = static_cast<std::uint32_t>(pcap_snapshot(handle_));
+  classic_pcap_ = pcap_major_version(handle_) == 2;  // pcapng's section header says 1
   if (path != "-") {
     // Classic pcap in a regular file: read records in place from a window of the file.
     FILE* f = pcap_file(handle_);
@@ -198,7 +199,8 @@ bool FileReader::next(Record& rec) {
   const int rc = pcap_next_ex(handle_, &hdr, &data);
   if (rc == 1) {
     ++records_;
-    rec.ts_sec = hdr->ts.tv_sec;
+    // A classic pcap's seconds are an unsigned 32-bit field, which libpcap sign-extends.
+    rec.ts_sec = classic_pcap_ ? static_cast<std::uint32_t>(hdr->ts.tv_sec) : hdr->ts.tv_sec;
     rec.ts_nsec = static_cast<std::uint32_t>(hdr->ts.tv_usec);  // nanoseconds: opened with NANO precision
     rec.caplen = hdr->caplen;
     rec.wirelen = hdr->len;

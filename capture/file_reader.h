@@ -62,7 +62,8 @@ inline std::uint32_t load32(const std::uint8_t* p, bool swapped) {
 // copied (16-byte loads of 4-byte stores stalled every record).
 inline Record record_at(const std::uint8_t* h, const PcapLayout& layout) {
   Record rec;
-  rec.ts_sec = static_cast<std::int32_t>(load32(h, layout.swapped));  // signed, as libpcap reads it
+  // Unsigned, as the format says and tshark reads it (libpcap sign-extends: 2038 on would be 1901).
+  rec.ts_sec = load32(h, layout.swapped);
   const std::uint32_t frac = load32(h + 4, layout.swapped);
   rec.ts_nsec = layout.usec ? frac * 1000 : frac;
   rec.caplen = load32(h + 8, layout.swapped);
@@ -128,6 +129,7 @@ class FileReader {
   // pages (page tables built and torn down, TLB shootdowns with threads), and
   // leaves the bytes in the cache for the decode.
   bool mapped_ = false;
+  bool classic_pcap_ = false;  // not pcapng
   PcapLayout layout_;
   std::unique_ptr<std::uint8_t[]> buffer_;
   std::size_t buffer_len_ = 0;

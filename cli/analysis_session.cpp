@@ -1,6 +1,7 @@
 #include "cli/analysis_session.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 
 #include "exporters/text_report.h"
@@ -65,7 +66,7 @@ void AnalysisSession::frame(const capture::Record& rec) { frame(rec, linktype_);
 void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype) {
   ++frame_;
   const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;
-  if (first_ts_ < 0) first_ts_ = ts;
+  if (std::isnan(first_ts_)) first_ts_ = ts;
   decode::decode_frame(linktype, rec.data, rec.wirelen, opts_.decode, pkt_);
   decode::PacketAnalysis& pa = pa_;
   analyzer_->add(pkt_, frame_, ts, pa, rec.ts_ns());

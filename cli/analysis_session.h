@@ -5,6 +5,7 @@
 #pragma once
 #include <fstream>
 #include <iosfwd>
+#include <limits>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -82,7 +83,7 @@ class AnalysisSession {
   exporters::Json extra_ = exporters::Json::object();
   std::uint32_t linktype_ = 0;
   std::uint64_t frame_ = 0;
-  double first_ts_ = -1;
+  double first_ts_ = std::numeric_limits<double>::quiet_NaN();  // not set yet: any time sets it, even before 1970
   decode::DecodedPacket pkt_;
   decode::PacketAnalysis pa_;  // reused: ~12 KB, not rebuilt per frame
   std::unordered_map<std::uint64_t, decode::TransportAnalyzer::ForwardLink> forward_;

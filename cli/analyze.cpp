@@ -194,7 +194,7 @@ int run_analyze(const AnalyzeOptions& o) {
       capture::Record rec;
       while (reader.next(rec)) {
         decode::decode_frame(reader.linktype(), rec.data, rec.wirelen, so.decode, pkt);
-        first.add(pkt, ++frame, static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9, pa);
+        first.add(pkt, ++frame, static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9, pa, rec.ts_ns());
       }
     }
     first.finish();

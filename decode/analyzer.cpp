@@ -21,7 +21,7 @@ void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, Packe
   anomalies_.set_order_key(frame);
   bool qp_counted = false;
   if (p.is_rdma() && p.has_bth) {
-    transport_->add(p, frame, ts, out);
+    transport_->add(p, frame, ts, out, ts_ns);
     // A flow keyed by this packet's destination QP that had packets before: each
     // of them was counted with the same QP key.
     const TransportAnalyzer::KeyedFlow& k = transport_->last_key();

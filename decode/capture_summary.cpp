@@ -25,9 +25,11 @@ std::uint64_t queue_pair_key(const DecodedPacket& p) {
 
 void CaptureSummary::add(const DecodedPacket& p, std::uint64_t frame, double ts, bool qp_counted) {
   if (packets == 0) {
-    first_ts = ts;
+    first_ts = earliest_ts = latest_ts = ts;
     first_frame = frame;
   }
+  earliest_ts = std::min(earliest_ts, ts);
+  latest_ts = std::max(latest_ts, ts);
   last_ts = ts;
   last_frame = frame;
   ++packets;
@@ -75,6 +77,8 @@ void CaptureSummary::merge(const CaptureSummary& o) {
       last_frame = o.last_frame;
       last_ts = o.last_ts;
     }
+    earliest_ts = packets == 0 ? o.earliest_ts : std::min(earliest_ts, o.earliest_ts);
+    latest_ts = packets == 0 ? o.latest_ts : std::max(latest_ts, o.latest_ts);
   }
   packets += o.packets;
   bytes += o.bytes;

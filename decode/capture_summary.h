@@ -58,7 +58,8 @@ class CaptureSummary {
   std::uint64_t packets = 0;
   std::uint64_t bytes = 0;
   std::uint64_t truncated_packets = 0;
-  double first_ts = 0, last_ts = 0;
+  double first_ts = 0, last_ts = 0;          // of the first and the last packet read
+  double earliest_ts = 0, latest_ts = 0;     // the extremes: a merged or stepped clock can go back
   std::array<Counter, 5> by_transport{};  // indexed by Transport
   std::array<Counter, 256> by_opcode{};   // RDMA packets with a BTH
   CrcCounts icrc, vcrc;
@@ -67,6 +68,9 @@ class CaptureSummary {
   std::uint64_t mads = 0;
   std::uint64_t first_frame = 0, last_frame = 0;  // the frames first_ts and last_ts come from
 
+  // From the earliest to the latest time stamp, as capinfos: never negative,
+  // however the clock stepped or interfaces interleaved.
+  double duration_s() const { return packets ? latest_ts - earliest_ts : 0.0; }
   std::size_t queue_pairs() const { return qps_.size(); }
   bool queue_pairs_capped() const { return qps_capped_; }
 

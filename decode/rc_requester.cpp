@@ -474,7 +474,7 @@ void remember(RequesterState& q, const SeqPacket& p) {
   // packet that ends a message (or a READ / atomic) is answered as an operation.
   if (is_first(p.kind) || is_middle(p.kind)) return;
   if (q.pending.size() == kMaxPending) q.pending.pop_front();
-  q.pending.push_back(PendingRequest{p.psn, (p.psn + p.span - 1) & kPsnMask, p.frame, p.ts, op_class(p.kind), p.ack_req,
+  q.pending.push_back(PendingRequest{p.psn, (p.psn + p.span - 1) & kPsnMask, p.frame, p.ts_ns, op_class(p.kind), p.ack_req,
                                      p.kind == OpKind::read_request ? p.read_len : 0});
 }
 

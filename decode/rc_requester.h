@@ -53,6 +53,7 @@ inline bool sent_before(std::int32_t ip_id, std::int32_t than) {
 struct SeqPacket {
   std::uint64_t frame = 0;
   double ts = 0;
+  std::int64_t ts_ns = 0;  // the same time, exact: latencies (a double of epoch seconds resolves 0.24 us)
   std::uint32_t psn = 0;
   std::uint32_t dest_qp = 0;
   OpKind kind = OpKind::invalid;
@@ -69,7 +70,7 @@ struct SeqPacket {
 struct PendingRequest {
   std::uint32_t first, last;  // PSNs this request occupies
   std::uint64_t frame;
-  double ts;
+  std::int64_t ts_ns;  // exact: a latency is a difference of two such times
   OpClass op;
   bool ack_req;
   std::uint32_t read_len;

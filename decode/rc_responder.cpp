@@ -8,6 +8,12 @@ namespace {
 bool starts_response(OpKind k) { return k == OpKind::read_response_first || k == OpKind::read_response_only; }
 bool ends_response(OpKind k) { return k == OpKind::read_response_last || k == OpKind::read_response_only; }
 
+// From the request to its answer, exact to the capture's nanosecond (the two
+// times' difference, not that of two doubles of epoch seconds).
+double latency_us(const SeqPacket& answer, const PendingRequest& request) {
+  return static_cast<double>(answer.ts_ns - request.ts_ns) * 1e-3;
+}
+
 const PendingRequest* read_holding(const RequesterState& q, std::uint32_t psn) {
   for (const PendingRequest& r : q.pending)
     if (r.op == OpClass::read && psn_diff(psn, r.first) >= 0 && psn_diff(r.last, psn) >= 0) return &r;
@@ -53,7 +59,7 @@ void complete_upto(RequesterState& q, std::uint32_t upto, const SeqPacket& p, Se
     const PendingRequest r = q.pending.front();
     q.pending.pop_front();
     if (r.op == OpClass::read || !r.ack_req) continue;  // a READ completes with its data, not an ACK
-    const double us = (p.ts - r.ts) * 1e6;
+    const double us = latency_us(p, r);
     req.stats().latency[static_cast<std::size_t>(r.op)].add(us);
     resp.verdict().request_frame = r.frame;
     resp.verdict().latency_us = us;
@@ -178,7 +184,7 @@ std::uint32_t match_read(ResponseCursor& r, RequesterState& q, bool complete, co
     r.read_last_known = true;
     r.read_last = it->last;
     if (!complete) return 0;
-    const double us = (p.ts - it->ts) * 1e6;
+    const double us = latency_us(p, *it);
     resp.verdict().latency_us = us;
     req.stats().latency[static_cast<std::size_t>(OpClass::read)].add(us);
     resp.link(it->frame, p.frame, us);
@@ -264,7 +270,7 @@ void apply_atomic(ResponseCursor& r, RequesterState* q, const ResponseEvent& e, 
   mark_seen(*q, true, p.psn, 1, p, resp);
   for (auto it = q->pending.begin(); it != q->pending.end(); ++it) {
     if (it->first != p.psn) continue;
-    const double us = (p.ts - it->ts) * 1e6;
+    const double us = latency_us(p, *it);
     resp.verdict().request_frame = it->frame;
     resp.verdict().latency_us = us;
     req->stats().latency[static_cast<std::size_t>(OpClass::atomic)].add(us);

@@ -19,6 +19,7 @@ namespace rdmadiag::decode {
 // ---------------------------------------------------------------- helpers
 
 void LatencyStats::add(double us) {
+  if (us < 0) return;  // the capture's clock stepped back between the two packets: no time to tell
   if (!d_) d_ = std::make_unique<Data>();
   Data& d = *d_;
   if (d.count == 0 || us < d.min) d.min = us;
@@ -54,7 +55,9 @@ double LatencyStats::percentile(double p) const {
   // Nearest-rank percentile.
   const double rank = std::ceil(p / 100.0 * static_cast<double>(d.sorted_copy.size()));
   const std::size_t i = rank < 1 ? 0 : static_cast<std::size_t>(rank) - 1;
-  return d.sorted_copy[std::min(i, d.sorted_copy.size() - 1)];
+  // Samples are floats (half the memory per flow; 7 significant digits): rounded,
+  // one could pass the exact min or max, which a percentile never does.
+  return std::clamp<double>(d.sorted_copy[std::min(i, d.sorted_copy.size() - 1)], d.min, d.max);
 }
 
 std::string_view to_string(OpClass c) {
@@ -310,7 +313,8 @@ void TransportAnalyzer::check_pkey(Flow& f, const DecodedPacket& p, std::uint64_
   f.pkey = p.ib.bth.pkey;
 }
 
-void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out) {
+void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out,
+                            std::int64_t ts_ns) {
   if (!p.has_bth) return;
   const OpcodeInfo& info = opcode_info(p.ib.bth.opcode);
   Flow& f = flow_for(p, frame, ts);
@@ -323,6 +327,7 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
   SeqPacket sp;
   sp.frame = frame;
   sp.ts = ts;
+  sp.ts_ns = ts_ns != kNoNs ? ts_ns : std::llround(ts * 1e9);
   sp.psn = p.ib.bth.psn;
   sp.kind = info.kind;
   sp.ip_id = p.ipv4 ? p.ipv4->id : -1;

@@ -40,7 +40,8 @@ class TransportAnalyzer {
   explicit TransportAnalyzer(AnomalyLog& log);
   ~TransportAnalyzer();
 
-  void add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
+  static constexpr std::int64_t kNoNs = INT64_MIN;  // `ts_ns` not given: taken from `ts`
+  void add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out, std::int64_t ts_ns = kNoNs);
   // The flow key of the packet add() had last, and its hash (the congestion
   // analysis keys its flows the same way, except UD: it need not hash it again).
   // `cc_slot`: a word in that flow's state for the congestion analysis to

@@ -1,6 +1,7 @@
 #include "exporters/flow_tally.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
 namespace rdmadiag::exporters {
@@ -82,7 +83,7 @@ void add_event(FlowDetail& d, const TimelineEvent& e) {
 }  // namespace
 
 void FlowTally::add(const DecodedPacket& p, const PacketAnalysis& a, std::uint64_t frame, double ts) {
-  if (first_ts_ < 0) first_ts_ = ts;
+  if (std::isnan(first_ts_)) first_ts_ = ts;
   totals_.add(p, a);
   if (a.flow == UINT32_MAX || !p.has_bth) return;
   if (a.flow >= slot_of_flow_.size()) slot_of_flow_.resize(a.flow + 1, -2);  // -2: not seen yet

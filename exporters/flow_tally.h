@@ -8,6 +8,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -106,7 +107,7 @@ class FlowTally {
   std::vector<std::int32_t> slot_of_flow_;  // flow index -> details_ slot (-1: not detailed)
   std::uint64_t untracked_flows_ = 0;
   FlowCounters untracked_;
-  double first_ts_ = -1;
+  double first_ts_ = std::numeric_limits<double>::quiet_NaN();  // not set yet: any time sets it, even before 1970
 };
 
 Json latency_histogram_json(const LatencyHistogram& h);

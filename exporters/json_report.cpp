@@ -131,7 +131,7 @@ Json summary_json(const CaptureSummary& s) {
   Json j;
   j["packets"] = s.packets;
   j["bytes"] = s.bytes;
-  j["duration_s"] = s.packets ? s.last_ts - s.first_ts : 0.0;
+  j["duration_s"] = s.duration_s();
   j["truncated_packets"] = s.truncated_packets;
   Json bt = Json::object();
   for (std::size_t i = 0; i < s.by_transport.size(); ++i)

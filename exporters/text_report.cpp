@@ -124,7 +124,7 @@ void write_text_summary(std::ostream& out, const AnalyzeReport& report) {
   if (!report.summary) return;
   const CaptureSummary& s = *report.summary;
   out << fmt("\n%llu packets, %s, %.6f s\n", static_cast<unsigned long long>(s.packets), human_bytes(s.bytes).c_str(),
-             s.packets ? s.last_ts - s.first_ts : 0.0);
+             s.duration_s());
   out << "\nBy transport:\n";
   for (std::size_t i = 0; i < s.by_transport.size(); ++i) {
     if (!s.by_transport[i].packets) continue;
