@@ -238,13 +238,49 @@ OpenLoss::Part* part_holding(OpenLoss& l, std::uint32_t x) {
   return nullptr;
 }
 
+// The next PSN after `x` towards `last` that is still missing: not one that
+// came inside the part earlier (while there was no room to split it).
+std::uint32_t next_missing(const OpenLoss& l, std::uint32_t x, std::uint32_t last) {
+  do x = (x + 1) & kPsnMask;
+  while (x != last && l.came_inside(x));
+  return x;
+}
+std::uint32_t previous_missing(const OpenLoss& l, std::uint32_t x, std::uint32_t first) {
+  do x = (x - 1) & kPsnMask;
+  while (x != first && l.came_inside(x));
+  return x;
+}
+
+// A late PSN inside a part: the PSNs after it become a part of their own. With
+// no room for another part it stays inside the range, off the part's count,
+// and is remembered (a few) so that the range's ends skip it.
+void split_part(OpenLoss& l, OpenLoss::Part& p, std::uint32_t x, SeqSink& sink) {
+  if (l.part_count == l.parts.size()) {
+    if (l.inside_count < l.inside.size()) l.inside[l.inside_count++] = x;
+    return;
+  }
+  OpenLoss::Part upper{next_missing(l, x, p.last), p.last, SIZE_MAX, 0};
+  std::uint32_t came = 0;
+  for (std::uint8_t i = 0; i < l.inside_count; ++i)
+    came += psn_diff(l.inside[i], upper.first) >= 0 && psn_diff(upper.last, l.inside[i]) >= 0;
+  upper.missing = std::min(p.missing, static_cast<std::uint32_t>(psn_diff(upper.last, upper.first)) + 1 - came);
+  p.last = previous_missing(l, x, p.first);
+  p.missing -= upper.missing;
+  if (const Anomaly* a = sink.anomaly(p.anomaly)) {
+    Anomaly part = *a;
+    part.expected_psn = upper.first;
+    part.count = upper.missing;
+    upper.anomaly = sink.add_part(part);
+  }
+  l.parts[l.part_count++] = upper;
+}
 
 }  // namespace
 
 // PSN `x` of an open loss arrived late (reordered on the path): it is taken out
 // of the gap entry that names it (the range trimmed at an end, or split in two
 // around it), and out of the flow's missing PSNs. A gap whose every PSN came late
-// is withdrawn: it was no loss.
+// is withdrawn: it was no loss; so is a part none of whose PSNs is missing any more.
 bool unlose(OpenLoss& l, std::uint32_t x, SeqSink& sink) {
   OpenLoss::Part* p = part_holding(l, x);
   if (!p) return false;  // not named by the gap any more
@@ -257,31 +293,19 @@ bool unlose(OpenLoss& l, std::uint32_t x, SeqSink& sink) {
     r.gaps = -1;
   }
   sink.revise(r);
-  Anomaly* a = sink.anomaly(p->anomaly);
-  if (a) {
-    a->late = true;
-    if (a->count) --a->count;
-  }
-  if (x == p->first && x == p->last) {
+  if (Anomaly* a = sink.anomaly(p->anomaly)) a->late = true;
+  if (p->missing) --p->missing;
+  if (p->missing == 0 || p->first == p->last) {
     sink.retract(p->anomaly);
     *p = l.parts[--l.part_count];
-  } else if (x == p->first) {
-    p->first = (x + 1) & kPsnMask;
-    if (a) a->expected_psn = p->first;
-  } else if (x == p->last) {
-    p->last = (x - 1) & kPsnMask;
-  } else if (l.part_count < l.parts.size()) {
-    // A late PSN inside the range: the PSNs after it become an entry of their own.
-    OpenLoss::Part upper{(x + 1) & kPsnMask, p->last, SIZE_MAX};
-    p->last = (x - 1) & kPsnMask;
-    if (a) {
-      Anomaly part = *a;
-      part.expected_psn = upper.first;
-      part.count = static_cast<std::uint32_t>(psn_diff(upper.last, x));
-      a->count = static_cast<std::uint32_t>(psn_diff(x, p->first));
-      upper.anomaly = sink.add_part(part);
-    }
-    l.parts[l.part_count++] = upper;
+    return true;
+  }
+  if (x == p->first) p->first = next_missing(l, x, p->last);
+  else if (x == p->last) p->last = previous_missing(l, x, p->first);
+  else split_part(l, *p, x, sink);
+  if (Anomaly* a = sink.anomaly(p->anomaly)) {  // (after a split, which may have moved the log)
+    a->expected_psn = p->first;
+    a->count = p->missing;
   }
   return true;
 }
@@ -731,7 +755,7 @@ bool report_loss(RequesterState& q, bool response, std::uint32_t first, std::uin
   OpenLoss l = loss_of(first, count, missing, at);
   l.anomaly = handle;
   l.reported = missing;
-  l.parts[0] = OpenLoss::Part{l.first, l.last, handle};
+  l.parts[0] = OpenLoss::Part{l.first, l.last, handle, missing};
   l.part_count = 1;
   l.response = response;
   open_loss(q, l);

@@ -94,12 +94,24 @@ struct OpenLoss {
   std::uint32_t late = 0;             // of those, PSNs that arrived late (reordered, not lost after all)
   // The anomaly entries that name its PSNs still missing: the gap, and the parts a
   // late PSN in the middle split off it (first/last PSN each, inclusive).
+  // A part's ends are missing PSNs, as far as known; PSNs between them may have
+  // come (a gap can hold PSNs another gap names, and a late PSN splits a part
+  // only while there is room for another): `missing` counts those still missing.
   struct Part {
     std::uint32_t first = 0, last = 0;
     std::size_t anomaly = SIZE_MAX;
+    std::uint32_t missing = 0;
   };
   std::array<Part, 4> parts{};
   std::uint8_t part_count = 0;
+  // Late PSNs that came inside a part while all four were in use (the first few).
+  std::array<std::uint32_t, 4> inside{};
+  std::uint8_t inside_count = 0;
+  bool came_inside(std::uint32_t psn) const {
+    for (std::uint8_t i = 0; i < inside_count; ++i)
+      if (inside[i] == psn) return true;
+    return false;
+  }
   bool contains(std::uint32_t psn) const { return psn_diff(psn, first) >= 0 && psn_diff(last, psn) >= 0; }
 };
 

@@ -35,7 +35,7 @@ void open_gap(UnreliableState& u, const UnreliableEvent& e, const SeqPacket& p, 
   g.ts = p.ts;
   g.anomaly = sink.report(a);
   g.reported = e.ahead;
-  g.parts[0] = OpenLoss::Part{g.first, g.last, g.anomaly};
+  g.parts[0] = OpenLoss::Part{g.first, g.last, g.anomaly, e.ahead};
   g.part_count = 1;
   if (u.gaps.size() == kMaxOpenLosses) u.gaps.erase(u.gaps.begin());
   u.gaps.push_back(g);

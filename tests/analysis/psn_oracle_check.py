@@ -175,7 +175,9 @@ def check(bin_path, pcap, expect, minimum):
             continue
         if fr["opcode"] in UD_OPCODES:
             problems.append("psn_gap on a UD flow at frame %d" % a["frame"])
-        for i in range(a["count"]):
+        if not a.get("count"):  # (JSON leaves a zero count out)
+            problems.append("psn_gap at frame %d names no missing PSN (from %s)" % (a["frame"], a.get("expected_psn")))
+        for i in range(a.get("count", 0)):
             psn = (a["expected_psn"] + i) % (1 << 24)
             if index.seen_before(a["frame"], fr, psn):
                 problems.append("frame %d calls PSN %d lost, but the capture holds it before" % (a["frame"], psn))
