@@ -68,6 +68,9 @@ class AnalysisSession {
     gap_revisions_ = std::move(r);
     revisions_applied_ = true;
   }
+  // Resends called spurious as they were read that later answers showed were
+  // needed, from the same earlier pass: --packets does not call them spurious.
+  void set_spurious_revisions(std::vector<decode::SpuriousRevision> r) { spurious_revisions_ = std::move(r); }
   std::uint64_t frames() const { return frame_; }
 
  private:
@@ -88,6 +91,7 @@ class AnalysisSession {
   decode::PacketAnalysis pa_;  // reused: ~12 KB, not rebuilt per frame
   std::unordered_map<std::uint64_t, decode::TransportAnalyzer::ForwardLink> forward_;
   std::unordered_map<std::uint64_t, std::int64_t> gap_revisions_;
+  std::vector<decode::SpuriousRevision> spurious_revisions_;
   bool revisions_applied_ = false;  // per packet, from an earlier pass
 };
 

@@ -175,12 +175,16 @@ int run_analyze(const AnalyzeOptions& o) {
     }
   if (!outputs_apart("analyze", o.files, report_outputs(o.json_path, o.outputs))) return 2;
   const unsigned jobs = resolve_jobs(o);
-  // --packets shows each request's response frame; that is known only after the
-  // response, so a first pass over the files finds the links (not possible for
-  // standard input, which cannot be read twice).
+  // Per-packet outputs (--packets, --jsonl, --csv-packets) show each request's
+  // response frame, which is known only after the response, and the final
+  // verdicts (a gap narrowed by late PSNs, a resend shown needed by its answers):
+  // a first pass over the files finds them (not possible for standard input,
+  // which cannot be read twice).
   std::unordered_map<std::uint64_t, decode::TransportAnalyzer::ForwardLink> links;
   std::unordered_map<std::uint64_t, std::int64_t> gap_revisions;  // gap frame -> PSNs found late after it
-  const bool two_pass = o.packets && std::none_of(o.files.begin(), o.files.end(), [](const std::string& f) { return f == "-"; });
+  std::vector<decode::SpuriousRevision> spurious_revisions;
+  const bool per_packet = o.packets || !o.outputs.jsonl_path.empty() || !o.outputs.csv_packets_path.empty();
+  const bool two_pass = per_packet && std::none_of(o.files.begin(), o.files.end(), [](const std::string& f) { return f == "-"; });
   if (two_pass) {
     decode::Analyzer first;
     first.transport().enable_forward_links(true);
@@ -200,11 +204,15 @@ int run_analyze(const AnalyzeOptions& o) {
     first.finish();
     links = first.transport().forward_links();
     for (const decode::GapRevision& r : first.anomalies().revisions()) gap_revisions[r.frame] += r.missing;
+    spurious_revisions = first.anomalies().spurious_revisions();
   }
   const SessionOptions parallel_options = so;
   AnalysisSession session(std::move(so));
   session.set_forward_links(std::move(links));
-  if (two_pass) session.set_gap_revisions(std::move(gap_revisions));
+  if (two_pass) {
+    session.set_gap_revisions(std::move(gap_revisions));
+    session.set_spurious_revisions(std::move(spurious_revisions));
+  }
   session.analyzer().transport().set_pmtu_override(o.pmtu);
   session.analyzer().pfc().set_options(pfc);
   if (!session.open()) {

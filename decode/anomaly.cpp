@@ -67,11 +67,19 @@ void AnomalyLog::merge(std::span<const AnomalyLog* const> parts, const FlowRenum
     for (std::size_t k = 0; k < by_kind_.size(); ++k) by_kind_[k] += x.by_kind_[k];
     added += x.items_.size() + x.dropped_;
     for (std::size_t i = 0; i < x.items_.size(); ++i) refs.push_back({x.order_keys_[i], s, i});
+    // A revision's flow renumbered as the entry it revises would be.
+    const auto renumbered = [&](AnomalyKind kind, std::uint32_t flow, std::uint64_t frame) {
+      Anomaly as_entry{kind};
+      as_entry.flow = flow;
+      as_entry.frame = frame;
+      return flow_of(s, as_entry);
+    };
     for (GapRevision r : x.revisions_) {
-      Anomaly as_entry{AnomalyKind::psn_gap};
-      as_entry.flow = r.flow;
-      as_entry.frame = r.frame;
-      r.flow = flow_of(s, as_entry);
+      r.flow = renumbered(AnomalyKind::psn_gap, r.flow, r.frame);
+      note_revision(r);
+    }
+    for (SpuriousRevision r : x.spurious_revisions_) {
+      r.flow = renumbered(AnomalyKind::retransmission, r.flow, r.first_frame);
       note_revision(r);
     }
   }

@@ -101,6 +101,14 @@ struct GapRevision {
   std::int32_t gaps = 0;     // gaps no longer reported (negative), or added by a split (positive)
 };
 
+// A resend first called spurious (its original had passed the capture point)
+// that the count of answers then showed was needed (an answer was lost): the
+// packets of `flow` flagged spurious from `first_frame` to `last_frame` were not.
+struct SpuriousRevision {
+  std::uint64_t first_frame = 0, last_frame = 0;
+  std::uint32_t flow = 0;
+};
+
 class AnomalyLog {
  public:
   explicit AnomalyLog(std::size_t cap = 1'000'000) : cap_(cap) {}
@@ -146,6 +154,10 @@ class AnomalyLog {
     if (revisions_.size() < cap_) revisions_.push_back(r);
   }
   const std::vector<GapRevision>& revisions() const { return revisions_; }
+  void note_revision(const SpuriousRevision& r) {
+    if (spurious_revisions_.size() < cap_) spurious_revisions_.push_back(r);
+  }
+  const std::vector<SpuriousRevision>& spurious_revisions() const { return spurious_revisions_; }
 
   // Fills this empty log from the logs of the shards of a sharded analysis
   // (analyzer_merge.h): entries in the order one log would have added them
@@ -161,6 +173,7 @@ class AnomalyLog {
   std::uint64_t dropped_ = 0;
   std::size_t retracted_ = 0;
   std::vector<GapRevision> revisions_;
+  std::vector<SpuriousRevision> spurious_revisions_;
   bool keep_order_keys_ = false;
   std::uint64_t order_key_ = 0;
   std::vector<std::uint64_t> order_keys_;

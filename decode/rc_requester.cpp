@@ -440,6 +440,7 @@ void apply_resend(RequesterState& q, const RequesterEvent& e, const SeqPacket& p
     // A READ is re-issued in go-back-N rounds whose responses overlap: only the
     // count of answers (spurious_verdict) can tell, so the packet is not called spurious.
     sink.verdict().spurious_retransmission = p.kind != OpKind::read_request;
+    if (sink.verdict().spurious_retransmission && q.spur.open) q.spur.last_flagged = p.frame;
   } else {
     ++sink.stats().faults_for_update().retransmissions;
   }
@@ -837,6 +838,8 @@ void spurious_verdict(RequesterState& q, SeqSink& sink, bool conclusive) {
   f.retransmissions += resent;
   ++f.retransmission_episodes;
   ++f.timeout_retransmissions;
+  // The packets called spurious as they were read were needed after all.
+  if (q.spur.last_flagged) sink.revise(SpuriousRevision{q.spur.frame, q.spur.last_flagged, 0});
   Anomaly a{AnomalyKind::retransmission};
   a.frame = q.spur.frame;
   a.psn = q.spur.psn;

@@ -130,6 +130,7 @@ struct SpuriousCheck {
   bool closing = false;
   double close_ts = 0;
   std::uint64_t corrupt_answer = 0;  // an answer to a copy captured corrupt: the requester dropped it
+  std::uint64_t last_flagged = 0;    // the last of its packets called spurious (0: none)
 };
 
 // The last 64 copies a flow sent (PSN, IPv4 ID, time), to tell a network's

@@ -46,6 +46,10 @@ class SeqSink {
   }
   void retract(std::size_t handle) { log_.retract(handle); }
   void revise(const GapRevision& r) { log_.note_revision(r); }
+  void revise(SpuriousRevision r) {
+    r.flow = stats_.index;
+    log_.note_revision(r);
+  }
   void relate(std::size_t handle, std::uint64_t frame) {
     if (Anomaly* a = anomaly(handle)) a->relate(frame);
   }

@@ -384,7 +384,7 @@ void add_analysis(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const Fra
     proto_item* it = add_flag(t, hf_retransmission, tvb);
     if (!covered[static_cast<std::size_t>(AnomalyKind::retransmission)]) expert_add_info(pinfo, it, &ei_retransmission);
   }
-  if (r.spurious_retransmission) {
+  if (file_state ? file_state->spurious_at(r.flow, pinfo->num, r.spurious_retransmission) : r.spurious_retransmission) {
     proto_item* it = add_flag(t, hf_spurious, tvb);
     expert_add_info(pinfo, it, &ei_spurious);
   }

@@ -68,6 +68,7 @@ void PluginSession::finish() {
   for (const decode::FlowSummary& f : analyzer_.transport().flows())
     if (f.peer >= 0) peer_qp_[f.index] = f.peer_qp;
   for (const decode::GapRevision& r : analyzer_.anomalies().revisions()) gap_revision_[r.frame] += r.missing;
+  spurious_revisions_ = analyzer_.anomalies().spurious_revisions();
   for (const decode::Anomaly& a : analyzer_.anomalies().items())
     if (decode::is_pause_kind(a.kind)) pause_anomalies_.push_back(a);
   std::stable_sort(pause_anomalies_.begin(), pause_anomalies_.end(),
@@ -86,6 +87,13 @@ std::uint32_t PluginSession::gap_at(std::uint64_t frame, std::uint32_t when_read
   auto it = gap_revision_.find(frame);
   if (!when_read || it == gap_revision_.end()) return when_read;
   return static_cast<std::uint32_t>(std::max<std::int64_t>(0, when_read + it->second));
+}
+
+bool PluginSession::spurious_at(std::uint32_t flow, std::uint64_t frame, bool when_read) const {
+  if (!when_read) return false;
+  return std::none_of(spurious_revisions_.begin(), spurious_revisions_.end(), [&](const decode::SpuriousRevision& r) {
+    return r.flow == flow && r.first_frame <= frame && frame <= r.last_frame;
+  });
 }
 
 std::optional<std::uint32_t> PluginSession::peer_qp(std::uint32_t flow) const {

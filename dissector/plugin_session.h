@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "decode/analyzer.h"
 #include "decode/nvme_analysis.h"
@@ -58,6 +59,9 @@ class PluginSession {
   // The gap at `frame` as the whole capture tells it (PSNs that arrived late are
   // not missing); `when_read` is what the analysis said when it read the frame.
   std::uint32_t gap_at(std::uint64_t frame, std::uint32_t when_read) const;
+  // Whether the resend at `frame` of `flow` is spurious as the whole capture
+  // tells it (later answers can show it was needed); `when_read` as for gap_at.
+  bool spurious_at(std::uint32_t flow, std::uint64_t frame, bool when_read) const;
   // The anomalies raised at the record's frame that the (capped) log kept.
   std::span<const decode::Anomaly> anomalies_of(const FrameRecord& r) const;
   // An anomaly worded as `rdmadiag analyze` words it.
@@ -78,7 +82,8 @@ class PluginSession {
   bool finished_ = false;
   std::uint64_t last_frame_ = 0;
   std::unordered_map<std::uint32_t, std::uint32_t> peer_qp_;  // flow index -> QP at its source
-  std::unordered_map<std::uint64_t, std::int64_t> gap_revision_;  // gap frame -> PSNs that came late after it
+  std::unordered_map<std::uint64_t, std::int64_t> gap_revision_;
+  std::vector<decode::SpuriousRevision> spurious_revisions_;  // gap frame -> PSNs that came late after it
   std::vector<decode::Anomaly> pause_anomalies_;  // by starting frame, after finish()
   void note_nvme(const decode::NvmeCommandResult& r);
   std::unique_ptr<decode::NvmeAnalyzer> nvme_;  // large: on the heap

@@ -17,6 +17,8 @@ per-frame PSN list (an independent decode of the same bytes):
 - a READ flagged a spurious retransmission (nothing lost: every copy answered)
   must have as many READ responses with its PSN, between the same two ends, as
   copies of it were sent;
+- a resend the report calls needed (retransmission, cause ack_lost) is not
+  flagged spurious on its packet;
 - a UD PSN jump is never a loss: no psn_gap and no out-of-order on UD flows;
 - with --expect KIND=N (repeatable), the report must count N anomalies of KIND
   (N taken from an oracle by the caller, e.g. the netem or kernel counters).
@@ -186,10 +188,17 @@ def check(bin_path, pcap, expect, minimum):
                                 % (a["frame"], psn))
             elif "never resent" in a.get("text", "") and index.seen_after(a["frame"], fr, psn):
                 problems.append("frame %d says PSN %d was never resent, but it comes later" % (a["frame"], psn))
+    # A resend the report says was needed (an answer was lost: cause ack_lost)
+    # is not called spurious on its packet (docs/analysis.md: one verdict).
+    needed = {a["frame"] for a in report.get("anomalies", [])
+              if a["kind"] == "retransmission" and a.get("cause") == "ack_lost"}
     for line in lines[:-1]:
         p = json.loads(line)
         v = p.get("analysis")
         fr = frames.get(p["frame"])
+        if v and p["frame"] in needed and v.get("spurious_retransmission"):
+            problems.append("frame %d flagged a spurious resend, but the report says it was needed (ack_lost)"
+                            % p["frame"])
         if not v or fr is None:
             continue
         # A packet flagged with a gap must say where it starts, and those PSNs must not be held.
