@@ -642,7 +642,7 @@ void register_protocol() {
       HF(hf_bth_opcode, "Opcode", "rdmadiag.bth.opcode", FT_UINT8, BASE_HEX, nullptr, nullptr),
       HF(hf_bth_opcode_name, "Opcode name", "rdmadiag.bth.opcode_name", FT_STRING, BASE_NONE, nullptr, nullptr),
       HF(hf_bth_service, "Transport service", "rdmadiag.bth.service", FT_STRING, BASE_NONE, nullptr,
-         "rc, uc, rd, ud, cnp, xrc"),
+         "RC, UC, RD, UD, CNP, XRC, VENDOR or RESERVED"),
       HF(hf_bth_se, "Solicited event", "rdmadiag.bth.se", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
       HF(hf_bth_migreq, "MigReq", "rdmadiag.bth.migreq", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
       HF(hf_bth_pad, "Pad count", "rdmadiag.bth.pad", FT_UINT8, BASE_DEC, nullptr, nullptr),

@@ -6,7 +6,9 @@ ICRC per docs/protocols.md: zlib CRC-32 over the masked copy, little-endian) and
 checks what tshark shows through the plugin against those values:
 a CNP with BECN set, an XRC SEND ONLY with FECN and an XRCETH, an RD SEND ONLY
 (RDETH + DETH), an RC SEND ONLY marked ECN CE. Wireshark 4.0's own dissector
-calls the first two "Unknown OpCode" and the third a Mellanox DC packet."""
+calls the first two "Unknown OpCode" and the third a Mellanox DC packet.
+The field's own description (`tshark -G fields`) must name every
+rdmadiag.bth.service value shown, spelled as shown (a filter is case-sensitive)."""
 import argparse
 import pathlib
 import struct
@@ -61,6 +63,15 @@ CASES = [
 ]
 
 
+def blurb(ts, abbrev):
+    """The description tshark registers for a field (last column of `tshark -G fields`)."""
+    for line in ts.run(["-G", "fields"]).stdout.splitlines():
+        cols = line.split("\t")
+        if len(cols) > 2 and cols[0] == "F" and cols[2] == abbrev:
+            return cols[-1]
+    return ""
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--plugin-root", required=True)
@@ -90,6 +101,11 @@ def main():
             if shown != v:
                 failures += 1
                 print(f"FAIL frame {n} {k}: want {v!r}, plugin shows {got[k]!r}")
+    words = set(blurb(ts, "rdmadiag.bth.service").replace(",", " ").split())
+    for value in sorted({want["rdmadiag.bth.service"] for _, want in CASES if "rdmadiag.bth.service" in want}):
+        if value not in words:
+            failures += 1
+            print(f"FAIL rdmadiag.bth.service shows {value!r}, its description lists {sorted(words)}")
     print(f"{len(CASES)} crafted frames, {sum(len(w) for _, w in CASES)} fields checked, {failures} wrong")
     return 1 if failures else 0
 
