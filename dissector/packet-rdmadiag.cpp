@@ -56,7 +56,7 @@ using wireshark::IwarpUnitRecord;
 
 int proto_rdmadiag = -1;
 
-// Fields. Booleans are added only when true, so `rdmadiag.psn.gap` style filters select the frames.
+// Fields. Booleans (BTH bits too) are added only when true, so `rdmadiag.psn.gap` style filters select the frames.
 int hf_transport = -1;
 int hf_icrc = -1, hf_icrc_status = -1, hf_icrc_computed = -1;
 int hf_vcrc = -1, hf_vcrc_status = -1, hf_vcrc_computed = -1;
@@ -234,6 +234,11 @@ void add_crcs(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const decode:
   }
 }
 
+// A header bit shown only when set, so that its bare field name filters (docs/wireshark.md); nullptr when clear.
+proto_item* add_set_flag(proto_tree* tree, int hf, tvbuff_t* tvb, std::uint32_t off, gint len, bool set) {
+  return set ? proto_tree_add_boolean(tree, hf, tvb, static_cast<gint>(off), len, TRUE) : nullptr;
+}
+
 void add_transport_headers(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const decode::DecodedPacket& p) {
   const decode::IbTransport& t = p.ib;
   const decode::OpcodeInfo& info = *p.opcode();
@@ -251,18 +256,18 @@ void add_transport_headers(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, 
   proto_tree* bth = proto_item_add_subtree(bth_item, ett_bth);
   proto_tree_add_string(bth, hf_bth_opcode_name, tvb, off, clip(tvb, off, 1), name);
   proto_tree_add_string(bth, hf_bth_service, tvb, off, clip(tvb, off, 1), service);
-  proto_tree_add_boolean(bth, hf_bth_se, tvb, off + 1, clip(tvb, off + 1, 1), t.bth.solicited_event);
-  proto_tree_add_boolean(bth, hf_bth_migreq, tvb, off + 1, clip(tvb, off + 1, 1), t.bth.mig_req);
+  add_set_flag(bth, hf_bth_se, tvb, off + 1, clip(tvb, off + 1, 1), t.bth.solicited_event);
+  add_set_flag(bth, hf_bth_migreq, tvb, off + 1, clip(tvb, off + 1, 1), t.bth.mig_req);
   proto_tree_add_uint(bth, hf_bth_pad, tvb, off + 1, clip(tvb, off + 1, 1), t.bth.pad_count);
   proto_tree_add_uint(bth, hf_bth_tver, tvb, off + 1, clip(tvb, off + 1, 1), t.bth.tver);
   proto_tree_add_uint(bth, hf_bth_pkey, tvb, off + 2, clip(tvb, off + 2, 2), t.bth.pkey);
   // FECN/BECN: the top bits of BTH byte 4, which Wireshark 4.0 shows only as "reserved".
-  proto_item* fecn = proto_tree_add_boolean(bth, hf_bth_fecn, tvb, off + 4, clip(tvb, off + 4, 1), t.bth.fecn);
-  if (t.bth.fecn) expert_add_info(pinfo, fecn, &ei_fecn);
-  proto_item* becn = proto_tree_add_boolean(bth, hf_bth_becn, tvb, off + 4, clip(tvb, off + 4, 1), t.bth.becn);
-  if (t.bth.becn) expert_add_info(pinfo, becn, &ei_becn);
+  if (proto_item* fecn = add_set_flag(bth, hf_bth_fecn, tvb, off + 4, clip(tvb, off + 4, 1), t.bth.fecn))
+    expert_add_info(pinfo, fecn, &ei_fecn);
+  if (proto_item* becn = add_set_flag(bth, hf_bth_becn, tvb, off + 4, clip(tvb, off + 4, 1), t.bth.becn))
+    expert_add_info(pinfo, becn, &ei_becn);
   proto_tree_add_uint(bth, hf_bth_dest_qp, tvb, off + 5, clip(tvb, off + 5, 3), t.bth.dest_qp);
-  proto_tree_add_boolean(bth, hf_bth_ackreq, tvb, off + 8, clip(tvb, off + 8, 1), t.bth.ack_req);
+  add_set_flag(bth, hf_bth_ackreq, tvb, off + 8, clip(tvb, off + 8, 1), t.bth.ack_req);
   proto_tree_add_uint(bth, hf_bth_psn, tvb, off + 9, clip(tvb, off + 9, 3), t.bth.psn);
 
   // Extended headers, in wire order (IBA 9.2 table 39).
