@@ -481,7 +481,9 @@ void append_info(packet_info* pinfo, const decode::DecodedPacket* p, const Frame
   if (p && p->icrc == CrcStatus::bad) col_append_str(pinfo->cinfo, COL_INFO, " [ICRC bad]");
   if (p && p->vcrc == CrcStatus::bad) col_append_str(pinfo->cinfo, COL_INFO, " [VCRC bad]");
   if (!r) return;
-  if (r->gap) col_append_fstr(pinfo->cinfo, COL_INFO, " [PSN gap: %u missing]", r->gap);
+  // The gap as the whole capture tells it, as the tree shows it (a withdrawn gap gets no tag).
+  const std::uint32_t gap = file_state->gap_at(pinfo->num, r->gap);
+  if (gap) col_append_fstr(pinfo->cinfo, COL_INFO, " [PSN gap: %u missing]", gap);
   if (r->duplicate) col_append_str(pinfo->cinfo, COL_INFO, " [PSN duplicate]");
   if (r->out_of_order) col_append_str(pinfo->cinfo, COL_INFO, " [PSN out of order]");
   if (r->retransmission) col_append_str(pinfo->cinfo, COL_INFO, " [Retransmission]");

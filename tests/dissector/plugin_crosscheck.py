@@ -4,7 +4,8 @@
 For every capture under the given folders (recursively): the per-frame fields
 tshark -2 shows through the plugin (ICRC/VCRC/MPA CRC status, PSN flags,
 expected PSN, request/response/NAK links, latency) must equal `rdmadiag analyze --packets --json -`
-on the same file; the frames `tshark -Y 'rdmadiag.psn.gap'` lists must be the
+on the same file, and the tags the plugin puts in the Info column ([ICRC bad],
+[PSN gap: N missing], ...) must be those verdicts; the frames `tshark -Y 'rdmadiag.psn.gap'` lists must be the
 psn_gap anomalies, and the same for bad ICRCs and `rdmadiag.latency > 0.0001`;
 with `tshark -2`, every response link must point at a response that answers
 that request or a later one. Independent of both: the ICRC the plugin reads must be the one
@@ -16,6 +17,7 @@ Exit 77 (CTest skip) when tshark or the plugin cannot be run."""
 import argparse
 import json
 import pathlib
+import re
 import struct
 import subprocess
 import sys
@@ -29,7 +31,8 @@ FIELDS = ["frame.number", "rdmadiag.icrc.status", "rdmadiag.vcrc.status", "rdmad
           "rdmadiag.psn.gap", "rdmadiag.psn.duplicate", "rdmadiag.psn.out_of_order", "rdmadiag.retransmission",
           "rdmadiag.retransmission.spurious", "rdmadiag.psn.expected", "rdmadiag.request_frame", "rdmadiag.response_frame",
           "rdmadiag.nak.gap_frame", "rdmadiag.latency", "rdmadiag.icrc", "infiniband.invariant.crc",
-          "rdmadiag.cc.cnp_response", "rdmadiag.cc.mark_frame", "rdmadiag.cc.verdict", "rdmadiag.cc.cnp_frame"]
+          "rdmadiag.cc.cnp_response", "rdmadiag.cc.mark_frame", "rdmadiag.cc.verdict", "rdmadiag.cc.cnp_frame",
+          "_ws.col.Info"]
 CORRUPT = {"rxe_write_bw_loss_corrupt_icrc.pcap": [105]}  # from make_corrupt_pcap.py
 
 
@@ -88,6 +91,23 @@ def expected_frames(rdmadiag, path):
     return frames, gaps, kept
 
 
+INFO_TAG = re.compile(r" \[(ICRC bad|VCRC bad|PSN gap: \d+ missing|PSN duplicate|PSN out of order|Retransmission|"
+                      r"MPA CRC bad)\]")
+
+
+def info_tags(info):
+    """The plugin's tags in an Info column, sorted."""
+    return sorted(INFO_TAG.findall(info))
+
+
+def tags_of(f):
+    """The Info tags a frame with these verdicts must carry (docs/wireshark.md)."""
+    tags = ["ICRC bad"] * (f["icrc"] == "bad") + ["VCRC bad"] * (f["vcrc"] == "bad")
+    tags += [f"PSN gap: {f['gap']} missing"] * bool(f["gap"]) + ["PSN duplicate"] * f["duplicate"]
+    tags += ["PSN out of order"] * f["out_of_order"] + ["Retransmission"] * f["retransmission"]
+    return sorted(tags + ["MPA CRC bad"] * f["mpa_crc"].count("bad"))
+
+
 def split(v):
     return [x for x in v.split(";") if x != ""]
 
@@ -121,6 +141,7 @@ def shown_frames(ts, path):
             "cc_verdict": v["rdmadiag.cc.verdict"],
             "cc_cnp_frame": int(v["rdmadiag.cc.cnp_frame"] or 0),
         }
+        frames[n]["info"] = info_tags(v["_ws.col.Info"])
         if v["rdmadiag.icrc"] and v["infiniband.invariant.crc"]:
             icrc_pairs.append((n, int(v["rdmadiag.icrc"], 16), int(split(v["infiniband.invariant.crc"])[0], 16)))
     return frames, icrc_pairs
@@ -150,6 +171,9 @@ def check(ts, rdmadiag, path):
         for key in want[n]:
             if not same(want[n][key], got[n][key], key):
                 bad.append(f"frame {n} {key}: rdmadiag {want[n][key]!r}, plugin {got[n][key]!r}")
+        # The Info column (second pass, as the GUI's packet list) tags what analyze found, no more.
+        if got[n]["info"] != tags_of(want[n]):
+            bad.append(f"frame {n} Info tags {got[n]['info']}, analyze's verdicts call for {tags_of(want[n])}")
     for n, ours, theirs in icrc_pairs:
         if ours != int.from_bytes(theirs.to_bytes(4, "big"), "little"):
             bad.append(f"frame {n}: plugin ICRC 0x{ours:08x} is not tshark's infiniband.invariant.crc 0x{theirs:08x}")
