@@ -351,6 +351,35 @@ void add_congestion(proto_tree* t, packet_info* pinfo, tvbuff_t* tvb, const Fram
   }
 }
 
+void add_anomaly(packet_info* pinfo, proto_item* anchor, const decode::Anomaly& a, bool* covered) {
+  char text[512];
+  anomaly_text(a, text, sizeof text);
+  expert_add_info_format(pinfo, anchor, &ei_anomaly[static_cast<std::size_t>(a.kind)], "%s", text);
+  if (covered) covered[static_cast<std::size_t>(a.kind)] = true;
+}
+
+// The anomalies of this frame as expert infos, each worded as `rdmadiag analyze`
+// words it; marks their kinds in `covered` (may be null). After the first pass:
+// every one the analysis lists that names this frame, for IB/RoCE, iWARP and pause
+// kinds alike, also those found at a later frame. During it (one-pass tshark):
+// those raised while this frame was read, wherever they point.
+void add_anomalies(packet_info* pinfo, proto_item* anchor, const FrameRecord* r, bool* covered) {
+  if (file_state->finished()) {
+    for (const std::uint32_t i : file_state->anomalies_at(pinfo->num))
+      add_anomaly(pinfo, anchor, file_state->anomaly(i), covered);
+    return;
+  }
+  if (!r) return;
+  for (const decode::Anomaly& a : file_state->anomalies_of(*r))
+    if (!wireshark::is_crc_anomaly(a.kind) && !a.retracted) add_anomaly(pinfo, anchor, a, covered);  // CRC: own items
+}
+
+// Whether add_anomalies() has something to show at this frame.
+bool has_anomalies(std::uint32_t frame, const FrameRecord* r) {
+  if (file_state->finished()) return !file_state->anomalies_at(frame).empty();
+  return r && r->anomalies_logged;
+}
+
 void add_analysis(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const FrameRecord& r) {
   proto_item* root = proto_tree_add_uint_format(tree, hf_flow, tvb, 0, 0, r.flow, "PSN analysis (flow %u)", r.flow);
   proto_item_set_generated(root);
@@ -361,15 +390,7 @@ void add_analysis(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const Fra
   if (r.expected_psn >= 0) add_generated_uint(t, hf_psn_expected, tvb, static_cast<guint32>(r.expected_psn));
 
   bool covered[static_cast<std::size_t>(AnomalyKind::count_)] = {};
-  char text[512];
-  if (file_state) {
-    for (const decode::Anomaly& a : file_state->anomalies_of(r)) {
-      if (wireshark::is_crc_anomaly(a.kind) || a.retracted) continue;  // the checksum items report these
-      covered[static_cast<std::size_t>(a.kind)] = true;
-      anomaly_text(a, text, sizeof text);
-      expert_add_info_format(pinfo, root, &ei_anomaly[static_cast<std::size_t>(a.kind)], "%s", text);
-    }
-  }
+  if (file_state) add_anomalies(pinfo, root, &r, covered);
   const std::uint32_t gap = file_state ? file_state->gap_at(pinfo->num, r.gap) : r.gap;
   if (gap) {
     proto_item* it = add_generated_uint(t, hf_psn_gap, tvb, gap);
@@ -494,7 +515,8 @@ void append_info(packet_info* pinfo, const decode::DecodedPacket* p, const Frame
 // A PAUSE/PFC frame (decode/mac_control.h): per priority it speaks for, the
 // quanta (0: XON), and the storms that began here (known on a second pass, with
 // the link speed preference).
-int dissect_pause(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, const decode::DecodedPacket& p) {
+int dissect_pause(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, const decode::DecodedPacket& p,
+                  const FrameRecord* r) {
   const decode::MacControl& m = *p.mac_control;
   proto_item* root = proto_tree_add_item(tree, proto_rdmadiag, tvb, 0, -1, ENC_NA);
   proto_tree* t = proto_item_add_subtree(root, ett_rdmadiag);
@@ -515,11 +537,7 @@ int dissect_pause(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, const dec
       expert_add_info_format(pinfo, it, &ei_pfc_xon, "XON: priority mask 0x%02x resumes", resumed);
     }
   }
-  char text[512];
-  for (const decode::Anomaly& a : file_state->pause_anomalies_at(pinfo->num)) {
-    anomaly_text(a, text, sizeof text);
-    expert_add_info_format(pinfo, root, &ei_anomaly[static_cast<std::size_t>(a.kind)], "%s", text);
-  }
+  add_anomalies(pinfo, root, r, nullptr);  // storms: known when the pause ends (second pass)
   return static_cast<int>(tvb_captured_length(tvb));
 }
 
@@ -565,14 +583,16 @@ int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
   else
     r = static_cast<const FrameRecord*>(wmem_map_lookup(frame_records, GUINT_TO_POINTER(pinfo->num)));
 
-  if (p.mac_control) return dissect_pause(tvb, pinfo, tree, p);
+  if (p.mac_control) return dissect_pause(tvb, pinfo, tree, p, r);
   const bool rdma = p.is_rdma() && (p.has_bth || p.icrc != CrcStatus::not_present);
-  if (!rdma && !(r && (r->iwarp_count || r->iwarp_not_listed))) return 0;
+  const bool anomalies = has_anomalies(pinfo->num, r);
+  if (!rdma && !(r && (r->iwarp_count || r->iwarp_not_listed)) && !anomalies) return 0;
   append_info(pinfo, rdma ? &p : nullptr, r);
 
   proto_item* root = proto_tree_add_item(tree, proto_rdmadiag, tvb, 0, -1, ENC_NA);
   proto_tree* t = proto_item_add_subtree(root, ett_rdmadiag);
-  const std::string_view tr = decode::to_string(r && r->iwarp_count ? decode::Transport::iwarp : p.transport);
+  // Not an IB/RoCE packet: a TCP segment where the iWARP analysis found units or anomalies (a hole).
+  const std::string_view tr = decode::to_string(rdma ? p.transport : decode::Transport::iwarp);
   char transport[16];
   std::snprintf(transport, sizeof transport, "%.*s", static_cast<int>(tr.size()), tr.data());
   proto_item* ti = proto_tree_add_string(t, hf_transport, tvb, 0, 0, transport);
@@ -582,7 +602,10 @@ int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
     if (p.has_bth) add_transport_headers(t, pinfo, tvb, p);
     add_diagnostics(t, pinfo, tvb, p);
   }
-  if (r && r->analysed) add_analysis(t, pinfo, tvb, *r);
+  if (r && r->analysed)
+    add_analysis(t, pinfo, tvb, *r);
+  else if (anomalies)
+    add_anomalies(pinfo, root, r, nullptr);
   if (rdma && p.has_bth) add_response_link(t, tvb, pinfo->num, r);
   if (r && r->iwarp_count) add_iwarp(t, pinfo, tvb, *r);
   for (const wireshark::NvmeFrameNote& n : file_state->nvme_at(pinfo->num)) add_nvme(t, pinfo, tvb, n);
