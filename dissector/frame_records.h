@@ -53,7 +53,8 @@ struct FrameRecord {
   std::uint32_t iwarp_not_listed = 0;
   IwarpUnitRecord* iwarp = nullptr;      // iwarp_count entries
 
-  bool worth_keeping() const { return analysed || iwarp_count || iwarp_not_listed || anomaly_count; }
+  // anomalies_logged: the iWARP analysis raises anomalies (a TCP hole) without counting them in anomaly_count.
+  bool worth_keeping() const { return analysed || iwarp_count || iwarp_not_listed || anomaly_count || anomalies_logged; }
 };
 
 // Fills the plain fields of `r` from the analysis of one frame (not the arrays).

@@ -56,7 +56,7 @@ using wireshark::IwarpUnitRecord;
 
 int proto_rdmadiag = -1;
 
-// Fields. Booleans are added only when true, so `rdmadiag.psn.gap` style filters select the frames.
+// Fields. Booleans (BTH bits too) are added only when true, so `rdmadiag.psn.gap` style filters select the frames.
 int hf_transport = -1;
 int hf_icrc = -1, hf_icrc_status = -1, hf_icrc_computed = -1;
 int hf_vcrc = -1, hf_vcrc_status = -1, hf_vcrc_computed = -1;
@@ -234,6 +234,11 @@ void add_crcs(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const decode:
   }
 }
 
+// A header bit shown only when set, so that its bare field name filters (docs/wireshark.md); nullptr when clear.
+proto_item* add_set_flag(proto_tree* tree, int hf, tvbuff_t* tvb, std::uint32_t off, gint len, bool set) {
+  return set ? proto_tree_add_boolean(tree, hf, tvb, static_cast<gint>(off), len, TRUE) : nullptr;
+}
+
 void add_transport_headers(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const decode::DecodedPacket& p) {
   const decode::IbTransport& t = p.ib;
   const decode::OpcodeInfo& info = *p.opcode();
@@ -251,18 +256,18 @@ void add_transport_headers(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, 
   proto_tree* bth = proto_item_add_subtree(bth_item, ett_bth);
   proto_tree_add_string(bth, hf_bth_opcode_name, tvb, off, clip(tvb, off, 1), name);
   proto_tree_add_string(bth, hf_bth_service, tvb, off, clip(tvb, off, 1), service);
-  proto_tree_add_boolean(bth, hf_bth_se, tvb, off + 1, clip(tvb, off + 1, 1), t.bth.solicited_event);
-  proto_tree_add_boolean(bth, hf_bth_migreq, tvb, off + 1, clip(tvb, off + 1, 1), t.bth.mig_req);
+  add_set_flag(bth, hf_bth_se, tvb, off + 1, clip(tvb, off + 1, 1), t.bth.solicited_event);
+  add_set_flag(bth, hf_bth_migreq, tvb, off + 1, clip(tvb, off + 1, 1), t.bth.mig_req);
   proto_tree_add_uint(bth, hf_bth_pad, tvb, off + 1, clip(tvb, off + 1, 1), t.bth.pad_count);
   proto_tree_add_uint(bth, hf_bth_tver, tvb, off + 1, clip(tvb, off + 1, 1), t.bth.tver);
   proto_tree_add_uint(bth, hf_bth_pkey, tvb, off + 2, clip(tvb, off + 2, 2), t.bth.pkey);
   // FECN/BECN: the top bits of BTH byte 4, which Wireshark 4.0 shows only as "reserved".
-  proto_item* fecn = proto_tree_add_boolean(bth, hf_bth_fecn, tvb, off + 4, clip(tvb, off + 4, 1), t.bth.fecn);
-  if (t.bth.fecn) expert_add_info(pinfo, fecn, &ei_fecn);
-  proto_item* becn = proto_tree_add_boolean(bth, hf_bth_becn, tvb, off + 4, clip(tvb, off + 4, 1), t.bth.becn);
-  if (t.bth.becn) expert_add_info(pinfo, becn, &ei_becn);
+  if (proto_item* fecn = add_set_flag(bth, hf_bth_fecn, tvb, off + 4, clip(tvb, off + 4, 1), t.bth.fecn))
+    expert_add_info(pinfo, fecn, &ei_fecn);
+  if (proto_item* becn = add_set_flag(bth, hf_bth_becn, tvb, off + 4, clip(tvb, off + 4, 1), t.bth.becn))
+    expert_add_info(pinfo, becn, &ei_becn);
   proto_tree_add_uint(bth, hf_bth_dest_qp, tvb, off + 5, clip(tvb, off + 5, 3), t.bth.dest_qp);
-  proto_tree_add_boolean(bth, hf_bth_ackreq, tvb, off + 8, clip(tvb, off + 8, 1), t.bth.ack_req);
+  add_set_flag(bth, hf_bth_ackreq, tvb, off + 8, clip(tvb, off + 8, 1), t.bth.ack_req);
   proto_tree_add_uint(bth, hf_bth_psn, tvb, off + 9, clip(tvb, off + 9, 3), t.bth.psn);
 
   // Extended headers, in wire order (IBA 9.2 table 39).
@@ -346,6 +351,35 @@ void add_congestion(proto_tree* t, packet_info* pinfo, tvbuff_t* tvb, const Fram
   }
 }
 
+void add_anomaly(packet_info* pinfo, proto_item* anchor, const decode::Anomaly& a, bool* covered) {
+  char text[512];
+  anomaly_text(a, text, sizeof text);
+  expert_add_info_format(pinfo, anchor, &ei_anomaly[static_cast<std::size_t>(a.kind)], "%s", text);
+  if (covered) covered[static_cast<std::size_t>(a.kind)] = true;
+}
+
+// The anomalies of this frame as expert infos, each worded as `rdmadiag analyze`
+// words it; marks their kinds in `covered` (may be null). After the first pass:
+// every one the analysis lists that names this frame, for IB/RoCE, iWARP and pause
+// kinds alike, also those found at a later frame. During it (one-pass tshark):
+// those raised while this frame was read, wherever they point.
+void add_anomalies(packet_info* pinfo, proto_item* anchor, const FrameRecord* r, bool* covered) {
+  if (file_state->finished()) {
+    for (const std::uint32_t i : file_state->anomalies_at(pinfo->num))
+      add_anomaly(pinfo, anchor, file_state->anomaly(i), covered);
+    return;
+  }
+  if (!r) return;
+  for (const decode::Anomaly& a : file_state->anomalies_of(*r))
+    if (!wireshark::is_crc_anomaly(a.kind) && !a.retracted) add_anomaly(pinfo, anchor, a, covered);  // CRC: own items
+}
+
+// Whether add_anomalies() has something to show at this frame.
+bool has_anomalies(std::uint32_t frame, const FrameRecord* r) {
+  if (file_state->finished()) return !file_state->anomalies_at(frame).empty();
+  return r && r->anomalies_logged;
+}
+
 void add_analysis(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const FrameRecord& r) {
   proto_item* root = proto_tree_add_uint_format(tree, hf_flow, tvb, 0, 0, r.flow, "PSN analysis (flow %u)", r.flow);
   proto_item_set_generated(root);
@@ -356,15 +390,7 @@ void add_analysis(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const Fra
   if (r.expected_psn >= 0) add_generated_uint(t, hf_psn_expected, tvb, static_cast<guint32>(r.expected_psn));
 
   bool covered[static_cast<std::size_t>(AnomalyKind::count_)] = {};
-  char text[512];
-  if (file_state) {
-    for (const decode::Anomaly& a : file_state->anomalies_of(r)) {
-      if (wireshark::is_crc_anomaly(a.kind) || a.retracted) continue;  // the checksum items report these
-      covered[static_cast<std::size_t>(a.kind)] = true;
-      anomaly_text(a, text, sizeof text);
-      expert_add_info_format(pinfo, root, &ei_anomaly[static_cast<std::size_t>(a.kind)], "%s", text);
-    }
-  }
+  if (file_state) add_anomalies(pinfo, root, &r, covered);
   const std::uint32_t gap = file_state ? file_state->gap_at(pinfo->num, r.gap) : r.gap;
   if (gap) {
     proto_item* it = add_generated_uint(t, hf_psn_gap, tvb, gap);
@@ -476,7 +502,9 @@ void append_info(packet_info* pinfo, const decode::DecodedPacket* p, const Frame
   if (p && p->icrc == CrcStatus::bad) col_append_str(pinfo->cinfo, COL_INFO, " [ICRC bad]");
   if (p && p->vcrc == CrcStatus::bad) col_append_str(pinfo->cinfo, COL_INFO, " [VCRC bad]");
   if (!r) return;
-  if (r->gap) col_append_fstr(pinfo->cinfo, COL_INFO, " [PSN gap: %u missing]", r->gap);
+  // The gap as the whole capture tells it, as the tree shows it (a withdrawn gap gets no tag).
+  const std::uint32_t gap = file_state->gap_at(pinfo->num, r->gap);
+  if (gap) col_append_fstr(pinfo->cinfo, COL_INFO, " [PSN gap: %u missing]", gap);
   if (r->duplicate) col_append_str(pinfo->cinfo, COL_INFO, " [PSN duplicate]");
   if (r->out_of_order) col_append_str(pinfo->cinfo, COL_INFO, " [PSN out of order]");
   if (r->retransmission) col_append_str(pinfo->cinfo, COL_INFO, " [Retransmission]");
@@ -487,7 +515,8 @@ void append_info(packet_info* pinfo, const decode::DecodedPacket* p, const Frame
 // A PAUSE/PFC frame (decode/mac_control.h): per priority it speaks for, the
 // quanta (0: XON), and the storms that began here (known on a second pass, with
 // the link speed preference).
-int dissect_pause(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, const decode::DecodedPacket& p) {
+int dissect_pause(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, const decode::DecodedPacket& p,
+                  const FrameRecord* r) {
   const decode::MacControl& m = *p.mac_control;
   proto_item* root = proto_tree_add_item(tree, proto_rdmadiag, tvb, 0, -1, ENC_NA);
   proto_tree* t = proto_item_add_subtree(root, ett_rdmadiag);
@@ -508,11 +537,7 @@ int dissect_pause(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, const dec
       expert_add_info_format(pinfo, it, &ei_pfc_xon, "XON: priority mask 0x%02x resumes", resumed);
     }
   }
-  char text[512];
-  for (const decode::Anomaly& a : file_state->pause_anomalies_at(pinfo->num)) {
-    anomaly_text(a, text, sizeof text);
-    expert_add_info_format(pinfo, root, &ei_anomaly[static_cast<std::size_t>(a.kind)], "%s", text);
-  }
+  add_anomalies(pinfo, root, r, nullptr);  // storms: known when the pause ends (second pass)
   return static_cast<int>(tvb_captured_length(tvb));
 }
 
@@ -558,14 +583,16 @@ int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
   else
     r = static_cast<const FrameRecord*>(wmem_map_lookup(frame_records, GUINT_TO_POINTER(pinfo->num)));
 
-  if (p.mac_control) return dissect_pause(tvb, pinfo, tree, p);
+  if (p.mac_control) return dissect_pause(tvb, pinfo, tree, p, r);
   const bool rdma = p.is_rdma() && (p.has_bth || p.icrc != CrcStatus::not_present);
-  if (!rdma && !(r && (r->iwarp_count || r->iwarp_not_listed))) return 0;
+  const bool anomalies = has_anomalies(pinfo->num, r);
+  if (!rdma && !(r && (r->iwarp_count || r->iwarp_not_listed)) && !anomalies) return 0;
   append_info(pinfo, rdma ? &p : nullptr, r);
 
   proto_item* root = proto_tree_add_item(tree, proto_rdmadiag, tvb, 0, -1, ENC_NA);
   proto_tree* t = proto_item_add_subtree(root, ett_rdmadiag);
-  const std::string_view tr = decode::to_string(r && r->iwarp_count ? decode::Transport::iwarp : p.transport);
+  // Not an IB/RoCE packet: a TCP segment where the iWARP analysis found units or anomalies (a hole).
+  const std::string_view tr = decode::to_string(rdma ? p.transport : decode::Transport::iwarp);
   char transport[16];
   std::snprintf(transport, sizeof transport, "%.*s", static_cast<int>(tr.size()), tr.data());
   proto_item* ti = proto_tree_add_string(t, hf_transport, tvb, 0, 0, transport);
@@ -575,7 +602,10 @@ int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
     if (p.has_bth) add_transport_headers(t, pinfo, tvb, p);
     add_diagnostics(t, pinfo, tvb, p);
   }
-  if (r && r->analysed) add_analysis(t, pinfo, tvb, *r);
+  if (r && r->analysed)
+    add_analysis(t, pinfo, tvb, *r);
+  else if (anomalies)
+    add_anomalies(pinfo, root, r, nullptr);
   if (rdma && p.has_bth) add_response_link(t, tvb, pinfo->num, r);
   if (r && r->iwarp_count) add_iwarp(t, pinfo, tvb, *r);
   for (const wireshark::NvmeFrameNote& n : file_state->nvme_at(pinfo->num)) add_nvme(t, pinfo, tvb, n);
@@ -642,7 +672,7 @@ void register_protocol() {
       HF(hf_bth_opcode, "Opcode", "rdmadiag.bth.opcode", FT_UINT8, BASE_HEX, nullptr, nullptr),
       HF(hf_bth_opcode_name, "Opcode name", "rdmadiag.bth.opcode_name", FT_STRING, BASE_NONE, nullptr, nullptr),
       HF(hf_bth_service, "Transport service", "rdmadiag.bth.service", FT_STRING, BASE_NONE, nullptr,
-         "rc, uc, rd, ud, cnp, xrc"),
+         "RC, UC, RD, UD, CNP, XRC, VENDOR or RESERVED"),
       HF(hf_bth_se, "Solicited event", "rdmadiag.bth.se", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
       HF(hf_bth_migreq, "MigReq", "rdmadiag.bth.migreq", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
       HF(hf_bth_pad, "Pad count", "rdmadiag.bth.pad", FT_UINT8, BASE_DEC, nullptr, nullptr),

@@ -1,6 +1,8 @@
 #include "dissector/plugin_session.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "exporters/analysis_report.h"
 
@@ -52,11 +54,10 @@ bool PluginSession::analyse(const decode::DecodedPacket& p, std::uint64_t frame,
   nvme_->add(p, frame, ts_ns, &analysis_);
   r = FrameRecord{};
   fill_record(analysis_, r);
-  if (!r.worth_keeping()) return false;
   const std::size_t after = analyzer_.anomalies().items().size();
   r.first_anomaly = static_cast<std::uint32_t>(before);
   r.anomalies_logged = static_cast<std::uint8_t>(std::min<std::size_t>(after - before, 255));
-  return true;
+  return r.worth_keeping();
 }
 
 void PluginSession::finish() {
@@ -69,18 +70,33 @@ void PluginSession::finish() {
     if (f.peer >= 0) peer_qp_[f.index] = f.peer_qp;
   for (const decode::GapRevision& r : analyzer_.anomalies().revisions()) gap_revision_[r.frame] += r.missing;
   spurious_revisions_ = analyzer_.anomalies().spurious_revisions();
-  for (const decode::Anomaly& a : analyzer_.anomalies().items())
-    if (decode::is_pause_kind(a.kind)) pause_anomalies_.push_back(a);
-  std::stable_sort(pause_anomalies_.begin(), pause_anomalies_.end(),
-                   [](const decode::Anomaly& a, const decode::Anomaly& b) { return a.frame < b.frame; });
+  index_anomalies();
 }
 
-std::span<const decode::Anomaly> PluginSession::pause_anomalies_at(std::uint64_t frame) const {
-  const auto by_frame = [](const decode::Anomaly& a, std::uint64_t f) { return a.frame < f; };
-  const auto first = std::lower_bound(pause_anomalies_.begin(), pause_anomalies_.end(), frame, by_frame);
-  auto last = first;
-  while (last != pause_anomalies_.end() && last->frame == frame) ++last;
-  return {pause_anomalies_.data() + (first - pause_anomalies_.begin()), static_cast<std::size_t>(last - first)};
+// Where each listed anomaly is shown: the frame it names, whenever it was raised
+// (a TCP hole, a storm, the resend of a gap: at a later frame).
+void PluginSession::index_anomalies() {
+  const auto& log = analyzer_.anomalies().items();
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> shown;
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    const decode::Anomaly& a = log[i];
+    if (a.retracted || is_crc_anomaly(a.kind)) continue;
+    const bool judged_later = a.kind == decode::AnomalyKind::cc_no_reaction && a.related_count;
+    shown.emplace_back(judged_later ? a.related[0] : a.frame, static_cast<std::uint32_t>(i));
+  }
+  std::sort(shown.begin(), shown.end());  // by frame, then in the log's order
+  shown_frames_.reserve(shown.size());
+  shown_anomalies_.reserve(shown.size());
+  for (const auto& [frame, index] : shown) {
+    shown_frames_.push_back(frame);
+    shown_anomalies_.push_back(index);
+  }
+}
+
+std::span<const std::uint32_t> PluginSession::anomalies_at(std::uint64_t frame) const {
+  const auto first = std::lower_bound(shown_frames_.begin(), shown_frames_.end(), frame);
+  const auto last = std::upper_bound(first, shown_frames_.end(), frame);
+  return {shown_anomalies_.data() + (first - shown_frames_.begin()), static_cast<std::size_t>(last - first)};
 }
 
 std::uint32_t PluginSession::gap_at(std::uint64_t frame, std::uint32_t when_read) const {

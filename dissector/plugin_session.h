@@ -64,13 +64,16 @@ class PluginSession {
   bool spurious_at(std::uint32_t flow, std::uint64_t frame, bool when_read) const;
   // The anomalies raised at the record's frame that the (capped) log kept.
   std::span<const decode::Anomaly> anomalies_of(const FrameRecord& r) const;
+  // After finish(): the anomalies the analysis lists (not withdrawn; checksum
+  // kinds aside, their own items show them) that name `frame` (Anomaly::frame;
+  // cc_no_reaction: the packet where it was judged, its first related frame),
+  // as indexes for anomaly(); raised at this frame or later. Empty before finish().
+  std::span<const std::uint32_t> anomalies_at(std::uint64_t frame) const;
+  const decode::Anomaly& anomaly(std::uint32_t index) const { return analyzer_.anomalies().items()[index]; }
   // An anomaly worded as `rdmadiag analyze` words it.
   std::string anomaly_text(const decode::Anomaly& a) const;
   // The response of a request frame (known once the response was seen).
   const decode::TransportAnalyzer::ForwardLink* response_of(std::uint64_t frame) const;
-  // Pause anomalies (storms) that began at `frame`: known after finish() (a storm
-  // is known when its pause ends, at a later frame).
-  std::span<const decode::Anomaly> pause_anomalies_at(std::uint64_t frame) const;
   // The NVMe command capsules and completions at `frame` (an iWARP segment may
   // carry several), in the order they were noted.
   std::span<const NvmeFrameNote> nvme_at(std::uint64_t frame) const;
@@ -82,9 +85,12 @@ class PluginSession {
   bool finished_ = false;
   std::uint64_t last_frame_ = 0;
   std::unordered_map<std::uint32_t, std::uint32_t> peer_qp_;  // flow index -> QP at its source
-  std::unordered_map<std::uint64_t, std::int64_t> gap_revision_;
-  std::vector<decode::SpuriousRevision> spurious_revisions_;  // gap frame -> PSNs that came late after it
-  std::vector<decode::Anomaly> pause_anomalies_;  // by starting frame, after finish()
+  std::unordered_map<std::uint64_t, std::int64_t> gap_revision_;  // gap frame -> PSNs that came late after it
+  std::vector<decode::SpuriousRevision> spurious_revisions_;      // resends shown needed by lost answers
+  // After finish(): the frames the listed anomalies are shown at, in order, and their log indexes.
+  std::vector<std::uint64_t> shown_frames_;
+  std::vector<std::uint32_t> shown_anomalies_;
+  void index_anomalies();
   void note_nvme(const decode::NvmeCommandResult& r);
   std::unique_ptr<decode::NvmeAnalyzer> nvme_;  // large: on the heap
   // Per command/completion frame, as Wireshark keeps per-frame state.

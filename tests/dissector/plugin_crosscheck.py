@@ -3,19 +3,26 @@
 
 For every capture under the given folders (recursively): the per-frame fields
 tshark -2 shows through the plugin (ICRC/VCRC/MPA CRC status, PSN flags,
-expected PSN, request/response/NAK links, latency) must equal `rdmadiag analyze --packets --json -`
-on the same file; the frames `tshark -Y 'rdmadiag.psn.gap'` lists must be the
-psn_gap anomalies, and the same for bad ICRCs and `rdmadiag.latency > 0.0001`;
-with `tshark -2`, every response link must point at a response that answers
-that request or a later one. Independent of both: the ICRC the plugin reads must be the one
-tshark's own InfiniBand dissector shows (`infiniband.invariant.crc`, the same
-bytes read big-endian), and in the regression capture made by
-make_corrupt_pcap.py exactly the frame whose bit was flipped has a bad ICRC.
+expected PSN, request/response/NAK links, latency) must equal
+`rdmadiag analyze --packets --json -` on the same file, and the tags the plugin
+puts in the Info column ([ICRC bad], [PSN gap: N missing], ...) must be those
+verdicts; the frames `tshark -Y 'rdmadiag.psn.gap'` lists must be the psn_gap
+anomalies, and the same for bad ICRCs and `rdmadiag.latency > 0.0001`; with
+`tshark -2`, every anomaly analyze lists (any kind, IB/RoCE or iWARP) must be an
+expert info of its kind (`rdmadiag.anomaly.<kind>`; checksums: the checksum
+item's) on the frame it names, and no other may be shown; and every response
+link must point at a response that answers that request or a later one.
+Independent of both: the ICRC the plugin reads must be the one tshark's own
+InfiniBand dissector shows (`infiniband.invariant.crc`, the same bytes read
+big-endian), and in the regression capture made by make_corrupt_pcap.py exactly
+the frame whose bit was flipped has a bad ICRC.
 Link-type-247 captures are skipped (tshark 4.0 cannot open them).
 Exit 77 (CTest skip) when tshark or the plugin cannot be run."""
 import argparse
+import collections
 import json
 import pathlib
+import re
 import struct
 import subprocess
 import sys
@@ -29,7 +36,8 @@ FIELDS = ["frame.number", "rdmadiag.icrc.status", "rdmadiag.vcrc.status", "rdmad
           "rdmadiag.psn.gap", "rdmadiag.psn.duplicate", "rdmadiag.psn.out_of_order", "rdmadiag.retransmission",
           "rdmadiag.retransmission.spurious", "rdmadiag.psn.expected", "rdmadiag.request_frame", "rdmadiag.response_frame",
           "rdmadiag.nak.gap_frame", "rdmadiag.latency", "rdmadiag.icrc", "infiniband.invariant.crc",
-          "rdmadiag.cc.cnp_response", "rdmadiag.cc.mark_frame", "rdmadiag.cc.verdict", "rdmadiag.cc.cnp_frame"]
+          "rdmadiag.cc.cnp_response", "rdmadiag.cc.mark_frame", "rdmadiag.cc.verdict", "rdmadiag.cc.cnp_frame",
+          "_ws.col.Info"]
 CORRUPT = {"rxe_write_bw_loss_corrupt_icrc.pcap": [105]}  # from make_corrupt_pcap.py
 
 
@@ -85,7 +93,56 @@ def expected_frames(rdmadiag, path):
     # The plugin shows an anomaly at the frame being analysed when it was raised:
     # for cc_no_reaction, the frame where the episode was judged.
     kept = sorted(a["related_frames"][0] for a in anomalies if a["kind"] == "cc_no_reaction")
-    return frames, gaps, kept
+    return frames, gaps, kept, collections.Counter(expert_place(a) for a in anomalies)
+
+
+# Checksum anomalies are shown by the checksum items' expert infos (docs/wireshark.md).
+CRC_EXPERT = {"icrc_bad": "rdmadiag.icrc.bad", "vcrc_bad": "rdmadiag.vcrc.bad", "mpa_crc_bad": "rdmadiag.mpa_crc.bad"}
+
+
+def expert_place(a):
+    """(frame, expert field) where the plugin must show a listed anomaly: the frame it names
+    (cc_no_reaction: the packet where the episode was judged, its first related frame)."""
+    frame = a["related_frames"][0] if a["kind"] == "cc_no_reaction" else a["frame"]
+    return frame, CRC_EXPERT.get(a["kind"], f"rdmadiag.anomaly.{a['kind']}")
+
+
+def anomaly_experts(ts):
+    """The expert fields an anomaly can be shown as, from tshark's own field list."""
+    r = ts.run(["-G", "fields"])
+    names = [c[2] for c in (line.split("\t") for line in r.stdout.splitlines()) if len(c) > 2 and c[0] == "F"]
+    return sorted(n for n in names if n.startswith("rdmadiag.anomaly.")) + sorted(CRC_EXPERT.values())
+
+
+def shown_experts(ts, path, experts):
+    """(frame, expert field) of every anomaly expert info tshark -2 shows, counted."""
+    r = ts.run(["-2", "-r", str(path), "-Y", " || ".join(experts), "-T", "fields", "-E", "occurrence=a",
+                "-E", "aggregator=;", "-e", "frame.number"] + sum([["-e", e] for e in experts], []))
+    if r.returncode != 0:
+        raise RuntimeError(f"tshark -Y rdmadiag.anomaly.* on {path} failed: {r.stderr.strip()[-500:]}")
+    shown = collections.Counter()
+    for line in r.stdout.splitlines():
+        v = line.split("\t")
+        for e, occurrences in zip(experts, v[1:]):
+            shown[(int(v[0]), e)] += len(split(occurrences))
+    return shown
+
+
+INFO_TAG = re.compile(r" \[(ICRC bad|VCRC bad|PSN gap: \d+ missing|PSN duplicate|PSN out of order|Retransmission|"
+                      r"MPA CRC bad)\]")
+
+
+def info_tags(info):
+    """The plugin's tags in an Info column, sorted."""
+    return sorted(INFO_TAG.findall(info))
+
+
+def tags_of(f):
+    """The Info tags a frame with these verdicts must carry (docs/wireshark.md)."""
+    tags = ["ICRC bad"] * (f["icrc"] == "bad") + ["VCRC bad"] * (f["vcrc"] == "bad")
+    tags += [f"PSN gap: {f['gap']} missing"] * bool(f["gap"]) + ["PSN duplicate"] * f["duplicate"]
+    tags += ["PSN out of order"] * f["out_of_order"] + ["Retransmission"] * f["retransmission"]
+    return sorted(tags + ["MPA CRC bad"] * f["mpa_crc"].count("bad"))
 
 
 def split(v):
@@ -121,6 +178,7 @@ def shown_frames(ts, path):
             "cc_verdict": v["rdmadiag.cc.verdict"],
             "cc_cnp_frame": int(v["rdmadiag.cc.cnp_frame"] or 0),
         }
+        frames[n]["info"] = info_tags(v["_ws.col.Info"])
         if v["rdmadiag.icrc"] and v["infiniband.invariant.crc"]:
             icrc_pairs.append((n, int(v["rdmadiag.icrc"], 16), int(split(v["infiniband.invariant.crc"])[0], 16)))
     return frames, icrc_pairs
@@ -139,9 +197,9 @@ def same(a, b, key):
     return a == b
 
 
-def check(ts, rdmadiag, path):
+def check(ts, rdmadiag, path, experts):
     """Returns (frames compared, list of mismatch descriptions)."""
-    want, gap_frames, kept_frames = expected_frames(rdmadiag, path)
+    want, gap_frames, kept_frames, want_experts = expected_frames(rdmadiag, path)
     got, icrc_pairs = shown_frames(ts, path)
     bad = []
     if sorted(want) != sorted(got):
@@ -150,6 +208,9 @@ def check(ts, rdmadiag, path):
         for key in want[n]:
             if not same(want[n][key], got[n][key], key):
                 bad.append(f"frame {n} {key}: rdmadiag {want[n][key]!r}, plugin {got[n][key]!r}")
+        # The Info column (second pass, as the GUI's packet list) tags what analyze found, no more.
+        if got[n]["info"] != tags_of(want[n]):
+            bad.append(f"frame {n} Info tags {got[n]['info']}, analyze's verdicts call for {tags_of(want[n])}")
     for n, ours, theirs in icrc_pairs:
         if ours != int.from_bytes(theirs.to_bytes(4, "big"), "little"):
             bad.append(f"frame {n}: plugin ICRC 0x{ours:08x} is not tshark's infiniband.invariant.crc 0x{theirs:08x}")
@@ -160,6 +221,12 @@ def check(ts, rdmadiag, path):
     shown_kept = filtered(ts, path, "rdmadiag.anomaly.cc_no_reaction")
     if shown_kept != kept_frames:
         bad.append(f"-Y rdmadiag.anomaly.cc_no_reaction lists {shown_kept}, analyze judged them at {kept_frames}")
+    # Every anomaly analyze lists, of every kind and transport, is an expert info on the frame it names.
+    got_experts = shown_experts(ts, path, experts)
+    for place in sorted(set(want_experts) | set(got_experts)):
+        if want_experts[place] != got_experts[place]:
+            bad.append(f"frame {place[0]} {place[1]}: analyze lists {want_experts[place]}, tshark -2 shows "
+                       f"{got_experts[place]}")
     want_bad = sorted(n for n, f in want.items() if f["icrc"] == "bad")
     shown_bad = filtered(ts, path, 'rdmadiag.icrc.status == "bad"')
     if shown_bad != want_bad:
@@ -182,7 +249,7 @@ def check(ts, rdmadiag, path):
         back = want.get(int(resp), {}).get("request_frame", [])
         if not back or int(q) > max(back):
             bad.append(f"-2: frame {q} links to response {resp}, which answers {back}")
-    return len(got), links, len(gap_frames), len(want_bad), bad
+    return len(got), links, len(gap_frames), len(want_bad), sum(want_experts.values()), bad
 
 
 def check_pause(ts, rdmadiag, path):
@@ -232,7 +299,8 @@ def main():
     for c in args.captures:
         p = pathlib.Path(c)
         files += sorted(p.rglob("*.pcap")) + sorted(p.rglob("*.pcapng")) if p.is_dir() else [p]
-    failures = total_frames = compared = 0
+    failures = total_frames = compared = total_anomalies = 0
+    experts = anomaly_experts(ts)
     for f in files:
         if linktype(f) == 247:
             print(f"skip  {f.name}: link type 247 (tshark 4.0 cannot open it)")
@@ -241,7 +309,7 @@ def main():
             print(f"FAIL  {f}: not readable by the user tshark runs as")
             failures += 1
             continue
-        frames, links, gaps, bad_icrc, bad = check(ts, args.rdmadiag, f)
+        frames, links, gaps, bad_icrc, anomalies, bad = check(ts, args.rdmadiag, f, experts)
         if f.parent.name == "pfc":
             pause_frames, storms, pause_bad = check_pause(ts, args.rdmadiag, f)
             print(f"      {f.name}: {pause_frames} PAUSE/PFC frames against macc.*, {storms} storms")
@@ -249,12 +317,15 @@ def main():
         compared += 1
         total_frames += frames
         status = "ok   " if not bad else "FAIL "
-        print(f"{status} {f.name}: {frames} frames, {gaps} PSN gaps, {bad_icrc} bad ICRC, {links} response links"
+        total_anomalies += anomalies
+        print(f"{status} {f.name}: {frames} frames, {gaps} PSN gaps, {bad_icrc} bad ICRC, {links} response links, "
+              f"{anomalies} anomaly expert infos"
               f"{'' if not bad else f', {len(bad)} mismatches'}")
         for b in bad[:20]:
             print(f"        {b}")
         failures += bool(bad)
-    print(f"{compared} captures, {total_frames} frames compared, {failures} with mismatches")
+    print(f"{compared} captures, {total_frames} frames and {total_anomalies} anomaly expert infos compared, "
+          f"{failures} with mismatches")
     return 1 if failures else 0
 
 

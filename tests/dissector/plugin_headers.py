@@ -5,8 +5,11 @@ Builds RoCEv2/IPv4 frames whose values are set here (standard library only;
 ICRC per docs/protocols.md: zlib CRC-32 over the masked copy, little-endian) and
 checks what tshark shows through the plugin against those values:
 a CNP with BECN set, an XRC SEND ONLY with FECN and an XRCETH, an RD SEND ONLY
-(RDETH + DETH), an RC SEND ONLY marked ECN CE. Wireshark 4.0's own dissector
-calls the first two "Unknown OpCode" and the third a Mellanox DC packet."""
+(RDETH + DETH; SE, MigReq and AckReq set), an RC SEND ONLY marked ECN CE. BTH bits
+are shown only when set: `-Y rdmadiag.bth.<bit>` lists the frames built with it. Wireshark 4.0's own dissector
+calls the first two "Unknown OpCode" and the third a Mellanox DC packet.
+The field's own description (`tshark -G fields`) must name every
+rdmadiag.bth.service value shown, spelled as shown (a filter is case-sensitive)."""
 import argparse
 import pathlib
 import struct
@@ -39,26 +42,38 @@ def roce_frame(ib, ecn=0):
     return eth + bytes(ip) + udp + ib + struct.pack("<I", icrc)
 
 
-def bth(opcode, qp, psn, fecn=0, becn=0):
-    return (struct.pack("!BBH", opcode, 0, 0xFFFF) + bytes([(fecn << 7) | (becn << 6)]) + qp.to_bytes(3, "big") +
-            b"\x00" + psn.to_bytes(3, "big"))
+def bth(opcode, qp, psn, fecn=0, becn=0, se=0, migreq=0, ackreq=0):
+    return (struct.pack("!BBH", opcode, (se << 7) | (migreq << 6), 0xFFFF) + bytes([(fecn << 7) | (becn << 6)]) +
+            qp.to_bytes(3, "big") + bytes([ackreq << 7]) + psn.to_bytes(3, "big"))
 
 
 # (frame bytes, fields the plugin must show). Each frame its own QP, so the analysis sees four flows.
+# BTH bits are shown only when set (docs/wireshark.md): "" is a field absent.
 CASES = [
     (roce_frame(bth(0x81, 0x21, 0, becn=1) + bytes(16)),
-     {"rdmadiag.bth.service": "CNP", "rdmadiag.cnp": "1", "rdmadiag.bth.becn": "1", "rdmadiag.bth.fecn": "0",
-      "rdmadiag.icrc.status": "1"}),
+     {"rdmadiag.bth.service": "CNP", "rdmadiag.cnp": "1", "rdmadiag.bth.becn": "1", "rdmadiag.bth.fecn": "",
+      "rdmadiag.bth.se": "", "rdmadiag.bth.migreq": "", "rdmadiag.bth.ackreq": "", "rdmadiag.icrc.status": "1"}),
     (roce_frame(bth(0xA4, 0x22, 100, fecn=1) + (0x2A).to_bytes(4, "big") + bytes(64)),
      {"rdmadiag.bth.opcode_name": "XRC_SEND_ONLY", "rdmadiag.bth.service": "XRC", "rdmadiag.xrceth.srq": "0x00002a",
-      "rdmadiag.bth.fecn": "1", "rdmadiag.bth.becn": "0", "rdmadiag.icrc.status": "1"}),
-    (roce_frame(bth(0x44, 0x23, 7) + (0x1234).to_bytes(4, "big") + bytes.fromhex("1111111100000005") + bytes(32)),
+      "rdmadiag.bth.fecn": "1", "rdmadiag.bth.becn": "", "rdmadiag.icrc.status": "1"}),
+    (roce_frame(bth(0x44, 0x23, 7, se=1, migreq=1, ackreq=1) + (0x1234).to_bytes(4, "big") +
+                bytes.fromhex("1111111100000005") + bytes(32)),
      {"rdmadiag.bth.opcode_name": "RD_SEND_ONLY", "rdmadiag.bth.service": "RD",
       "rdmadiag.rdeth.ee_context": "0x001234", "rdmadiag.deth.qkey": "0x11111111", "rdmadiag.deth.src_qp": "0x000005",
-      "rdmadiag.icrc.status": "1"}),
+      "rdmadiag.bth.se": "1", "rdmadiag.bth.migreq": "1", "rdmadiag.bth.ackreq": "1", "rdmadiag.bth.fecn": "",
+      "rdmadiag.bth.becn": "", "rdmadiag.icrc.status": "1"}),
     (roce_frame(bth(0x04, 0x24, 5) + bytes(64), ecn=3),
      {"rdmadiag.bth.opcode_name": "RC_SEND_ONLY", "rdmadiag.ecn_ce": "1", "rdmadiag.icrc.status": "1"}),
 ]
+
+
+def blurb(ts, abbrev):
+    """The description tshark registers for a field (last column of `tshark -G fields`)."""
+    for line in ts.run(["-G", "fields"]).stdout.splitlines():
+        cols = line.split("\t")
+        if len(cols) > 2 and cols[0] == "F" and cols[2] == abbrev:
+            return cols[-1]
+    return ""
 
 
 def main():
@@ -90,6 +105,20 @@ def main():
             if shown != v:
                 failures += 1
                 print(f"FAIL frame {n} {k}: want {v!r}, plugin shows {got[k]!r}")
+    # A bare BTH bit name selects exactly the frames built with that bit set.
+    for flag in ("se", "migreq", "fecn", "becn", "ackreq"):
+        field = f"rdmadiag.bth.{flag}"
+        want = [n for n, (_, w) in enumerate(CASES, 1) if w.get(field) == "1"]
+        r = ts.run(["-r", str(pcap), "-Y", field, "-T", "fields", "-e", "frame.number"])
+        shown = [int(x) for x in r.stdout.split()]
+        if shown != want:
+            failures += 1
+            print(f"FAIL -Y {field} lists frames {shown}, set in {want}")
+    words = set(blurb(ts, "rdmadiag.bth.service").replace(",", " ").split())
+    for value in sorted({want["rdmadiag.bth.service"] for _, want in CASES if "rdmadiag.bth.service" in want}):
+        if value not in words:
+            failures += 1
+            print(f"FAIL rdmadiag.bth.service shows {value!r}, its description lists {sorted(words)}")
     print(f"{len(CASES)} crafted frames, {sum(len(w) for _, w in CASES)} fields checked, {failures} wrong")
     return 1 if failures else 0
 

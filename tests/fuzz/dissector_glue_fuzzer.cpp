@@ -3,9 +3,9 @@
 // and keeps a record of it (PluginSession::analyse, fill_iwarp_unit), the end
 // of that pass (finish: pairing), then display passes that decode each frame
 // again and read the records back: the anomalies a record points into in the
-// capped log, their text, peer QPs, response links, and every header span the
-// tree would show clipped to the captured bytes. Everything but the epan calls
-// of dissector/packet-rdmadiag.cpp.
+// capped log, those shown at each frame (anomalies_at), their text, peer QPs,
+// response links, and every header span the tree would show clipped to the
+// captured bytes. Everything but the epan calls of dissector/packet-rdmadiag.cpp.
 // Input: [link type selector][preference bits][PMTU selector] then frames as
 // [2-byte length (bit 15: cut by snap length)][ts step][bytes], as in the
 // analyzer target (fuzz_input.h).
@@ -104,6 +104,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     for (const decode::Diagnostic& d : p.diags) check_clip(captured, d.offset, 1);
     if (const auto* link = session.response_of(no)) require(link->response_frame > no && link->response_frame <= frames.size());
+    // What the display passes show as this frame's anomalies: listed ones, naming it.
+    for (const std::uint32_t k : session.anomalies_at(no)) {
+      const decode::Anomaly& a = session.anomaly(k);
+      require(!a.retracted && !wireshark::is_crc_anomaly(a.kind));
+      require(a.frame == no || (a.kind == decode::AnomalyKind::cc_no_reaction && a.related[0] == no));
+      (void)session.anomaly_text(a);
+    }
     if (!kept[no]) continue;
     const wireshark::FrameRecord& r = records[no];
     const auto found = session.anomalies_of(r);
