@@ -1,5 +1,7 @@
 #include "capture/file_reader.h"
 
+#include "capture/pcapng_reader.h"
+
 #include <pcap/pcap.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +21,13 @@ constexpr std::uint32_t kMagicUsec = 0xa1b2c3d4;
 constexpr std::uint32_t kMagicNsec = 0xa1b23c4d;
 // libpcap refuses larger records for most link types (pcap-int.h MAXIMUM_SNAPLEN).
 constexpr std::uint32_t kMaxRecordLen = 262144;
+
+// libpcap 1.10's refusal of a pcapng interface unlike the first (sf-pcapng.c):
+// "an interface has a type N different from the type of the first interface",
+// "an interface has a snapshot length N different from ...".
+bool refuses_mixed_interfaces(const std::string& why) {
+  return why.starts_with("an interface has a type ") || why.starts_with("an interface has a snapshot length ");
+}
 
 }  // namespace
 
@@ -43,6 +52,8 @@ bool plausible_record_chain(const std::uint8_t* h, std::size_t avail, std::size_
   }
   return true;
 }
+
+FileReader::FileReader() = default;
 
 FileReader::~FileReader() {
   unmap();
@@ -193,6 +204,7 @@ bool FileReader::fall_back(Record& rec) {
 
 bool FileReader::next(Record& rec) {
   if (mapped_) return next_mapped(rec);
+  if (pcapng_) return next_pcapng(rec);
   if (!handle_) return false;
   pcap_pkthdr* hdr = nullptr;
   const u_char* data = nullptr;
@@ -208,9 +220,51 @@ bool FileReader::next(Record& rec) {
     return true;
   }
   if (rc == PCAP_ERROR) {
-    stop_reason_ = "stopped after record " + std::to_string(records_) + ": " + pcap_geterr(handle_);
+    const std::string why = pcap_geterr(handle_);
+    if (take_over_pcapng(why)) return next_pcapng(rec);
+    stop_reason_ = "stopped after record " + std::to_string(records_) + ": " + why;
+    if (path_ == "-" && refuses_mixed_interfaces(why))
+      stop_reason_ += " (libpcap 1.10 reads one link type per file; rdmadiag reads such a pcapng file whole "
+                      "when given by name, not on standard input)";
   }
   return false;  // PCAP_ERROR_BREAK: end of file
+}
+
+// libpcap 1.10 stopped at an interface whose link type or snap length differs
+// from the first one's (a valid pcapng file): PcapngReader reads the file again
+// from its start, passes over the records libpcap handed out and goes on from
+// there. A file by name only: standard input cannot be read again.
+bool FileReader::take_over_pcapng(const std::string& refusal) {
+  if (path_ == "-" || !refuses_mixed_interfaces(refusal)) return false;
+  auto own = std::make_unique<PcapngReader>();
+  if (!own->open(path_)) return false;
+  Record skipped;
+  for (std::uint64_t i = 0; i < records_; ++i)
+    if (!own->next(skipped)) {
+      // It does not find what libpcap read: keep libpcap's verdict.
+      return false;
+    }
+  pcapng_ = std::move(own);
+  return true;
+}
+
+bool FileReader::next_pcapng(Record& rec) {
+  if (pcapng_->next(rec)) {
+    ++records_;
+    return true;
+  }
+  if (!pcapng_->stop_reason().empty() && stop_reason_.empty())
+    stop_reason_ = "stopped after record " + std::to_string(records_) + ": " + pcapng_->stop_reason();
+  return false;
+}
+
+std::uint32_t FileReader::record_linktype() const { return pcapng_ ? pcapng_->linktype() : linktype_; }
+
+std::uint32_t FileReader::record_interface() const { return pcapng_ ? pcapng_->interface() : 0; }
+
+const PcapngInterface* FileReader::interface_info(std::uint32_t index) const {
+  if (!pcapng_ || index >= pcapng_->interfaces().size()) return nullptr;
+  return &pcapng_->interfaces()[index];
 }
 
 std::optional<PcapLayout> FileReader::mapped_layout() const {
@@ -229,6 +283,7 @@ bool FileReader::seek_record(std::size_t offset, std::uint64_t records) {
 
 std::int64_t FileReader::file_offset() const {
   if (mapped_) return static_cast<std::int64_t>(map_pos_);
+  if (pcapng_) return pcapng_->offset();
   if (!handle_) return 0;
   FILE* f = pcap_file(handle_);
   return f ? static_cast<std::int64_t>(std::ftell(f)) : 0;

@@ -11,6 +11,12 @@
 // opens the file (link type, snap length, every header check) and takes over
 // at the first record that is not plainly well-formed, so damaged files get
 // libpcap's own verdict. pcapng, standard input and live capture use libpcap.
+//
+// libpcap 1.10 keeps one link type (and snap length) per file and refuses a
+// pcapng file whose interfaces differ in them, though pcapng allows it. Such a
+// file (given by name) is read again from its start by capture::PcapngReader,
+// which continues after the records libpcap already handed out; each record
+// then has its own interface's link type (record_linktype()).
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -22,6 +28,9 @@
 struct pcap;
 
 namespace rdmadiag::capture {
+
+class PcapngReader;
+struct PcapngInterface;
 
 struct Record {
   std::int64_t ts_sec = 0;
@@ -85,7 +94,7 @@ std::size_t read_at(int fd, std::uint8_t* buf, std::size_t len, std::size_t offs
 
 class FileReader {
  public:
-  FileReader() = default;
+  FileReader();  // (out of line: PcapngReader is complete only there)
   ~FileReader();
   FileReader(const FileReader&) = delete;
   FileReader& operator=(const FileReader&) = delete;
@@ -102,8 +111,16 @@ class FileReader {
   // the loop was a third of next()'s instructions there.
   void set_prefetch_ahead(bool on) { prefetch_ahead_ = on; }
 
+  // The file's (its first interface's) link type and snap length.
   std::uint32_t linktype() const { return linktype_; }
   std::uint32_t snaplen() const { return snaplen_; }
+  // The last record's link type: linktype(), except in a pcapng file whose
+  // interfaces have different ones.
+  std::uint32_t record_linktype() const;
+  // The last record's interface, numbered over the whole file (0 unless read
+  // by PcapngReader: libpcap does not tell), and that interface when known.
+  std::uint32_t record_interface() const;
+  const PcapngInterface* interface_info(std::uint32_t index) const;
   const std::string& error() const { return error_; }
   // Empty when the whole file was read; otherwise why reading stopped early.
   const std::string& stop_reason() const { return stop_reason_; }
@@ -120,9 +137,12 @@ class FileReader {
   bool next_mapped(Record& rec);
   bool map_window(std::size_t pos);
   bool fall_back(Record& rec);
+  bool take_over_pcapng(const std::string& refusal);
+  bool next_pcapng(Record& rec);
   void unmap();
 
   pcap* handle_ = nullptr;
+  std::unique_ptr<PcapngReader> pcapng_;  // set when libpcap refused mixed interfaces
   // Classic pcap in a regular file is read a window at a time into one
   // buffer (mapped_: true; otherwise libpcap reads every record). A read
   // copies from the page cache at a fraction of the cost of mapping the same

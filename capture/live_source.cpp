@@ -170,6 +170,12 @@ int FileSource::dispatch(int max, PacketSink& sink) {
   int n = 0;
   while (n < max) {
     if (!reader_.next(rec)) return n > 0 ? n : kEnd;
+    if (reader_.record_linktype() != linktype_) {
+      // The pipeline keeps one link type per source; analyze reads such a file whole.
+      error_ = name_ + ": a pcapng file with interfaces of link types " + std::to_string(linktype_) + " and " +
+               std::to_string(reader_.record_linktype()) + "; capture -r reads one per file, use rdmadiag analyze";
+      return kFailed;
+    }
     sink.packet(rec);
     ++n;
   }

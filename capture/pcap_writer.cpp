@@ -183,26 +183,49 @@ void CaptureWriter::append_file_header() {
     put16(buf_, kOptEnd);
     put16(buf_, 0);
     close_block(buf_, b);
-    for (const auto& i : ifaces_) {
-      b = buf_.size();
-      put32(buf_, kPcapngIdb);
-      put32(buf_, 0);
-      put16(buf_, static_cast<std::uint16_t>(i.linktype));
-      put16(buf_, 0);
-      put32(buf_, i.snaplen);
-      put_string_option(buf_, kIfName, i.name);
-      put_string_option(buf_, kIfDescription, i.description);
-      put16(buf_, kIfTsresol);
-      put16(buf_, 1);
-      const std::uint8_t nanoseconds[1] = {9};
-      put_bytes_padded(buf_, nanoseconds, 1);
-      put16(buf_, kOptEnd);
-      put16(buf_, 0);
-      close_block(buf_, b);
-    }
+    for (const auto& i : ifaces_) append_interface_block(i);
   }
   file_bytes_ += buf_.size() - start;
   record_ends_.push_back({buf_.size(), false});
+}
+
+void CaptureWriter::append_interface_block(const InterfaceDesc& i) {
+  const std::size_t b = buf_.size();
+  put32(buf_, kPcapngIdb);
+  put32(buf_, 0);
+  put16(buf_, static_cast<std::uint16_t>(i.linktype));
+  put16(buf_, 0);
+  put32(buf_, i.snaplen);
+  put_string_option(buf_, kIfName, i.name);
+  put_string_option(buf_, kIfDescription, i.description);
+  put16(buf_, kIfTsresol);
+  put16(buf_, 1);
+  const std::uint8_t nanoseconds[1] = {9};
+  put_bytes_padded(buf_, nanoseconds, 1);
+  put16(buf_, kOptEnd);
+  put16(buf_, 0);
+  close_block(buf_, b);
+}
+
+// pcapng allows an interface block anywhere in a section before its packets;
+// a later file of a rotation has it in its header (ifaces_).
+bool CaptureWriter::add_interface(const InterfaceDesc& iface) {
+  if (failed_ || fd_ < 0) return false;
+  if (opts_.format == FileFormat::pcap) {
+    if (iface.linktype != ifaces_.front().linktype) {
+      error_ = "interfaces " + ifaces_.front().name + " and " + iface.name +
+               " have different link types; a pcap file holds one, use pcapng";
+      return false;
+    }
+    ifaces_.push_back(iface);
+    return true;
+  }
+  const std::size_t start = buf_.size();
+  ifaces_.push_back(iface);
+  append_interface_block(iface);
+  file_bytes_ += buf_.size() - start;
+  record_ends_.push_back({buf_.size(), false});
+  return true;
 }
 
 void CaptureWriter::append_record(const Record& rec, std::size_t iface) {

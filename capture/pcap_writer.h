@@ -58,6 +58,10 @@ class CaptureWriter {
   // Opens the first file. False and error() on failure (exists without force,
   // mixed link types in pcap, cannot create).
   bool open(const WriterOptions& opts, const std::vector<InterfaceDesc>& interfaces, std::time_t now);
+  // One more interface, numbered after open()'s (pcapng: its block is written
+  // now). False with error() for a pcap file, when the link type differs.
+  bool add_interface(const InterfaceDesc& iface);
+  std::size_t interfaces() const { return ifaces_.size(); }
   // Appends one record from interface `iface` (index into open()'s list).
   // False on a write error (error() says why; the file stays valid) or when -G/-W
   // says the capture is over (done() is then true and error() empty).
@@ -79,6 +83,7 @@ class CaptureWriter {
   bool close_file();
   std::string file_name(std::time_t now) const;
   void append_file_header();
+  void append_interface_block(const InterfaceDesc& i);
   void append_record(const Record& rec, std::size_t iface);
   bool write_out();
 

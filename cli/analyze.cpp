@@ -66,7 +66,7 @@ int analyze_serial(const AnalyzeOptions& o, AnalysisSession& session) {
     const std::uint64_t file_size = path != "-" && ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
     exporters::ProgressBar progress(!o.quiet);
     while (reader.next(rec)) {
-      session.frame(rec);
+      session.frame(rec, reader.record_linktype());  // a pcapng file's interfaces may differ
       if ((reader.records_read() & 255) == 0) heap.poll();  // 256 frames: < 1 MB of new flow state
       if (progress.on() && (reader.records_read() & 4095) == 0)
         progress.update(path, static_cast<std::uint64_t>(std::max<std::int64_t>(0, reader.file_offset())), file_size,
@@ -197,7 +197,7 @@ int run_analyze(const AnalyzeOptions& o) {
       if (!reader.open(path)) continue;  // reported by the second pass
       capture::Record rec;
       while (reader.next(rec)) {
-        decode::decode_frame(reader.linktype(), rec.data, rec.wirelen, so.decode, pkt);
+        decode::decode_frame(reader.record_linktype(), rec.data, rec.wirelen, so.decode, pkt);
         first.add(pkt, ++frame, static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9, pa, rec.ts_ns());
       }
     }

@@ -13,6 +13,7 @@
 
 #include "capture/file_reader.h"
 #include "capture/pcap_writer.h"
+#include "capture/pcapng_reader.h"
 #include "cli/command.h"
 #include "cli/output_guard.h"
 #include "decode/erf.h"
@@ -56,6 +57,71 @@ bool erf_record(const capture::Record& rec, std::vector<std::uint8_t>& out) {
   return true;
 }
 
+// Copies the records (wrapped in ERF headers with `to_erf`), each to its
+// interface. Interfaces of a pcapng file after its first one are added as their
+// first record comes (PcapngReader numbers them over the whole file).
+struct Copy {
+  capture::FileReader& reader;
+  capture::CaptureWriter& writer;
+  const ConvertOptions& o;
+  bool to_erf = false;
+  std::vector<std::size_t> out_iface = {0};  // the reader's interface -> the writer's
+  std::uint64_t skipped = 0;    // too long for an ERF record
+  std::string refused;          // an interface the output cannot hold
+
+  static constexpr std::size_t kNone = ~std::size_t{0};
+
+  std::size_t interface_of_record() {
+    const std::uint32_t in = reader.record_interface();
+    if (in < out_iface.size() && out_iface[in] != kNone) return out_iface[in];
+    const capture::PcapngInterface* info = reader.interface_info(in);
+    capture::InterfaceDesc d;
+    d.name = info && !info->name.empty() ? info->name : o.input;
+    d.linktype = reader.record_linktype();
+    d.snaplen = info && info->snaplen ? info->snaplen : reader.snaplen();
+    if (to_erf && d.linktype != kLinktypeInfiniband) {
+      refused = "interface " + std::to_string(in) + " has link type " + std::to_string(d.linktype) +
+                "; --to erf converts InfiniBand (247) captures";
+      return kNone;
+    }
+    if (to_erf) {
+      d.linktype = kLinktypeErf;
+      d.snaplen = std::min<std::uint32_t>(d.snaplen + 16, 65535);
+    }
+    if (!writer.add_interface(d)) {
+      refused = "interface " + std::to_string(in) + " has link type " + std::to_string(d.linktype) + ", interface 0 link type " +
+                std::to_string(reader.linktype()) + "; a pcap file holds one link type: convert to pcapng (--to pcapng)";
+      return kNone;
+    }
+    if (out_iface.size() <= in) out_iface.resize(in + 1, kNone);
+    return out_iface[in] = writer.interfaces() - 1;
+  }
+
+  // False on a write error or a refused interface.
+  bool run() {
+    capture::Record rec;
+    std::vector<std::uint8_t> erf;
+    while (reader.next(rec)) {
+      const std::size_t iface = interface_of_record();
+      if (iface == kNone) return false;
+      bool ok = true;
+      if (!to_erf) {
+        ok = writer.write(rec, iface, static_cast<std::time_t>(rec.ts_sec));
+      } else if (erf_record(rec, erf)) {
+        capture::Record wrapped = rec;
+        wrapped.caplen = static_cast<std::uint32_t>(erf.size());
+        wrapped.wirelen = rec.wirelen + 16;
+        wrapped.data = erf;
+        ok = writer.write(wrapped, iface, static_cast<std::time_t>(rec.ts_sec));
+      } else {
+        ++skipped;
+      }
+      if (!ok) return false;
+    }
+    return true;
+  }
+};
+
 int run_convert(const ConvertOptions& o) {
   std::string to = o.to;
   if (to.empty()) to = ends_with(o.output, ".pcapng") ? "pcapng" : "pcap";
@@ -88,30 +154,20 @@ int run_convert(const ConvertOptions& o) {
     std::fprintf(stderr, "rdmadiag convert: %s\n", writer.error().c_str());
     return 1;
   }
-  capture::Record rec;
-  std::vector<std::uint8_t> erf;
-  std::uint64_t skipped = 0;
-  bool ok = true;
-  while (ok && reader.next(rec)) {
-    if (to_erf) {
-      if (!erf_record(rec, erf)) {
-        ++skipped;
-        continue;
-      }
-      capture::Record wrapped = rec;
-      wrapped.caplen = static_cast<std::uint32_t>(erf.size());
-      wrapped.wirelen = rec.wirelen + 16;
-      wrapped.data = erf;
-      ok = writer.write(wrapped, 0, static_cast<std::time_t>(rec.ts_sec));
-    } else {
-      ok = writer.write(rec, 0, static_cast<std::time_t>(rec.ts_sec));
-    }
-  }
+  Copy copy{reader, writer, o, to_erf, {0}, 0, {}};
+  bool ok = copy.run();
   ok = writer.close() && ok;
+  if (!copy.refused.empty()) {
+    // Not a convertible input for this format: no half-made output is left behind.
+    if (o.output != "-") std::remove(o.output.c_str());
+    std::fprintf(stderr, "rdmadiag convert: %s: %s\n", o.input.c_str(), copy.refused.c_str());
+    return 1;
+  }
   if (!ok) {
     std::fprintf(stderr, "rdmadiag convert: %s\n", writer.error().c_str());
     return 4;
   }
+  const std::uint64_t skipped = copy.skipped;
   if (skipped)
     std::fprintf(stderr, "rdmadiag convert: %llu packets longer than an ERF record can hold were left out\n",
                  static_cast<unsigned long long>(skipped));

@@ -53,7 +53,7 @@ int feed(const std::string& path, decode::Analyzer& transport, decode::NvmeAnaly
   auto pa = std::make_unique<decode::PacketAnalysis>();
   while (reader.next(rec)) {
     ++frame;
-    decode::decode_frame(reader.linktype(), rec.data, rec.wirelen, opts, pkt);
+    decode::decode_frame(reader.record_linktype(), rec.data, rec.wirelen, opts, pkt);
     pa->reset();
     const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;
     transport.add(pkt, frame, ts, *pa, rec.ts_ns());

@@ -127,7 +127,7 @@ ParallelAnalysis::Input read_input(ShardPass& pass, const std::string& path, boo
   exporters::ProgressBar bar(progress);
   capture::Record rec;
   while (reader.next(rec)) {
-    pass.frame(rec, in.linktype);
+    pass.frame(rec, reader.record_linktype());
     if (bar.on() && (reader.records_read() & 4095) == 0)
       bar.update(path, static_cast<std::uint64_t>(std::max<std::int64_t>(0, reader.file_offset())), file_size,
                  reader.records_read());

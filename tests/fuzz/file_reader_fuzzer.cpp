@@ -1,7 +1,8 @@
 // Fuzz target: a whole pcap or pcapng file through capture::FileReader (libpcap
-// underneath) and every record it yields through decode_frame with the file's
-// link type. The bytes go to an anonymous in-memory file opened by its
-// /proc/self/fd path, so the reader takes the same path as for a real file.
+// underneath) and every record it yields through decode_frame with its link
+// type; then through capture::PcapngReader on its own. The bytes go to an
+// anonymous in-memory file opened by its /proc/self/fd path, so the readers
+// take the same path as for a real file.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "capture/file_reader.h"
+#include "capture/pcapng_reader.h"
 #include "decode/packet.h"
 
 using namespace rdmadiag;
@@ -37,7 +39,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   while (reader.records_read() < 100000 && reader.next(rec)) {
     if (rec.data.size() != rec.caplen) std::abort();
     p = decode::DecodedPacket{};
-    decode::decode_frame(reader.linktype(), rec.data, rec.wirelen, {}, p);
+    decode::decode_frame(reader.record_linktype(), rec.data, rec.wirelen, {}, p);
   }
+  // The pcapng reader on its own: FileReader hands it only files libpcap refuses.
+  capture::PcapngReader own;
+  if (!own.open("/proc/self/fd/" + std::to_string(fd))) std::abort();
+  for (int n = 0; n < 100000 && own.next(rec); ++n)
+    if (rec.data.size() != rec.caplen || own.interface() >= own.interfaces().size()) std::abort();
   return 0;
 }

@@ -111,8 +111,9 @@ def iwarp_seeds(w, linktype, records):
         w.write('iwarp', bytes(out))
 
 
-def pcapng(linktype, records, big_endian=False, extra_blocks=()):
-    """The records as a pcapng file (SHB, IDB, EPBs), optionally with other blocks after the IDB."""
+def pcapng(linktype, records, big_endian=False, extra_blocks=(), second=None):
+    """The records as a pcapng file (SHB, IDB, EPBs), optionally with other blocks after the IDB;
+    with `second` (link type, if_tsresol), a second interface that takes every other record."""
     e = '>' if big_endian else '<'
 
     def block(btype, body):
@@ -122,11 +123,14 @@ def pcapng(linktype, records, big_endian=False, extra_blocks=()):
 
     out = block(0x0A0D0D0A, struct.pack(e + 'IHHq', 0x1A2B3C4D, 1, 0, -1))
     out += block(1, struct.pack(e + 'HHI', linktype, 0, 65535))
+    if second:
+        out += block(1, struct.pack(e + 'HHIHHB3xHH', second[0], 0, 65535, 9, 1, second[1], 0, 0))
     for b in extra_blocks:
         out += block(*b)
-    for _, ts_sec, ts_frac, caplen, wirelen, data in records:
+    for i, (_, ts_sec, ts_frac, caplen, wirelen, data) in enumerate(records):
         ts = ts_sec * 1000000 + ts_frac
-        out += block(6, struct.pack(e + 'IIIII', 0, ts >> 32, ts & 0xffffffff, caplen, wirelen) + data)
+        iface = i % 2 if second else 0
+        out += block(6, struct.pack(e + 'IIIII', iface, ts >> 32, ts & 0xffffffff, caplen, wirelen) + data)
     return out
 
 
@@ -140,6 +144,9 @@ def file_seeds(w, header, e, linktype, records):
     w.write('file_reader', pcapng(linktype, recs))
     w.write('file_reader', pcapng(linktype, recs, big_endian=True))
     w.write('file_reader', pcapng(linktype, recs, extra_blocks=[(0x0BADF00D, b'hostile'), (5, b'\0' * 16)]))
+    # Interfaces of two link types (libpcap refuses; PcapngReader reads), nanoseconds on the second.
+    w.write('file_reader', pcapng(linktype, recs, second=(113, 9)))
+    w.write('file_reader', pcapng(linktype, recs[:4]) + pcapng(linktype, recs[4:], big_endian=True, second=(1, 0x8a)))
 
 
 def oob_seeds(w):
