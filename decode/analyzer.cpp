@@ -34,7 +34,7 @@ void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, Packe
   summary_.add(p, frame, ts, qp_counted);
   if (p.mac_control) pfc_->add_mac_control(p, frame, ts_ns);
   if (p.tcp) {
-    iwarp_->add(p, frame, ts, out.iwarp);
+    iwarp_->add(p, frame, ts, out.iwarp, ts_ns);
     if (!out.iwarp.empty()) {  // an MPA unit ended here: count the frame as iWARP, not as other TCP
       Counter& from = summary_.by_transport[static_cast<std::size_t>(p.transport)];
       --from.packets;

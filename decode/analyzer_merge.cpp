@@ -9,13 +9,15 @@ namespace rdmadiag::decode {
 void AnalyzerMerge::finish_shards(std::span<Analyzer* const> shards) {
   std::uint64_t last = 0;
   double last_ts = 0;
+  std::int64_t last_ts_ns = 0;
   for (const Analyzer* a : shards)
     if (a->iwarp_->last_frame() > last) {
       last = a->iwarp_->last_frame();
       last_ts = a->iwarp_->last_ts();
+      last_ts_ns = a->iwarp_->last_ts_ns();
     }
   for (Analyzer* a : shards) {
-    a->iwarp_->set_end(last, last_ts);
+    a->iwarp_->set_end(last, last_ts, last_ts_ns);
     a->finish();
   }
 }

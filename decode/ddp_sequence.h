@@ -35,14 +35,14 @@ struct DdpQueueState {
 struct DdpPendingRead {
   RdmaReadRequest rq;
   std::uint64_t frame = 0;
-  double ts = 0;
+  std::int64_t ts_ns = 0;
   std::uint64_t done = 0;    // bytes of Read Response seen so far
 };
 
 struct DdpPendingAtomic {
   std::uint32_t id = 0;
   std::uint64_t frame = 0;
-  double ts = 0;
+  std::int64_t ts_ns = 0;
 };
 
 // What one direction's next segments are checked against.

@@ -1,6 +1,7 @@
 #include "decode/iwarp_analysis.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <tuple>
 
@@ -109,7 +110,7 @@ struct IwarpAnalyzer::Connection {
     std::uint64_t stream_bytes = 0;     // octets this direction carried (captured or not)
     std::uint64_t hunt_crc_spent = 0;  // octets CRC-checked by hunts
     std::uint64_t frame = 0;   // the segment being processed
-    double ts = 0;
+    std::int64_t ts_ns = 0;  // of that segment: latencies are differences of exact stamps
     DdpDirState ddp;  // DDP/RDMAP sequencing (ddp_sequence.h)
     struct DamagedCopy {  // the last segment of this direction captured with a damaged port
       std::uint32_t seq = 0, len = 0;
@@ -123,7 +124,7 @@ struct IwarpAnalyzer::Connection {
     std::size_t avail() const { return buf.size() - off; }
     Bytes view() const { return Bytes(buf.data() + off, avail()); }
 
-    void stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, std::uint64_t f, double t) override;
+    void stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, std::uint64_t f, std::int64_t t) override;
     void stream_hole(const TcpHoleEvent& hole) override;
     void consume(std::size_t n);
     void process();
@@ -254,14 +255,14 @@ std::uint64_t Dir::frame_of_end(std::uint32_t end) const {
   return frame;
 }
 
-void Dir::stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, std::uint64_t f, double t) {
+void Dir::stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, std::uint64_t f, std::int64_t t) {
   if (mpa.mode == Mode::not_iwarp) return;
   if (!have_seq || avail() == 0) {
     have_seq = true;
     seq = s - static_cast<std::uint32_t>(avail());
   }
   frame = f;
-  ts = t;
+  ts_ns = t;
   stream_bytes += wire_len;
   buf.insert(buf.end(), captured.begin(), captured.end());
   if (segment_ends.size() >= 4096) segment_ends.pop_front();
@@ -281,7 +282,7 @@ void Dir::stream_hole(const TcpHoleEvent& h) {
     a.count = h.bytes;
     a.psn = h.seq;
     if (h.frame_resolved != h.frame_detected) a.relate(h.frame_resolved);
-    if (h.recovered) a.duration_us = (h.ts_resolved - h.ts_detected) * 1e6;
+    if (h.recovered) a.duration_us = static_cast<double>(h.ts_resolved_ns - h.ts_detected_ns) * 1e-3;
     if (h.recovered) a.expected_psn = static_cast<std::int64_t>(h.fill);
     if (h.recovered && damaged.frame && seq_leq(damaged.seq, h.seq) &&
         seq_leq(h.seq + h.bytes, damaged.seq + damaged.len)) {  // captured, damaged: not lost
@@ -806,16 +807,16 @@ class Dir::DdpReport final : public DdpSink {
   void read_requested(const RdmaReadRequest& rq) override {
     auto& pending = dir_.peer().ddp.reads;
     if (pending.size() >= DdpDirState::kMaxPendingRequests) pending.pop_front();
-    pending.push_back(DdpPendingRead{rq, dir_.frame, dir_.ts, 0});
+    pending.push_back(DdpPendingRead{rq, dir_.frame, dir_.ts_ns, 0});
   }
   void atomic_requested(std::uint32_t id) override {
     auto& pending = dir_.peer().ddp.atomics;
     if (pending.size() >= DdpDirState::kMaxPendingRequests) pending.pop_front();
-    pending.push_back(DdpPendingAtomic{id, dir_.frame, dir_.ts});
+    pending.push_back(DdpPendingAtomic{id, dir_.frame, dir_.ts_ns});
   }
   void read_answered(const DdpPendingRead& r) override {
     pdu_.request_frame = r.frame;
-    pdu_.latency_us = (dir_.ts - r.ts) * 1e6;
+    pdu_.latency_us = static_cast<double>(dir_.ts_ns - r.ts_ns) * 1e-3;
     if (stats_.reads_matched == 0 || pdu_.latency_us < stats_.read_latency_min_us) stats_.read_latency_min_us = pdu_.latency_us;
     if (stats_.reads_matched == 0 || pdu_.latency_us > stats_.read_latency_max_us) stats_.read_latency_max_us = pdu_.latency_us;
     dir_.an->read_latency_sum_.add(pdu_.latency_us);
@@ -824,7 +825,7 @@ class Dir::DdpReport final : public DdpSink {
   }
   void atomic_answered(const DdpPendingAtomic& r) override {
     pdu_.request_frame = r.frame;
-    pdu_.latency_us = (dir_.ts - r.ts) * 1e6;
+    pdu_.latency_us = static_cast<double>(dir_.ts_ns - r.ts_ns) * 1e-3;
     ++stats_.atomics_matched;
   }
 
@@ -869,7 +870,7 @@ Endpoint endpoint_of(const DecodedPacket& p, bool source) {
 
 // Ends a connection's streams at the last frame; its flows keep their TCP counts.
 void IwarpAnalyzer::close(Connection& c) {
-  for (auto& d : c.dir) d->tcp.flush(last_frame_, last_ts_, *d);
+  for (auto& d : c.dir) d->tcp.flush(last_frame_, last_ts_ns_, *d);
   if (c.iwarp_known())
     for (int i = 0; i < 2; ++i) flows_[c.flow_base + static_cast<std::uint32_t>(i)].tcp = c.dir[i]->tcp.stats();
   for (const auto& d : c.dir) stats_.tcp_retransmitted_segments += d->tcp.stats().retransmitted_segments;
@@ -893,11 +894,13 @@ IwarpAnalyzer::Connection& IwarpAnalyzer::connection_for(const IwarpConnKey& key
   return c;
 }
 
-void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, IwarpFrame& out) {
+void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, IwarpFrame& out, std::int64_t ts_ns) {
+  if (ts_ns == kNoNs) ts_ns = std::llround(ts * 1e9);
   out.clear();
   if (!p.tcp || (!p.ipv4 && !p.ipv6)) return;
   last_frame_ = frame;
   last_ts_ = ts;
+  last_ts_ns_ = ts_ns;
   const TcpHeader& t = *p.tcp;
   const Endpoint src = endpoint_of(p, true), dst = endpoint_of(p, false);
   const IwarpConnKey key = connection_key(src, dst);
@@ -917,7 +920,7 @@ void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, 
   Connection& c = slot != kNone ? *conns_.at(slot) : connection_for(key, src <= dst, p.ipv6.has_value(), frame);
   c.last_ts = ts;
   const int d = c.dir[0]->src == src ? 0 : 1;
-  segment(c, d, p, frame, ts, out);
+  segment(c, d, p, frame, ts_ns, out);
   if (t.rst() || (c.dir[0]->fin && c.dir[1]->fin))
     conns_.erase(conns_.find(key), [this](std::uint32_t, Connection& x) { close(x); });
 }
@@ -942,7 +945,7 @@ bool IwarpAnalyzer::adopt_damaged_port(const DecodedPacket& p, std::uint64_t fra
 }
 
 // One TCP segment of a live connection, in direction `d`.
-void IwarpAnalyzer::segment(Connection& c, int d, const DecodedPacket& p, std::uint64_t frame, double ts,
+void IwarpAnalyzer::segment(Connection& c, int d, const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns,
                             IwarpFrame& out) {
   const TcpHeader& t = *p.tcp;
   Dir& dir = *c.dir[d];
@@ -952,12 +955,12 @@ void IwarpAnalyzer::segment(Connection& c, int d, const DecodedPacket& p, std::u
   const std::uint32_t data_seq = t.syn() ? t.seq + 1 : t.seq;
   if (p.tcp_payload_len) {
     const std::uint64_t old_data = dir.tcp.stats().retransmitted_segments;
-    dir.tcp.segment(data_seq, p.tcp_payload, p.tcp_payload_len, frame, ts, dir, p.ipv4 ? std::int32_t{p.ipv4->id} : -1);
+    dir.tcp.segment(data_seq, p.tcp_payload, p.tcp_payload_len, frame, ts_ns, dir, p.ipv4 ? std::int32_t{p.ipv4->id} : -1);
     if (dir.tcp.stats().retransmitted_segments != old_data && c.iwarp_known()) out.tcp_retransmissions = 1;
   }
   if (t.ack_flag()) {
     Dir& other = *c.dir[1 - d];
-    if (other.tcp.held_bytes()) other.tcp.peer_ack(t.ack, frame, ts, other);
+    if (other.tcp.held_bytes()) other.tcp.peer_ack(t.ack, frame, ts_ns, other);
   }
   if (unit_in_frame_) ++stats_.frames;
   cur_out_ = nullptr;

@@ -187,7 +187,8 @@ class IwarpAnalyzer {
   IwarpAnalyzer& operator=(const IwarpAnalyzer&) = delete;
 
   // A frame with a TCP header (p.tcp set). Fills `out` with the MPA units that ended.
-  void add(const DecodedPacket& p, std::uint64_t frame, double ts, IwarpFrame& out);
+  static constexpr std::int64_t kNoNs = INT64_MIN;  // `ts_ns` not given: taken from `ts`
+  void add(const DecodedPacket& p, std::uint64_t frame, double ts, IwarpFrame& out, std::int64_t ts_ns = kNoNs);
   // Retires the connections idle since `now` - kIdleRetireSeconds that carry no
   // MPA and hold no bytes (nothing of them is reported: they close silently).
   void sweep(double now);
@@ -201,9 +202,11 @@ class IwarpAnalyzer {
   // last TCP frame before finish() with set_end().
   std::uint64_t last_frame() const { return last_frame_; }
   double last_ts() const { return last_ts_; }
-  void set_end(std::uint64_t frame, double ts) {
+  std::int64_t last_ts_ns() const { return last_ts_ns_; }
+  void set_end(std::uint64_t frame, double ts, std::int64_t ts_ns) {
     last_frame_ = frame;
     last_ts_ = ts;
+    last_ts_ns_ = ts_ns;
   }
   // Order key (AnomalyLog::order_key) of the finish() phase: after every frame.
   static constexpr std::uint64_t kFinishOrderKey = std::uint64_t{1} << 63;
@@ -232,7 +235,7 @@ class IwarpAnalyzer {
   void close(Connection& c);
   bool adopt_damaged_port(const DecodedPacket& p, std::uint64_t frame);
   Connection& connection_for(const IwarpConnKey& key, bool from_lo, bool ipv6, std::uint64_t frame);
-  void segment(Connection& c, int d, const DecodedPacket& p, std::uint64_t frame, double ts, IwarpFrame& out);
+  void segment(Connection& c, int d, const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, IwarpFrame& out);
   void note_unit();
 
   AnomalyLog& log_;
@@ -249,6 +252,7 @@ class IwarpAnalyzer {
   std::vector<std::uint8_t> scratch_;  // an FPDU with its markers removed
   std::uint64_t last_frame_ = 0;
   double last_ts_ = 0;
+  std::int64_t last_ts_ns_ = 0;
   bool finished_ = false;
 };
 

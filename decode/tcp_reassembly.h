@@ -33,9 +33,9 @@ struct TcpHoleEvent {
   std::uint32_t seq = 0;             // first missing byte
   std::uint32_t bytes = 0;           // bytes that were missing
   std::uint64_t frame_detected = 0;  // the first segment after the gap
-  double ts_detected = 0;
+  std::int64_t ts_detected_ns = 0;
   std::uint64_t frame_resolved = 0;  // the segment that filled it (recovered) or the frame where it was given up
-  double ts_resolved = 0;
+  std::int64_t ts_resolved_ns = 0;
   bool recovered = false;            // filled later: no byte is missing from the stream
   TcpGapFill fill = TcpGapFill::unknown;  // recovered: by what
 };
@@ -45,7 +45,7 @@ class TcpStreamSink {
   virtual ~TcpStreamSink() = default;
   // In-order bytes starting at `seq`: `captured` may be shorter than `wire_len`
   // (the snap length cut the segment); the missing tail is still part of the stream.
-  virtual void stream_data(std::uint32_t seq, Bytes captured, std::uint32_t wire_len, std::uint64_t frame, double ts) = 0;
+  virtual void stream_data(std::uint32_t seq, Bytes captured, std::uint32_t wire_len, std::uint64_t frame, std::int64_t ts_ns) = 0;
   // A gap was recovered (informational) or given up: after an unrecovered hole,
   // the next stream_data starts at seq + bytes.
   virtual void stream_hole(const TcpHoleEvent& hole) = 0;
@@ -84,13 +84,13 @@ class TcpStream {
   void syn(std::uint32_t seq);
   // One segment's payload (after the SYN octet, if any); `ip_id`: its IPv4
   // Identification, -1 if none.
-  void segment(std::uint32_t seq, Bytes captured, std::uint32_t wire_len, std::uint64_t frame, double ts,
+  void segment(std::uint32_t seq, Bytes captured, std::uint32_t wire_len, std::uint64_t frame, std::int64_t ts_ns,
                TcpStreamSink& sink, std::int32_t ip_id = -1);
   // An acknowledgement from the peer: bytes acknowledged beyond a gap reached the
   // receiver without passing the capture point, so the gap will never fill.
-  void peer_ack(std::uint32_t ack, std::uint64_t frame, double ts, TcpStreamSink& sink);
+  void peer_ack(std::uint32_t ack, std::uint64_t frame, std::int64_t ts_ns, TcpStreamSink& sink);
   // End of input or of the connection: give up every gap, deliver what is held.
-  void flush(std::uint64_t frame, double ts, TcpStreamSink& sink);
+  void flush(std::uint64_t frame, std::int64_t ts_ns, TcpStreamSink& sink);
 
   bool started() const { return started_; }
   bool saw_syn() const { return saw_syn_; }
@@ -103,16 +103,16 @@ class TcpStream {
     std::uint32_t seq;
     std::uint32_t wire_len;
     std::uint64_t frame;
-    double ts;
+    std::int64_t ts_ns;
     std::int32_t ip_id;
     std::vector<std::uint8_t> data;  // captured bytes (may be fewer than wire_len)
   };
-  void deliver(std::uint32_t seq, Bytes captured, std::uint32_t wire_len, std::uint64_t frame, double ts,
+  void deliver(std::uint32_t seq, Bytes captured, std::uint32_t wire_len, std::uint64_t frame, std::int64_t ts_ns,
                TcpStreamSink& sink);
-  void drain(std::uint64_t frame, double ts, TcpStreamSink& sink);
-  void give_up_first_gap(std::uint64_t frame, double ts, TcpStreamSink& sink);
+  void drain(std::uint64_t frame, std::int64_t ts_ns, TcpStreamSink& sink);
+  void give_up_first_gap(std::uint64_t frame, std::int64_t ts_ns, TcpStreamSink& sink);
   void open_gap();
-  void close_gap(std::uint64_t frame, double ts, TcpStreamSink& sink);
+  void close_gap(std::uint64_t frame, std::int64_t ts_ns, TcpStreamSink& sink);
   void note_fill(std::int32_t ip_id);
   void release(std::size_t n);
 
@@ -126,7 +126,7 @@ class TcpStream {
   bool gap_open_ = false;
   std::uint32_t gap_seq_ = 0;
   std::uint64_t gap_frame_ = 0;   // the first frame with bytes beyond it
-  double gap_ts_ = 0;
+  std::int64_t gap_ts_ns_ = 0;
   TcpGapFill gap_fill_ = TcpGapFill::unknown;
   TcpStreamStats stats_;
 };

@@ -112,5 +112,14 @@ with tempfile.TemporaryDirectory() as tmp:
     off = [x for x in values if abs(x[3] / 1.5 - round(x[3] / 1.5)) > 1e-6]
     check("latency_exact_to_the_ns", rc == 0 and values and not off, "%d values, off: %s" % (len(values), off[:3]))
 
+    # iWARP READ latencies too (through the TCP reassembly): on a microsecond
+    # capture every one is a whole number of microseconds (tshark's stamps).
+    siw = os.path.join(pcaps, "lab_siw_read_lat.pcap")
+    run = subprocess.run([rdmadiag, "analyze", "-q", "--packets", "--json", "-", siw], capture_output=True, text=True)
+    units = [u for pkt in json.loads(run.stdout)["packets"] for u in pkt.get("iwarp", [])]
+    lat = [u["latency_us"] for u in units if "latency_us" in u]
+    off = [x for x in lat if abs(x - round(x)) > 1e-6]
+    check("iwarp_latency_exact", len(lat) >= 50 and not off, "%d latencies, off: %s" % (len(lat), off[:3]))
+
 print("%d failed" % len(failures))
 sys.exit(1 if failures else 0)

@@ -168,8 +168,8 @@ TEST(DdpSequence, RdmaWriteTaggedOffsetRunsOn) {
 TEST(DdpSequence, ReadResponsesAnswerTheOldestRequest) {
   DdpDirState s;
   negotiated(s);
-  s.reads.push_back(DdpPendingRead{{0x100, 0x5000, 300, 0, 0}, 7, 1.0, 0});
-  s.reads.push_back(DdpPendingRead{{0x200, 0x9000, 10, 0, 0}, 8, 1.5, 0});
+  s.reads.push_back(DdpPendingRead{{0x100, 0x5000, 300, 0, 0}, 7, 1000000000, 0});
+  s.reads.push_back(DdpPendingRead{{0x200, 0x9000, 10, 0, 0}, 8, 1500000000, 0});
   Recorder rec;
   EXPECT_EQ(step(s, tagged(RdmapOpcode::read_response, 0x100, 0x5000, 200, false), rec).step, DdpStep::read_response);
   EXPECT_EQ(step(s, tagged(RdmapOpcode::read_response, 0x100, 0x5000 + 200, 100, true), rec).findings, 0);
@@ -208,8 +208,8 @@ TEST(DdpSequence, AtomicsByRequestId) {
   ASSERT_EQ(rec.atomics_requested, std::vector<std::uint32_t>{42});
   DdpDirState other;
   negotiated(other);  // the peer direction, holding our requests
-  other.atomics.push_back(DdpPendingAtomic{41, 3, 0.5});
-  other.atomics.push_back(DdpPendingAtomic{43, 4, 0.6});
+  other.atomics.push_back(DdpPendingAtomic{41, 3, 500000000});
+  other.atomics.push_back(DdpPendingAtomic{43, 4, 600000000});
   DdpSegment resp = untagged(kQueueAtomic, 1, 0, 0, true, RdmapOpcode::atomic_response);
   resp.has_atomic_response = true;
   resp.atomic_resp.request_id = 43;  // out of order: by id

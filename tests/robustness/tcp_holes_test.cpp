@@ -26,7 +26,7 @@ struct RecordingSink : TcpStreamSink {
   std::vector<int> bytes;  // -1: a byte the capture lost
   std::vector<TcpHoleEvent> holes;
   bool order_ok = true;
-  void stream_data(std::uint32_t seq, Bytes captured, std::uint32_t wire_len, std::uint64_t, double) override {
+  void stream_data(std::uint32_t seq, Bytes captured, std::uint32_t wire_len, std::uint64_t, std::int64_t) override {
     if (seq != next) order_ok = false;
     for (std::uint32_t i = 0; keep_bytes && i < wire_len; ++i) bytes.push_back(i < captured.size() ? captured[i] : -2);
     next = seq + wire_len;
@@ -49,7 +49,7 @@ std::vector<std::uint8_t> pattern(std::size_t n, std::uint8_t salt) {
 
 void send(TcpStream& s, RecordingSink& sink, const std::vector<std::uint8_t>& data, std::size_t from, std::size_t n,
           std::uint64_t frame) {
-  s.segment(kIsn + 1 + std::uint32_t(from), Bytes(data).subspan(from, n), std::uint32_t(n), frame, double(frame), sink);
+  s.segment(kIsn + 1 + std::uint32_t(from), Bytes(data).subspan(from, n), std::uint32_t(n), frame, std::int64_t(frame), sink);
 }
 
 }  // namespace
@@ -67,7 +67,7 @@ TEST(TcpHoles, HoleAtEveryPositionIsReportedOnceAndTheRestDelivered) {
       std::uint64_t frame = 2;
       for (std::size_t off = at + hole_len; off < data.size(); off += 11)
         send(s, sink, data, off, std::min<std::size_t>(11, data.size() - off), frame++);
-      s.flush(frame, double(frame), sink);
+      s.flush(frame, std::int64_t(frame), sink);
       EXPECT_TRUE(sink.order_ok);
       ASSERT_EQ(sink.bytes.size(), data.size());
       for (std::size_t i = 0; i < data.size(); ++i) {
@@ -101,7 +101,7 @@ TEST(TcpHoles, HoleAtEveryPositionFilledByARetransmissionWithOtherBytes) {
     for (std::size_t i = at; i < at + 4; ++i) resend[i] = data[i];
     const std::size_t from = at > 3 ? at - 3 : 0;
     send(s, sink, resend, from, std::min<std::size_t>(at + 4 + 3, data.size()) - from, 3);
-    s.flush(4, 4.0, sink);
+    s.flush(4, 4, sink);
     EXPECT_TRUE(sink.order_ok);
     ASSERT_EQ(sink.bytes.size(), data.size());
     // Bytes before `at` were delivered before the retransmission: they stay. Past
@@ -131,7 +131,7 @@ TEST(TcpHoles, OverlappingOutOfOrderSegmentsWithDifferentBytesKeepTheFirstCopy) 
   send(s, sink, second, 25, 10, 3);  // entirely inside what is held
   send(s, sink, first, 0, 20, 4);    // fills the gap
   send(s, sink, second, 50, 10, 5);
-  s.flush(6, 6.0, sink);
+  s.flush(6, 6, sink);
   EXPECT_TRUE(sink.order_ok);
   ASSERT_EQ(sink.bytes.size(), 60u);
   for (std::size_t i = 0; i < 60; ++i) {
@@ -152,10 +152,10 @@ TEST(TcpHoles, SegmentsFromFarOutsideTheWindowAreBounded) {
   s.syn(kIsn);
   const auto data = pattern(1400, 3);
   for (std::uint32_t i = 0; i < 5000; ++i)
-    s.segment(kIsn + 1 + 100 + i * 858993u, Bytes(data), 1400, i + 1, double(i), sink);
+    s.segment(kIsn + 1 + 100 + i * 858993u, Bytes(data), 1400, i + 1, std::int64_t(i), sink);
   EXPECT_LE(s.held_bytes(), TcpStream::kMaxOutOfOrderBytes);
   EXPECT_LE(budget.used, budget.limit);
-  s.flush(6000, 6000.0, sink);
+  s.flush(6000, 6000, sink);
   EXPECT_EQ(budget.used, 0u);
   EXPECT_TRUE(sink.order_ok);
 }
@@ -174,7 +174,7 @@ TEST(TcpHoles, TwoGapsAreTwoHolesAndIpIdsTellResendFromReordering) {
     RecordingSink sink;
     s.syn(kIsn);
     auto seg = [&](std::size_t from, std::size_t n, std::uint64_t frame, std::int32_t id) {
-      s.segment(kIsn + 1 + std::uint32_t(from), Bytes(data).subspan(from, n), std::uint32_t(n), frame, double(frame), sink,
+      s.segment(kIsn + 1 + std::uint32_t(from), Bytes(data).subspan(from, n), std::uint32_t(n), frame, std::int64_t(frame), sink,
                 c.fill_id_base < 0 ? -1 : id);
     };
     seg(0, 10, 1, 10);    // IDs 10.. in the order the sender sent the originals: bytes 10..14 (ID 11)
