@@ -48,7 +48,9 @@ LINKTYPE_ERF = 197
 LINKTYPE_INFINIBAND = 247
 LINKTYPE_LINUX_SLL2 = 276
 
+ERF_TYPE_ETH = 2
 ERF_TYPE_INFINIBAND = 21
+ERF_SNAP = 60  # bytes of packet an ERF record keeps in the *_snap60 files
 
 
 # ----------------------------------------------------------------- pcap I/O
@@ -316,11 +318,25 @@ def native_ib(f, with_grh):
     return pkt + vcrc(pkt)
 
 
-def erf_record(f, pkt):
+def erf_header(f, erf_type, rlen, wlen):
     frac = (f.usec << 32) // 1000000
     ts = (f.sec << 32) | frac
-    hdr = struct.pack("<Q", ts) + struct.pack("!BBHHH", ERF_TYPE_INFINIBAND, 0x04, 16 + len(pkt), 0, len(pkt))
-    return hdr + pkt
+    return struct.pack("<Q", ts) + struct.pack("!BBHHH", erf_type, 0x04, rlen, 0, wlen)
+
+
+def erf_record(f, pkt, keep=None):
+    """ERF type 21; with `keep`, cut as a snap length does: rlen counts the bytes
+    kept, wlen (the packet on the wire) stays."""
+    kept = pkt[:keep]
+    return erf_header(f, ERF_TYPE_INFINIBAND, 16 + len(kept), len(pkt)) + kept
+
+
+def erf_eth_record(f, frame, keep=None):
+    """ERF type 2: a 2-byte offset/pad field, then the frame and its FCS (CRC-32,
+    little-endian on the wire), which wlen counts."""
+    wire = frame + struct.pack("<I", zlib.crc32(frame) & 0xFFFFFFFF)
+    kept = wire[:keep]
+    return erf_header(f, ERF_TYPE_ETH, 16 + 2 + len(kept), len(wire)) + b"\0\0" + kept
 
 
 # ----------------------------------------------------------------- main
@@ -364,6 +380,10 @@ def derive(src_dir, out_dir):
         "rxe_ib_lnh3.pcap": (LINKTYPE_INFINIBAND, lambda f: native_ib(f, True)),
         "rxe_ib_lnh2_erf.pcap": (LINKTYPE_ERF, lambda f: erf_record(f, native_ib(f, False))),
         "rxe_ib_lnh3_erf.pcap": (LINKTYPE_ERF, lambda f: erf_record(f, native_ib(f, True))),
+        "rxe_ib_lnh3_erf_snap60.pcap": (LINKTYPE_ERF, lambda f: erf_record(f, native_ib(f, True), ERF_SNAP)),
+        "rxe_roce_v2_erf_eth.pcap": (LINKTYPE_ERF, lambda f: erf_eth_record(f, eth(f, 0x0800) + roce_v2_ipv4(f))),
+        "rxe_roce_v2_erf_eth_snap60.pcap": (LINKTYPE_ERF,
+                                            lambda f: erf_eth_record(f, eth(f, 0x0800) + roce_v2_ipv4(f), ERF_SNAP)),
         "rxe_roce_v2_udp4792.pcap": (LINKTYPE_ETHERNET,
                                      lambda f: eth(f, 0x0800) + roce_v2_ipv4(f, ALT_PORT)),
     }
