@@ -137,8 +137,34 @@ TEST(LinkLayers, VlanTagsAreSkipped) {
   EXPECT_EQ(q.eth->vlans[0].vid, 0x10);
   EXPECT_EQ(q.eth->vlans[1].vid, 0x20);
   EXPECT_EQ(q.icrc, CrcStatus::ok);
+}
+
+// Regression: a third tag (802.1ad + 802.1Q + 802.1Q, QinQ in QinQ) made a whole
+// frame the error frame_too_short. tshark 4.0 decodes the same bytes as
+// eth:ieee8021ad:vlan:vlan:ip:udp:infiniband. The two outer tags are kept, the
+// rest walked past (kMaxVlanTags at most: one more is no real frame).
+TEST(LinkLayers, StackedVlanTagsPastTwoAreWalked) {
   const auto three = fixtures::with_vlan_tags(real_frames::kSendOnly, {{0x88a8, 1}, {0x8100, 2}, {0x8100, 3}});
-  EXPECT_FALSE(decode(linktype::kEthernet, three).has_bth);
+  const auto p = decode(linktype::kEthernet, three);
+  ASSERT_TRUE(p.eth);
+  EXPECT_EQ(p.eth->vlan_count, 3);
+  EXPECT_EQ(p.eth->vlans[0].vid, 1);
+  EXPECT_EQ(p.eth->vlans[1].vid, 2);
+  EXPECT_EQ(p.eth->header_len, 14 + 3 * 4);
+  EXPECT_EQ(p.transport, Transport::roce_v2);
+  EXPECT_EQ(p.ib.bth.psn, 557511u);
+  EXPECT_EQ(p.icrc, CrcStatus::ok);
+  EXPECT_TRUE(p.diags.empty());
+  fixtures::Frame many(real_frames::kSendOnly.begin(), real_frames::kSendOnly.begin() + 12);
+  for (int i = 0; i <= kMaxVlanTags; ++i) many.insert(many.end(), {0x81, 0x00, 0x00, static_cast<std::uint8_t>(i)});
+  many.insert(many.end(), real_frames::kSendOnly.begin() + 12, real_frames::kSendOnly.end());
+  const auto limit = decode(linktype::kEthernet, many);
+  EXPECT_FALSE(limit.has_bth);  // kMaxVlanTags + 1 tags
+  fixtures::Frame sixteen(many);
+  sixteen.erase(sixteen.begin() + 12, sixteen.begin() + 16);
+  const auto q = decode(linktype::kEthernet, sixteen);
+  EXPECT_EQ(q.eth->vlan_count, kMaxVlanTags);
+  EXPECT_EQ(q.icrc, CrcStatus::ok);
 }
 
 TEST(LinkLayers, LinuxCookedAndRawIp) {
