@@ -266,11 +266,16 @@ def roce_v2_ipv4(f, dport=ROCE_PORT):
     return f.ipv4 + udp + f.ib + icrc_roce_v2(f.ipv4, udp, f.ib, False)
 
 
-def roce_v2_ipv6_l3(f):
+def roce_v2_ipv6_l3(f, atomic_fragment=False):
     src, dst = v6_addr(f.src_ip), v6_addr(f.dst_ip)
     tclass = f.ipv4[1]           # same DSCP/ECN as the source frame
     udp_len = 8 + len(f.ib) + 4
-    ip6 = ipv6_header(tclass, flow_label(f.sport), udp_len, 17, 64, src, dst)
+    ext = b""
+    if atomic_fragment:
+        # RFC 6946: a Fragment header with offset 0 and M = 0 (the whole packet);
+        # the ICRC covers it as part of the IP header, like IPv4 options.
+        ext = struct.pack("!BBHI", 17, 0, 0, 0x1000 + f.usec % 0xFFFF)
+    ip6 = ipv6_header(tclass, flow_label(f.sport), len(ext) + udp_len, 44 if ext else 17, 64, src, dst) + ext
     udp = f.udp[0:4] + struct.pack("!HH", udp_len, 0)
     # the UDP checksum covers the ICRC, which masks the checksum: compute ICRC first
     crc = icrc_roce_v2(ip6, udp, f.ib, True)
@@ -368,6 +373,8 @@ def derive(src_dir, out_dir):
 
     files = {
         "rxe_roce_v2_ipv6.pcap": (LINKTYPE_ETHERNET, lambda f: eth(f, 0x86DD) + roce_v2_ipv6_l3(f)),
+        "rxe_roce_v2_ipv6_atomic_fragment.pcap": (LINKTYPE_ETHERNET,
+                                                  lambda f: eth(f, 0x86DD) + roce_v2_ipv6_l3(f, True)),
         "rxe_roce_v2_vlan.pcap": (LINKTYPE_ETHERNET,
                                   lambda f: eth(f, 0x0800, vlan_tag(0x8100, 3, 100)) + roce_v2_ipv4(f)),
         "rxe_roce_v2_qinq.pcap": (LINKTYPE_ETHERNET,

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "decode/ib_opcodes.h"
+#include "decode/ip.h"
 #include "decode/packet.h"
 #include "fixtures.h"
 #include "real_frames.h"
@@ -211,6 +212,31 @@ TEST(Ipv4, FragmentsAreNotDecodedFurther) {
   const auto p = decode(linktype::kEthernet, f);
   EXPECT_FALSE(p.has_bth);
   EXPECT_TRUE(p.diags.contains(DiagCode::ip_fragment));
+}
+
+// Regression: any IPv6 Fragment header made the packet a fragment, so an atomic
+// fragment (offset 0, M clear: the whole packet, RFC 6946 section 4) of RoCEv2
+// was `other` + ip_fragment; tshark 4.0 decodes it as RoCE
+// (derived/rxe_roce_v2_ipv6_atomic_fragment.pcap, 580 frames, ICRC ok there).
+TEST(Ipv6, AtomicFragmentIsNotAFragment) {
+  // IPv6 header, Fragment header (next UDP), UDP header with no payload.
+  std::vector<std::uint8_t> ip = {0x60, 0, 0, 0, 0, 16, 44, 64};
+  for (int i = 0; i < 32; ++i) ip.push_back(static_cast<std::uint8_t>(i));
+  const std::vector<std::uint8_t> frag = {17, 0, 0, 0, 0, 0, 0x12, 0x34};
+  ip.insert(ip.end(), frag.begin(), frag.end());
+  ip.insert(ip.end(), {0x12, 0x34, 0x12, 0xb7, 0, 8, 0, 0});
+  for (const auto& [offset_m, fragment] : {std::pair{0x0000, false}, std::pair{0x0001, true}, std::pair{0x0008, true},
+                                           std::pair{0xfff8, true}, std::pair{0x0006, false}}) {  // 0x0006: reserved bits
+    SCOPED_TRACE(offset_m);
+    auto b = ip;
+    b[40 + 2] = static_cast<std::uint8_t>(offset_m >> 8);
+    b[40 + 3] = static_cast<std::uint8_t>(offset_m);
+    Ipv6Header h;
+    ASSERT_EQ(parse_ipv6(Bytes(b), h), ParseStatus::ok);
+    EXPECT_EQ(h.fragment, fragment);
+    EXPECT_EQ(h.upper_protocol, kIpProtoUdp);
+    EXPECT_EQ(h.header_len, 48);
+  }
 }
 
 TEST(Ipv4, LyingTotalLengthIsDiagnosed) {
