@@ -17,11 +17,13 @@ ParseStatus parse_ethernet(Bytes frame, EthernetHeader& out) {
   std::size_t off = 12;
   std::uint16_t type = r.be16(off);
   while (is_vlan_tpid(type)) {
-    if (out.vlan_count == out.vlans.size()) return ParseStatus::malformed;
+    if (out.vlan_count == kMaxVlanTags) return ParseStatus::malformed;
     if (!r.has(off, 6)) return ParseStatus::truncated;
     const std::uint16_t tci = r.be16(off + 2);
-    out.vlans[out.vlan_count++] = VlanTag{type, static_cast<std::uint8_t>(tci >> 13),
-                                          (tci & 0x1000) != 0, static_cast<std::uint16_t>(tci & 0x0FFF)};
+    if (out.vlan_count < out.vlans.size())
+      out.vlans[out.vlan_count] = VlanTag{type, static_cast<std::uint8_t>(tci >> 13), (tci & 0x1000) != 0,
+                                          static_cast<std::uint16_t>(tci & 0x0FFF)};
+    ++out.vlan_count;
     off += 4;
     type = r.be16(off);
   }

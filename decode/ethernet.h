@@ -14,6 +14,8 @@ inline constexpr std::uint16_t kEthertypeRoceV1 = 0x8915;
 inline constexpr std::uint16_t kEthertypeVlan = 0x8100;
 inline constexpr std::uint16_t kEthertypeQinQ = 0x88A8;
 inline constexpr std::uint16_t kEthertypeQinQOld = 0x9100;
+// Stacked tags walked past: QinQ in QinQ exists; more than this is no real frame.
+inline constexpr std::uint8_t kMaxVlanTags = 16;
 
 struct VlanTag {
   std::uint16_t tpid;
@@ -25,13 +27,14 @@ struct VlanTag {
 struct EthernetHeader {
   std::array<std::uint8_t, 6> dst;
   std::array<std::uint8_t, 6> src;
-  std::array<VlanTag, 2> vlans;
-  std::uint8_t vlan_count;
+  std::array<VlanTag, 2> vlans;  // the two outermost tags
+  std::uint8_t vlan_count;       // all the tags (up to kMaxVlanTags)
   std::uint16_t ethertype;  // after the tags
   std::uint16_t header_len;
 };
 
-// Parses the header and up to two VLAN tags (a third tag stops the parse as malformed).
+// Parses the header and its VLAN tags: the first two kept, up to kMaxVlanTags
+// walked (one more stops the parse as malformed).
 ParseStatus parse_ethernet(Bytes frame, EthernetHeader& out);
 
 }  // namespace rdmadiag::decode

@@ -58,7 +58,10 @@ ParseStatus parse_ipv6(Bytes ip, Ipv6Header& out) {
     std::size_t len;
     if (nh == 44) {
       len = 8;
-      out.fragment = true;
+      // Offset 0 and M clear: an atomic fragment, the whole packet, processed
+      // as unfragmented (RFC 6946 section 4), as IPv4 checks MF and offset.
+      const std::uint16_t offset_m = r.be16(off + 2);
+      out.fragment = (offset_m >> 3) != 0 || (offset_m & 1) != 0;
     } else if (nh == 51) {
       len = (std::size_t{r.u8(off + 1)} + 2) * 4;  // AH counts 4-byte units
     } else {

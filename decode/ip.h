@@ -40,7 +40,7 @@ struct Ipv6Header {
   // After walking the extension headers:
   std::uint8_t upper_protocol;    // the first non-extension next header
   std::uint16_t header_len;       // 40 + extension headers
-  bool fragment;                  // a Fragment header was present
+  bool fragment;                  // a Fragment header not atomic: offset or M set
   std::uint8_t dscp() const { return traffic_class >> 2; }
   std::uint8_t ecn() const { return traffic_class & 3; }
 };

@@ -98,6 +98,7 @@ struct IwarpAnalyzer::Connection {
     bool stride_settled = false;   // the markers were checked against the stream once
     bool crc = false, crc_known = false;
     bool resynced = false;
+    bool header_uncaptured = false;  // an FPDU header was cut by the snap length: a request may be unseen
     std::uint32_t after_negotiation = 0;
     std::vector<std::uint8_t> buf;
     std::size_t off = 0;
@@ -130,6 +131,7 @@ struct IwarpAnalyzer::Connection {
     void process();
     class FramingReport;
     void step(MpaUnit::Kind kind, std::uint32_t count = 0);
+    bool negotiation_not_captured();
     void negotiation_done(const MpaNegotiation& m);
     void settle_framing(bool use_markers, bool use_crc, std::uint32_t first_fpdu);
     enum class Cut : std::uint8_t { ok, need_more, bad };
@@ -154,6 +156,7 @@ struct IwarpAnalyzer::Connection {
     void keep_long_head(const Fpdu& f, const IwarpPdu& u) const;
     class DdpReport;
     void sequence_checks(IwarpPdu& u);
+    void header_not_captured();
     Anomaly make_anomaly(AnomalyKind k, std::uint64_t fr) const;
     void anomaly(AnomalyKind k, std::uint64_t fr, std::uint32_t count = 0);
     bool overlaps_uncaptured(std::uint32_t b, std::uint32_t e) const;
@@ -270,7 +273,11 @@ void Dir::stream_data(std::uint32_t s, Bytes captured, std::uint32_t wire_len, s
   if (captured.size() < wire_len) {  // cut by the snap length: keep the place, mark the bytes unknown
     const std::uint32_t missing = wire_len - static_cast<std::uint32_t>(captured.size());
     buf.insert(buf.end(), missing, 0);
-    if (uncaptured.size() < kMaxUncapturedRanges) uncaptured.emplace_back(s + static_cast<std::uint32_t>(captured.size()), s + wire_len);
+    const std::uint32_t from = s + static_cast<std::uint32_t>(captured.size());
+    // Full: widen the last range. Captured bytes may then count as lost, never
+    // zeros as captured (a hunt took them for FPDU headers with CRC 0).
+    if (uncaptured.size() < kMaxUncapturedRanges) uncaptured.emplace_back(from, s + wire_len);
+    else uncaptured.back().second = s + wire_len;
   }
   process();
 }
@@ -353,6 +360,7 @@ void Dir::process() {
         }
         break;
       case Mode::negotiation: {
+        if (negotiation_not_captured()) break;
         MpaNegotiation m;
         const auto st = parse_mpa_negotiation(view(), m);
         if (st == ParseStatus::truncated) return;
@@ -376,6 +384,20 @@ void Dir::process() {
         break;
     }
   }
+}
+
+// The snap length cut the Request/Reply's fixed header: its flags and lengths
+// are unknown, not wrong. This side, and an initiator waiting for a Reply it
+// cannot read, find the framing from the FPDU headers.
+bool Dir::negotiation_not_captured() {
+  if (avail() < kMpaReqRepHeaderLen || !overlaps_uncaptured(seq, seq + kMpaReqRepHeaderLen)) return false;
+  step(MpaUnit::Kind::negotiation_not_captured);
+  Dir& other = peer();
+  if (other.mpa.mode == Mode::await_reply) {
+    other.step(MpaUnit::Kind::negotiation_not_captured);
+    other.process();
+  }
+  return true;
 }
 
 void Dir::negotiation_done(const MpaNegotiation& m) {
@@ -561,6 +583,12 @@ Dir::Probe Dir::settle_marker_stride() {
 }
 
 bool Dir::frame_one() {
+  // The snap length cut the next FPDU's length: where the one after it starts
+  // is unknown, not wrong. Framing is found again as after lost bytes.
+  if (avail() >= kMpaLengthLen && overlaps_uncaptured(seq, seq + kMpaLengthLen)) {
+    step(MpaUnit::Kind::bytes_lost);
+    return true;
+  }
   Fpdu f;
   Cut c = cut(0, f);
   if (c == Cut::need_more && !f.marker_errors) return false;
@@ -702,9 +730,13 @@ void Dir::emit(const Fpdu& f) {
   if (!crc) u->crc_status = MpaCrcStatus::not_negotiated;
   else if (f.uncaptured) u->crc_status = MpaCrcStatus::unverifiable;
   else u->crc_status = f.crc_wire == f.crc_computed ? MpaCrcStatus::ok : MpaCrcStatus::bad;
-  const std::uint32_t start = seq;
-  const bool header_lost = f.uncaptured && overlaps_uncaptured(start, start + 2 + 18 + kAtomicRequestLen + 4);
-  u->header_decoded = !header_lost && decode_ddp_segment(f.ulpdu, u->seg) == ParseStatus::ok;
+  // The header's length depends on its opcode (and a Terminate's flags), all
+  // inside the span it decodes from: lost when a byte of that span was not
+  // captured (markers inside widen it), not when only the payload or CRC was.
+  const bool decoded = decode_ddp_segment(f.ulpdu, u->seg) == ParseStatus::ok;
+  const auto header_end = static_cast<std::uint32_t>(kMpaLengthLen + u->seg.header_len + 4 * std::size_t{f.markers});
+  u->header_decoded = decoded && !(f.uncaptured && overlaps_uncaptured(seq, seq + header_end));
+  if (!u->header_decoded) u->seg = DdpSegment{};  // nothing read from lost bytes is kept
   if (u->header_decoded) keep_payload_head(f, *u);
   if (u->header_decoded && u != &tmp && an->keep_long_heads_) keep_long_head(f, *u);
 
@@ -730,6 +762,8 @@ void Dir::emit(const Fpdu& f) {
     st.bytes_by_opcode[op] += u->seg.payload_len;
     fi->payload_bytes += u->seg.payload_len;
     sequence_checks(*u);
+  } else if (f.uncaptured) {
+    header_not_captured();
   }
   an->note_unit();
 }
@@ -846,8 +880,16 @@ class Dir::DdpReport final : public DdpSink {
   IwarpStats& stats_;
 };
 
+// The snap length cut an FPDU's header: its queue, MSN or request are unknown.
+// MSNs are followed again from the next header (as after lost bytes), and a
+// response without a request seen is no longer an anomaly.
+void Dir::header_not_captured() {
+  ddp_reset(ddp, false);
+  header_uncaptured = true;
+}
+
 void Dir::sequence_checks(IwarpPdu& u) {
-  ddp.requests_complete = mpa.reliable && peer().mpa.reliable;
+  ddp.requests_complete = mpa.reliable && peer().mpa.reliable && !header_uncaptured && !peer().header_uncaptured;
   const DdpEvent e = ddp_classify(ddp, u.seg);
   DdpReport report(*this, u, an->stats_);
   ddp_apply(ddp, e, u.seg, report);

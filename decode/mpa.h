@@ -18,6 +18,7 @@ inline constexpr std::size_t kMpaReqRepHeaderLen = 20;  // key, flags, revision,
 inline constexpr std::size_t kMpaMaxPrivateData = 512;  // RFC 5044 section 7.1
 inline constexpr std::uint32_t kMpaMarkerInterval = 512;
 inline constexpr std::uint32_t kMpaMarkerLen = 4;
+inline constexpr std::uint32_t kMpaLengthLen = 2;  // the ULPDU Length field before each ULPDU
 inline constexpr std::uint32_t kMpaCrcLen = 4;
 inline constexpr std::string_view kMpaRequestKey = "MPA ID Req Frame";
 inline constexpr std::string_view kMpaReplyKey = "MPA ID Rep Frame";

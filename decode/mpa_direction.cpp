@@ -36,6 +36,7 @@ bool classify_negotiation(const MpaDirState& s, const MpaUnit& u, MpaStep& st) {
       st.next = MpaMode::not_iwarp;
       return true;
     case Kind::reply_overdue:
+    case Kind::negotiation_not_captured:  // nothing wrong seen: no report
       st.next = MpaMode::hunting;
       return true;
     default:

@@ -42,6 +42,7 @@ struct MpaUnit {
     reply_accepted,      // a well-formed MPA Reply that accepts (mpa_settle)
     reply_rejected,      // a well-formed MPA Reply with R set
     negotiation_malformed,
+    negotiation_not_captured,  // the snap length cut a Request/Reply's header (also said to a waiting initiator)
     peer_accepted,       // to the initiator: the responder's Reply accepted
     peer_rejected,       // to the initiator: the responder's Reply rejected
     reply_overdue,       // the initiator's bytes after its Request outgrew the buffer, no Reply seen

@@ -127,12 +127,7 @@ class FrameDecoder {
     const auto st = parse_erf(frame_, h);
     if (st != ParseStatus::ok) return header_failed(st, 0, DiagCode::erf_bad_record);
     p_.erf = h;
-    // The record header is not part of the packet: its lengths (byte totals,
-    // per-flow bytes, JSON "len") are those of what follows it, as tshark's
-    // frame.len / frame.cap_len for LINKTYPE_ERF.
-    p_.caplen = static_cast<std::uint32_t>(frame_.size() - h.header_len);
-    p_.wirelen = wirelen_ - h.header_len;
-    std::size_t end = h.rlen ? std::min<std::size_t>(h.rlen, wirelen_) : wirelen_;
+    const std::size_t end = erf_packet_lengths(h);
     switch (h.type) {
       case kErfTypeInfiniband: native_ib(h.header_len, end); break;
       case kErfTypeEth: ethernet(h.header_len); break;
@@ -140,6 +135,28 @@ class FrameDecoder {
       case kErfTypeIpv6: ipv6(h.header_len); break;
       default: p_.diags.add(DiagCode::unsupported_linktype, Severity::warning, 8); break;
     }
+  }
+
+  // The record header is not part of the packet: its lengths (byte totals,
+  // per-flow bytes, JSON "len") are those of what follows it, as tshark's
+  // frame.len / frame.cap_len for LINKTYPE_ERF. wlen is the packet on the wire
+  // (for Ethernet with its FCS); a snap length keeps less (rlen), so bytes
+  // past the record are cut, not missing; past wlen they are record padding.
+  // wlen 0: unknown, the record's length stands. Returns where the packet ends.
+  std::size_t erf_packet_lengths(const ErfHeader& h) {
+    std::size_t end = h.rlen ? std::min<std::size_t>(h.rlen, wirelen_) : wirelen_;
+    if (h.wlen) {
+      const std::size_t record = std::min<std::size_t>(end, h.header_len + std::size_t{h.wlen});
+      if (frame_.size() > record) {
+        frame_ = frame_.first(record);
+        r_ = ByteReader(frame_);
+      }
+      wirelen_ = h.header_len + std::uint32_t{h.wlen};
+      end = wirelen_;
+    }
+    p_.caplen = static_cast<std::uint32_t>(frame_.size() - h.header_len);
+    p_.wirelen = wirelen_ - h.header_len;
+    return end;
   }
 
   void ip_any(std::size_t off) {

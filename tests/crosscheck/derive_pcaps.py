@@ -48,7 +48,9 @@ LINKTYPE_ERF = 197
 LINKTYPE_INFINIBAND = 247
 LINKTYPE_LINUX_SLL2 = 276
 
+ERF_TYPE_ETH = 2
 ERF_TYPE_INFINIBAND = 21
+ERF_SNAP = 60  # bytes of packet an ERF record keeps in the *_snap60 files
 
 
 # ----------------------------------------------------------------- pcap I/O
@@ -264,11 +266,16 @@ def roce_v2_ipv4(f, dport=ROCE_PORT):
     return f.ipv4 + udp + f.ib + icrc_roce_v2(f.ipv4, udp, f.ib, False)
 
 
-def roce_v2_ipv6_l3(f):
+def roce_v2_ipv6_l3(f, atomic_fragment=False):
     src, dst = v6_addr(f.src_ip), v6_addr(f.dst_ip)
     tclass = f.ipv4[1]           # same DSCP/ECN as the source frame
     udp_len = 8 + len(f.ib) + 4
-    ip6 = ipv6_header(tclass, flow_label(f.sport), udp_len, 17, 64, src, dst)
+    ext = b""
+    if atomic_fragment:
+        # RFC 6946: a Fragment header with offset 0 and M = 0 (the whole packet);
+        # the ICRC covers it as part of the IP header, like IPv4 options.
+        ext = struct.pack("!BBHI", 17, 0, 0, 0x1000 + f.usec % 0xFFFF)
+    ip6 = ipv6_header(tclass, flow_label(f.sport), len(ext) + udp_len, 44 if ext else 17, 64, src, dst) + ext
     udp = f.udp[0:4] + struct.pack("!HH", udp_len, 0)
     # the UDP checksum covers the ICRC, which masks the checksum: compute ICRC first
     crc = icrc_roce_v2(ip6, udp, f.ib, True)
@@ -316,11 +323,25 @@ def native_ib(f, with_grh):
     return pkt + vcrc(pkt)
 
 
-def erf_record(f, pkt):
+def erf_header(f, erf_type, rlen, wlen):
     frac = (f.usec << 32) // 1000000
     ts = (f.sec << 32) | frac
-    hdr = struct.pack("<Q", ts) + struct.pack("!BBHHH", ERF_TYPE_INFINIBAND, 0x04, 16 + len(pkt), 0, len(pkt))
-    return hdr + pkt
+    return struct.pack("<Q", ts) + struct.pack("!BBHHH", erf_type, 0x04, rlen, 0, wlen)
+
+
+def erf_record(f, pkt, keep=None):
+    """ERF type 21; with `keep`, cut as a snap length does: rlen counts the bytes
+    kept, wlen (the packet on the wire) stays."""
+    kept = pkt[:keep]
+    return erf_header(f, ERF_TYPE_INFINIBAND, 16 + len(kept), len(pkt)) + kept
+
+
+def erf_eth_record(f, frame, keep=None):
+    """ERF type 2: a 2-byte offset/pad field, then the frame and its FCS (CRC-32,
+    little-endian on the wire), which wlen counts."""
+    wire = frame + struct.pack("<I", zlib.crc32(frame) & 0xFFFFFFFF)
+    kept = wire[:keep]
+    return erf_header(f, ERF_TYPE_ETH, 16 + 2 + len(kept), len(wire)) + b"\0\0" + kept
 
 
 # ----------------------------------------------------------------- main
@@ -352,6 +373,8 @@ def derive(src_dir, out_dir):
 
     files = {
         "rxe_roce_v2_ipv6.pcap": (LINKTYPE_ETHERNET, lambda f: eth(f, 0x86DD) + roce_v2_ipv6_l3(f)),
+        "rxe_roce_v2_ipv6_atomic_fragment.pcap": (LINKTYPE_ETHERNET,
+                                                  lambda f: eth(f, 0x86DD) + roce_v2_ipv6_l3(f, True)),
         "rxe_roce_v2_vlan.pcap": (LINKTYPE_ETHERNET,
                                   lambda f: eth(f, 0x0800, vlan_tag(0x8100, 3, 100)) + roce_v2_ipv4(f)),
         "rxe_roce_v2_qinq.pcap": (LINKTYPE_ETHERNET,
@@ -364,6 +387,10 @@ def derive(src_dir, out_dir):
         "rxe_ib_lnh3.pcap": (LINKTYPE_INFINIBAND, lambda f: native_ib(f, True)),
         "rxe_ib_lnh2_erf.pcap": (LINKTYPE_ERF, lambda f: erf_record(f, native_ib(f, False))),
         "rxe_ib_lnh3_erf.pcap": (LINKTYPE_ERF, lambda f: erf_record(f, native_ib(f, True))),
+        "rxe_ib_lnh3_erf_snap60.pcap": (LINKTYPE_ERF, lambda f: erf_record(f, native_ib(f, True), ERF_SNAP)),
+        "rxe_roce_v2_erf_eth.pcap": (LINKTYPE_ERF, lambda f: erf_eth_record(f, eth(f, 0x0800) + roce_v2_ipv4(f))),
+        "rxe_roce_v2_erf_eth_snap60.pcap": (LINKTYPE_ERF,
+                                            lambda f: erf_eth_record(f, eth(f, 0x0800) + roce_v2_ipv4(f), ERF_SNAP)),
         "rxe_roce_v2_udp4792.pcap": (LINKTYPE_ETHERNET,
                                      lambda f: eth(f, 0x0800) + roce_v2_ipv4(f, ALT_PORT)),
     }

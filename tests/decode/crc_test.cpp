@@ -10,6 +10,7 @@
 #include "decode/crc.h"
 #include "decode/packet.h"
 #include "decode/transport_analysis.h"
+#include "real_frames.h"
 
 using namespace rdmadiag::decode;
 
@@ -154,6 +155,51 @@ TEST(NativeIb, ErfRecordHeaderIsNotCountedInThePacketLength) {
     decode_frame(linktype::kErf, Bytes(rec.data(), rec.size() - 6), static_cast<std::uint32_t>(rec.size()), {}, p);
     EXPECT_EQ(p.wirelen, ib_len);
     EXPECT_EQ(p.caplen, ib_len - 6);
+  }
+}
+
+// Regression: the ERF header's wlen was ignored. A record cut by a snap length
+// keeps rlen = header + the bytes kept and wlen = the packet on the wire
+// (tshark: frame.len = wlen, frame.cap_len = what was kept); the packet was
+// taken as ending with the record, so its LRH and BTH lengths "lied" (bad_lrh,
+// payload_length_mismatch errors). It is a cut packet: truncated, not malformed.
+TEST(NativeIb, ErfRecordCutBySnapLengthIsTruncatedAtItsWireLength) {
+  const auto pkt = native_ib_send(0);
+  for (std::size_t keep : {std::size_t{8} + 12 + 4, pkt.size() - 2, std::size_t{4}}) {
+    SCOPED_TRACE(keep);
+    auto rec = erf_ib_record(pkt, 0);
+    rec.resize(16 + keep);
+    rec[10] = static_cast<std::uint8_t>(rec.size() >> 8);  // rlen: what the record holds
+    rec[11] = static_cast<std::uint8_t>(rec.size());
+    DecodedPacket p;
+    decode_frame(linktype::kErf, Bytes(rec), static_cast<std::uint32_t>(rec.size()), {}, p);
+    EXPECT_EQ(p.wirelen, pkt.size());
+    EXPECT_EQ(p.caplen, keep);
+    EXPECT_TRUE(p.truncated || p.vcrc == CrcStatus::unverifiable);
+    for (const auto& d : p.diags) EXPECT_EQ(d.severity, Severity::note) << to_string(d.code);
+    EXPECT_NE(p.icrc, CrcStatus::bad);
+    EXPECT_NE(p.vcrc, CrcStatus::bad);
+  }
+}
+
+// ERF Ethernet (type 2): 2 bytes of offset/pad after the record header; wlen
+// counts the FCS (tshark's frame.len does too), whether the record kept it or not.
+TEST(NativeIb, ErfEthernetLengthsAreWlenAndWhatTheRecordHolds) {
+  const auto& frame = real_frames::kSendOnly;  // RoCEv2 RC SEND ONLY
+  const std::size_t wlen = frame.size() + 4;
+  for (const bool fcs_kept : {false, true}) {
+    std::vector<std::uint8_t> rec = {0, 0, 0, 0, 0, 0, 0, 0, kErfTypeEth, 0x04, 0, 0, 0, 0, 0, 0, 0, 0};
+    rec.insert(rec.end(), frame.begin(), frame.end());
+    if (fcs_kept) rec.insert(rec.end(), {0x11, 0x22, 0x33, 0x44});  // not checked
+    rec[11] = static_cast<std::uint8_t>(rec.size());
+    rec[15] = static_cast<std::uint8_t>(wlen);
+    DecodedPacket p;
+    decode_frame(linktype::kErf, Bytes(rec), static_cast<std::uint32_t>(rec.size()), {}, p);
+    EXPECT_EQ(p.wirelen, wlen);
+    EXPECT_EQ(p.caplen, fcs_kept ? wlen : frame.size());
+    EXPECT_EQ(p.transport, Transport::roce_v2);
+    EXPECT_EQ(p.icrc, CrcStatus::ok);
+    EXPECT_TRUE(p.diags.empty());
   }
 }
 

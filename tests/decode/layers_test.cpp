@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "decode/ib_opcodes.h"
+#include "decode/ip.h"
 #include "decode/packet.h"
 #include "fixtures.h"
 #include "real_frames.h"
@@ -137,8 +138,34 @@ TEST(LinkLayers, VlanTagsAreSkipped) {
   EXPECT_EQ(q.eth->vlans[0].vid, 0x10);
   EXPECT_EQ(q.eth->vlans[1].vid, 0x20);
   EXPECT_EQ(q.icrc, CrcStatus::ok);
+}
+
+// Regression: a third tag (802.1ad + 802.1Q + 802.1Q, QinQ in QinQ) made a whole
+// frame the error frame_too_short. tshark 4.0 decodes the same bytes as
+// eth:ieee8021ad:vlan:vlan:ip:udp:infiniband. The two outer tags are kept, the
+// rest walked past (kMaxVlanTags at most: one more is no real frame).
+TEST(LinkLayers, StackedVlanTagsPastTwoAreWalked) {
   const auto three = fixtures::with_vlan_tags(real_frames::kSendOnly, {{0x88a8, 1}, {0x8100, 2}, {0x8100, 3}});
-  EXPECT_FALSE(decode(linktype::kEthernet, three).has_bth);
+  const auto p = decode(linktype::kEthernet, three);
+  ASSERT_TRUE(p.eth);
+  EXPECT_EQ(p.eth->vlan_count, 3);
+  EXPECT_EQ(p.eth->vlans[0].vid, 1);
+  EXPECT_EQ(p.eth->vlans[1].vid, 2);
+  EXPECT_EQ(p.eth->header_len, 14 + 3 * 4);
+  EXPECT_EQ(p.transport, Transport::roce_v2);
+  EXPECT_EQ(p.ib.bth.psn, 557511u);
+  EXPECT_EQ(p.icrc, CrcStatus::ok);
+  EXPECT_TRUE(p.diags.empty());
+  fixtures::Frame many(real_frames::kSendOnly.begin(), real_frames::kSendOnly.begin() + 12);
+  for (int i = 0; i <= kMaxVlanTags; ++i) many.insert(many.end(), {0x81, 0x00, 0x00, static_cast<std::uint8_t>(i)});
+  many.insert(many.end(), real_frames::kSendOnly.begin() + 12, real_frames::kSendOnly.end());
+  const auto limit = decode(linktype::kEthernet, many);
+  EXPECT_FALSE(limit.has_bth);  // kMaxVlanTags + 1 tags
+  fixtures::Frame sixteen(many);
+  sixteen.erase(sixteen.begin() + 12, sixteen.begin() + 16);
+  const auto q = decode(linktype::kEthernet, sixteen);
+  EXPECT_EQ(q.eth->vlan_count, kMaxVlanTags);
+  EXPECT_EQ(q.icrc, CrcStatus::ok);
 }
 
 TEST(LinkLayers, LinuxCookedAndRawIp) {
@@ -185,6 +212,31 @@ TEST(Ipv4, FragmentsAreNotDecodedFurther) {
   const auto p = decode(linktype::kEthernet, f);
   EXPECT_FALSE(p.has_bth);
   EXPECT_TRUE(p.diags.contains(DiagCode::ip_fragment));
+}
+
+// Regression: any IPv6 Fragment header made the packet a fragment, so an atomic
+// fragment (offset 0, M clear: the whole packet, RFC 6946 section 4) of RoCEv2
+// was `other` + ip_fragment; tshark 4.0 decodes it as RoCE
+// (derived/rxe_roce_v2_ipv6_atomic_fragment.pcap, 580 frames, ICRC ok there).
+TEST(Ipv6, AtomicFragmentIsNotAFragment) {
+  // IPv6 header, Fragment header (next UDP), UDP header with no payload.
+  std::vector<std::uint8_t> ip = {0x60, 0, 0, 0, 0, 16, 44, 64};
+  for (int i = 0; i < 32; ++i) ip.push_back(static_cast<std::uint8_t>(i));
+  const std::vector<std::uint8_t> frag = {17, 0, 0, 0, 0, 0, 0x12, 0x34};
+  ip.insert(ip.end(), frag.begin(), frag.end());
+  ip.insert(ip.end(), {0x12, 0x34, 0x12, 0xb7, 0, 8, 0, 0});
+  for (const auto& [offset_m, fragment] : {std::pair{0x0000, false}, std::pair{0x0001, true}, std::pair{0x0008, true},
+                                           std::pair{0xfff8, true}, std::pair{0x0006, false}}) {  // 0x0006: reserved bits
+    SCOPED_TRACE(offset_m);
+    auto b = ip;
+    b[40 + 2] = static_cast<std::uint8_t>(offset_m >> 8);
+    b[40 + 3] = static_cast<std::uint8_t>(offset_m);
+    Ipv6Header h;
+    ASSERT_EQ(parse_ipv6(Bytes(b), h), ParseStatus::ok);
+    EXPECT_EQ(h.fragment, fragment);
+    EXPECT_EQ(h.upper_protocol, kIpProtoUdp);
+    EXPECT_EQ(h.header_len, 48);
+  }
 }
 
 TEST(Ipv4, LyingTotalLengthIsDiagnosed) {

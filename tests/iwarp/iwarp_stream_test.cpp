@@ -189,7 +189,8 @@ struct CaptureRun {
   std::map<std::uint64_t, std::pair<int, int>> hole_fills;         // frame filling a hole -> direction
 };
 
-CaptureRun run_capture(const std::string& name, std::uint64_t skip = 0) {
+// `snap`: every record cut to that many bytes, as a snap length would.
+CaptureRun run_capture(const std::string& name, std::uint64_t skip = 0, std::size_t snap = SIZE_MAX) {
   rdmadiag::capture::FileReader r;
   EXPECT_TRUE(r.open(std::string(RDMADIAG_PCAP_DIR) + "/" + name));
   Analyzer an;
@@ -200,7 +201,7 @@ CaptureRun run_capture(const std::string& name, std::uint64_t skip = 0) {
   while (r.next(rec)) {
     ++frame;
     if (frame <= skip) continue;
-    decode_frame(r.linktype(), rec.data, rec.wirelen, DecodeOptions{}, p);
+    decode_frame(r.linktype(), rec.data.first(std::min(snap, rec.data.size())), rec.wirelen, DecodeOptions{}, p);
     PacketAnalysis pa;
     an.add(p, frame, double(rec.ts_sec) + rec.ts_nsec * 1e-9, pa);
     for (const IwarpPdu& u : pa.iwarp)
@@ -318,6 +319,49 @@ TEST(IwarpCaptures, TcpResendsAreTheOnesTsharkFlags) {
     }
     for (const auto& [dir, n] : r.old_data_segments) EXPECT_EQ(n, flagged[dir]) << dir.first << " -> " << dir.second;
     for (const auto& [dir, n] : flagged) EXPECT_EQ(n, r.old_data_segments.count(dir) ? r.old_data_segments.at(dir) : 0u);
+  }
+}
+
+// The first 20 frames of siw_mpacrc_write_lat.pcap cut at a snap length of 100
+// (editcap -s 100): frames 14 and 15 lose the last 6 bytes of their Send FPDU
+// (payload tail and CRC), not the 18-byte DDP/RDMAP header. Every FPDU tshark
+// decodes in the uncut frames is decoded with the same opcode and MSN, the cut
+// ones with an unverifiable CRC, and no MSN gap appears: the header check once
+// took the largest header of any opcode (74 bytes) and lost these two Sends.
+TEST(IwarpCaptures, SnapLengthCutAfterTheHeadersKeepsTheFpdu) {
+  const CaptureRun r = run_capture("derived/siw_mpacrc_write_lat_snap100.pcap");
+  std::uint64_t want = 0;
+  for (auto& row : tshark_rows("siw_mpacrc_write_lat")) {
+    const std::uint64_t fr = std::stoull(row["frame.number"]);
+    if (fr > 20 || row["iwarp_rdma.opcode"].empty()) continue;
+    SCOPED_TRACE(fr);
+    ++want;
+    ASSERT_EQ(r.by_frame.count(fr), 1u);
+    ASSERT_EQ(r.by_frame.at(fr).size(), 1u);
+    const IwarpPdu& u = r.by_frame.at(fr)[0];
+    ASSERT_TRUE(u.header_decoded);
+    EXPECT_EQ(u.seg.ddp.opcode(), std::stoul(row["iwarp_rdma.opcode"], nullptr, 16));
+    EXPECT_EQ(u.seg.ddp.msn, std::stoul(row["iwarp_ddp.msn"]));
+    EXPECT_EQ(u.crc_status, fr == 14 || fr == 15 ? MpaCrcStatus::unverifiable : MpaCrcStatus::ok);
+  }
+  EXPECT_EQ(want, 7u);  // tshark -Y iwarp_ddp_rdmap on the uncut 20 frames: 7 Sends
+  EXPECT_EQ(r.fpdus, want);
+  EXPECT_TRUE(r.anomalies.empty()) << r.anomalies.size() << " kinds";
+}
+
+// Snap lengths that cut the negotiation, FPDU lengths, DDP/RDMAP headers (a
+// Read Request's 28 bytes) or payloads find nothing the whole capture lacks:
+// only framing found again (iwarp_resync) where an FPDU's length was cut. Once
+// seen: bad framing from a cut Request/Reply or FPDU length, MSN gaps after a
+// cut header, unmatched Read Responses after a cut Read Request.
+TEST(IwarpCaptures, SnapLengthCutsInventNoProblem) {
+  for (const char* name : {"siw_write_lat.pcap", "siw_mpacrc_write_lat.pcap", "siw_read_bw.pcap", "lab_siw_send_lat.pcap",
+                           "lab_siw_read_lat.pcap"}) {
+    for (std::size_t snap : {70u, 84u, 86u, 100u, 113u, 118u, 130u}) {
+      const CaptureRun r = run_capture(name, 0, snap);
+      for (const auto& [kind, n] : r.anomalies)
+        EXPECT_EQ(kind, AnomalyKind::iwarp_resync) << name << " -s " << snap << ": " << n;
+    }
   }
 }
 

@@ -112,6 +112,16 @@ TEST(MpaDirection, OverdueReplyStartsAHunt) {
   EXPECT_EQ(s.mode, MpaMode::hunting);
 }
 
+// A Request/Reply whose header the snap length cut is no bad framing: both the
+// cut side and an initiator waiting for that Reply look for FPDU headers.
+TEST(MpaDirection, UncapturedNegotiationStartsAHuntSilently) {
+  for (MpaMode m : {MpaMode::negotiation, MpaMode::await_reply}) {
+    MpaDirState s = in(m, true);
+    EXPECT_EQ(run(s, Kind::negotiation_not_captured), Calls{});
+    EXPECT_EQ(s.mode, MpaMode::hunting);
+  }
+}
+
 TEST(MpaDirection, FpdusKeepTheFramingAWrongMarkerIsSaid) {
   MpaDirState s = in(MpaMode::fpdu, true, true);
   EXPECT_EQ(run(s, Kind::fpdu), Calls{});
