@@ -23,6 +23,7 @@
 #include <cstring>
 
 #include "decode/analyzer.h"
+#include "decode/erf.h"
 #include "decode/packet.h"
 #include "decode/transport_analysis.h"
 #include "dissector/frame_records.h"
@@ -151,10 +152,16 @@ std::uint32_t linktype_of(const packet_info* pinfo) {
     case WTAP_ENCAP_RAW_IP6: return decode::linktype::kIpv6;
     case WTAP_ENCAP_INFINIBAND: return decode::linktype::kInfiniband;
     case WTAP_ENCAP_ERF:
-      // wiretap has taken the ERF header off; type 21 records carry a native IB packet.
-      if (pinfo->pseudo_header && (pinfo->pseudo_header->erf.phdr.type & 0x7F) == 21)
-        return decode::linktype::kInfiniband;
-      return 0;
+      // wiretap has taken the ERF header (and an Ethernet record's 2-byte pad) off:
+      // what is left is the packet the record's type names.
+      if (!pinfo->pseudo_header) return 0;
+      switch (pinfo->pseudo_header->erf.phdr.type & 0x7F) {
+        case decode::kErfTypeInfiniband: return decode::linktype::kInfiniband;
+        case decode::kErfTypeEth: return decode::linktype::kEthernet;
+        case decode::kErfTypeIpv4: return decode::linktype::kIpv4;
+        case decode::kErfTypeIpv6: return decode::linktype::kIpv6;
+        default: return 0;
+      }
     default:
       return 0;
   }

@@ -40,8 +40,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // The packet's lengths: an ERF record header is not part of it (tshark's frame.len).
   const std::uint32_t link_header = p.erf ? p.erf->header_len : 0;
-  require(p.caplen == caplen - link_header);
-  require(p.wirelen == caplen + extra_wire - link_header);
+  if (p.erf && p.erf->wlen) {
+    // ERF: the packet's wire length is the record's wlen; bytes past it are record padding.
+    require(p.wirelen == p.erf->wlen);
+    require(p.caplen <= caplen - link_header && p.caplen <= p.wirelen);
+  } else {
+    require(p.caplen == caplen - link_header);
+    require(p.wirelen == caplen + extra_wire - link_header);
+  }
   require(inside(p.payload, frame));
   require(inside(p.tcp_payload, frame));
   require(p.payload.size() <= p.payload_len);

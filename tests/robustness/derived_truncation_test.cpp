@@ -40,9 +40,20 @@ std::vector<Sample> first_rdma_frames(const std::string& file, std::size_t count
   return out;
 }
 
-DecodedPacket decode_cut(const Sample& s, std::size_t n, std::uint32_t wirelen) {
+// `short_packet`: the packet itself is n bytes long. An ERF record carries its
+// packet's wire length (wlen) in its own header, so that says so too (else the
+// record is a cut capture of a longer packet: truncated, the other test's case).
+DecodedPacket decode_cut(const Sample& s, std::size_t n, std::uint32_t wirelen, bool short_packet = false) {
   std::unique_ptr<std::uint8_t[]> block(new std::uint8_t[n ? n : 1]);
   std::copy_n(s.frame.begin(), n, block.get());
+  if (short_packet && s.linktype == linktype::kErf && n >= 16) {
+    const auto put16 = [&](std::size_t at, std::size_t v) {
+      block[at] = static_cast<std::uint8_t>(v >> 8);
+      block[at + 1] = static_cast<std::uint8_t>(v);
+    };
+    put16(10, n);       // rlen: the record, header included
+    put16(14, n - 16);  // wlen: the packet on the wire
+  }
   DecodedPacket p;
   DecodeOptions opts;
   opts.add_roce_port(4792);
@@ -104,7 +115,7 @@ TEST_P(DerivedTruncation, EveryCutAsAShortPacketNeverPassesAsWhole) {
     const bool native_ib = s.linktype == linktype::kInfiniband || s.linktype == linktype::kErf;
     for (std::size_t n = 0; n < s.frame.size(); ++n) {
       SCOPED_TRACE(n);
-      const DecodedPacket p = decode_cut(s, n, static_cast<std::uint32_t>(n));
+      const DecodedPacket p = decode_cut(s, n, static_cast<std::uint32_t>(n), true);
       if (!(native_ib && n + 2 >= s.frame.size())) {  // else only the VCRC is cut: the ICRC is whole
         EXPECT_NE(p.icrc, CrcStatus::ok);
       }
