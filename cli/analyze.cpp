@@ -173,7 +173,7 @@ int run_analyze(const AnalyzeOptions& o) {
       std::fprintf(stderr, "rdmadiag analyze: at most %zu extra RoCE ports\n", so.decode.extra_roce_ports.size());
       return 2;
     }
-  if (!outputs_apart("analyze", o.files, report_outputs(o.json_path, o.outputs))) return 2;
+  if (!outputs_apart("analyze", o.files, report_outputs(o.json_path, o.outputs), {"--json", "--jsonl"})) return 2;
   const unsigned jobs = resolve_jobs(o);
   // Per-packet outputs (--packets, --jsonl, --csv-packets) show each request's
   // response frame, which is known only after the response, and the final

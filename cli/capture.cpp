@@ -382,7 +382,7 @@ int CaptureRun::check_command_line() {
   }
   NamedOutputs outputs = report_outputs(o_.json_path, o_.outputs);
   outputs.emplace_back("-w", o_.write_path);
-  if (!outputs_apart("capture", o_.read_files, outputs)) return kExitUsage;
+  if (!outputs_apart("capture", o_.read_files, outputs, {"--json", "--jsonl", "-w"})) return kExitUsage;
   return kGoOn;
 }
 

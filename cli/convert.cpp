@@ -129,7 +129,7 @@ int run_convert(const ConvertOptions& o) {
     std::fprintf(stderr, "rdmadiag convert: --to must be pcap, pcapng or erf\n");
     return 2;
   }
-  if (!outputs_apart("convert", {o.input}, {{"output", o.output}})) return 2;
+  if (!outputs_apart("convert", {o.input}, {{"output", o.output}}, {"output"})) return 2;
   capture::FileReader reader;
   if (!reader.open(o.input)) {
     std::fprintf(stderr, "rdmadiag convert: %s\n", reader.error().c_str());

@@ -69,7 +69,8 @@ int feed(const std::string& path, decode::Analyzer& transport, decode::NvmeAnaly
 int run_nvme(const NvmeOptions& o) {
   if (!outputs_apart("nvme", o.inputs,
                      {{"--json", o.json_path}, {"--capsules", o.capsules_path}, {"--commands", o.commands_path},
-                      {"--csv", o.csv_path}, {"--html", o.html_path}, {"--metrics-file", o.metrics_path}}))
+                      {"--csv", o.csv_path}, {"--html", o.html_path}, {"--metrics-file", o.metrics_path}},
+                     {"--json", "--capsules", "--commands", "--csv", "--html"}))
     return 2;
   std::ofstream json_file, capsules_file, commands_file, csv_file, html_file;
   std::ostream* json = open_output(o.json_path, json_file);

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <system_error>
@@ -36,10 +37,15 @@ void refuse(std::string_view command, std::string_view option, const std::string
 
 }  // namespace
 
-bool outputs_apart(std::string_view command, const std::vector<std::string>& inputs, const NamedOutputs& outputs) {
+bool outputs_apart(std::string_view command, const std::vector<std::string>& inputs, const NamedOutputs& outputs,
+                   std::initializer_list<std::string_view> to_stdout) {
   for (std::size_t k = 0; k < outputs.size(); ++k) {
     const auto& [option, out] = outputs[k];
     if (out.empty()) continue;
+    if (out == "-" && std::find(to_stdout.begin(), to_stdout.end(), option) == to_stdout.end()) {
+      refuse(command, option, out, "cannot go to standard output; name a file");
+      return false;
+    }
     for (std::size_t m = k + 1; m < outputs.size(); ++m)
       if (!outputs[m].second.empty() && same_file(out, outputs[m].second)) {
         refuse(command, option, out,

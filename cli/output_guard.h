@@ -8,6 +8,7 @@
 // one report or a mix of both (`--json r --csv r` kept only the CSV; `--json -
 // --jsonl -` interleaved two formats): refused as well.
 #pragma once
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -24,7 +25,10 @@ using NamedOutputs = std::vector<std::pair<std::string_view, std::string>>;
 NamedOutputs report_outputs(const std::string& json_path, const exporters::OutputOptions& o);
 
 // False (after a one-line error on stderr naming `command`) when an output is
-// one of `inputs`, or two outputs are the same file or both standard output.
-bool outputs_apart(std::string_view command, const std::vector<std::string>& inputs, const NamedOutputs& outputs);
+// one of `inputs`, two outputs are the same file or both standard output, or
+// "-" is given to an output not among `to_stdout` (the options that can write
+// to standard output; "-" made the others a file named "-").
+bool outputs_apart(std::string_view command, const std::vector<std::string>& inputs, const NamedOutputs& outputs,
+                   std::initializer_list<std::string_view> to_stdout);
 
 }  // namespace rdmadiag::cli

@@ -63,7 +63,7 @@ int run_report(const ReportOptions& o) {
     std::fprintf(stderr, "rdmadiag report: say what to write: --html FILE, --csv FILE or --metrics-file FILE\n");
     return 2;
   }
-  if (!outputs_apart("report", {o.input}, {{"--html", o.html_path}, {"--csv", o.csv_path}, {"--metrics-file", o.metrics_path}}))
+  if (!outputs_apart("report", {o.input}, {{"--html", o.html_path}, {"--csv", o.csv_path}, {"--metrics-file", o.metrics_path}}, {}))
     return 2;
   exporters::Json report;
   std::string error;

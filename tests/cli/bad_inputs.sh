@@ -89,6 +89,10 @@ expect outputs_same_file_spelt_apart 2 "is the same file as --html" -- -q --csv 
 expect outputs_both_stdout 2 "json - and --jsonl -: both on standard output" -- -q --json - --jsonl - "$pcaps/rxe_read_lat.pcap"
 if [ ! -e "$tmp/same.out" ] && [ ! -e "$tmp/same2.out" ]; then echo "ok   outputs_same_file_nothing_written"; pass=$((pass + 1))
 else echo "FAIL outputs_same_file_nothing_written"; fail=$((fail + 1)); fi
+# "-" for an output that cannot write to standard output made a file named "-".
+expect csv_to_stdout 2 "csv - cannot go to standard output" -- -q --csv - "$pcaps/rxe_read_lat.pcap"
+expect html_to_stdout 2 "html - cannot go to standard output" -- -q --html - "$pcaps/rxe_read_lat.pcap"
+if [ ! -e ./- ]; then echo "ok   no_file_named_dash"; pass=$((pass + 1)); else echo "FAIL no_file_named_dash"; fail=$((fail + 1)); fi
 # NaN passed CLI11's ranges (every comparison is false): a link speed of 9.2e9 Gb/s.
 expect link_speed_nan 2 "link-speed.*expected a number, got nan" -- --link-speed nan "$pcaps/pfc/pfc_basic.pcap"
 expect pause_storm_nan 2 "pause-storm-ms.*expected a number, got nan" -- --pause-storm-ms nan "$pcaps/pfc/pfc_basic.pcap"
