@@ -85,7 +85,7 @@ void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype) 
   }
   if (pa.spurious_retransmission)
     for (const decode::SpuriousRevision& r : spurious_revisions_)
-      if (r.flow == pa.flow && r.first_frame <= frame_ && frame_ <= r.last_frame) pa.spurious_retransmission = false;
+      if (r.covers(pa.flow, frame_)) pa.spurious_retransmission = false;
   if (json_) json_->packet(pkt_, pa, frame_, ts);
   if (outputs_.active()) outputs_.frame(pkt_, pa, frame_, ts);
   if (opts_.packets && text_out_) std::cout << exporters::packet_line(pkt_, pa, frame_, ts - first_ts_) << '\n';

@@ -107,6 +107,9 @@ struct GapRevision {
 struct SpuriousRevision {
   std::uint64_t first_frame = 0, last_frame = 0;
   std::uint32_t flow = 0;
+  bool covers(std::uint32_t f, std::uint64_t frame) const {
+    return f == flow && first_frame <= frame && frame <= last_frame;
+  }
 };
 
 class AnomalyLog {

@@ -107,9 +107,8 @@ std::uint32_t PluginSession::gap_at(std::uint64_t frame, std::uint32_t when_read
 
 bool PluginSession::spurious_at(std::uint32_t flow, std::uint64_t frame, bool when_read) const {
   if (!when_read) return false;
-  return std::none_of(spurious_revisions_.begin(), spurious_revisions_.end(), [&](const decode::SpuriousRevision& r) {
-    return r.flow == flow && r.first_frame <= frame && frame <= r.last_frame;
-  });
+  return std::none_of(spurious_revisions_.begin(), spurious_revisions_.end(),
+                      [&](const decode::SpuriousRevision& r) { return r.covers(flow, frame); });
 }
 
 std::optional<std::uint32_t> PluginSession::peer_qp(std::uint32_t flow) const {
