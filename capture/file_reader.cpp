@@ -29,6 +29,13 @@ bool refuses_mixed_interfaces(const std::string& why) {
   return why.starts_with("an interface has a type ") || why.starts_with("an interface has a snapshot length ");
 }
 
+// libpcap 1.10 stops at a pcapng packet longer than its interface's snap length
+// ("invalid packet capture length N, bigger than snaplen of M"), which tshark
+// reads whole: the packet's block holds the bytes.
+bool refuses_long_packet(const std::string& why) {
+  return why.starts_with("invalid packet capture length ") && why.find(", bigger than snaplen of ") != std::string::npos;
+}
+
 }  // namespace
 
 bool plain_record(const std::uint8_t* h, std::size_t left, const PcapLayout& layout) {
@@ -46,7 +53,8 @@ bool plausible_record_chain(const std::uint8_t* h, std::size_t avail, std::size_
     if (!plain_record(h + pos, left - pos, layout)) return false;
     const std::uint32_t frac = load32(h + pos + 4, layout.swapped);
     const std::uint32_t caplen = load32(h + pos + 8, layout.swapped);
-    if (frac >= (layout.usec ? 1'000'000u : 1'000'000'000u) || caplen > load32(h + pos + 12, layout.swapped))
+    if (frac >= (layout.usec ? 1'000'000u : 1'000'000'000u) || caplen > load32(h + pos + 12, layout.swapped) ||
+        caplen > layout.snaplen)
       return false;
     pos += kPcapRecordHeaderLen + caplen;
   }
@@ -106,7 +114,10 @@ bool FileReader::open(const std::string& path) {
         layout_.file_size = static_cast<std::size_t>(st.st_size);
         layout_.swapped = magic != kMagicUsec && magic != kMagicNsec;
         layout_.usec = usec;
-        layout_.max_caplen = std::min<std::uint32_t>(snaplen_, kMaxRecordLen);
+        // A record longer than the file's snap length is read whole, as tshark
+        // reads it (libpcap would cut it to the snap length, silently).
+        layout_.max_caplen = kMaxRecordLen;
+        layout_.snaplen = std::min<std::uint32_t>(snaplen_, kMaxRecordLen);
         mapped_ = map_window(kPcapFileHeaderLen);
       }
     }
@@ -231,11 +242,12 @@ bool FileReader::next(Record& rec) {
 }
 
 // libpcap 1.10 stopped at an interface whose link type or snap length differs
-// from the first one's (a valid pcapng file): PcapngReader reads the file again
+// from the first one's, or at a packet longer than its interface's snap length
+// (a valid pcapng file): PcapngReader reads the file again
 // from its start, passes over the records libpcap handed out and goes on from
 // there. A file by name only: standard input cannot be read again.
 bool FileReader::take_over_pcapng(const std::string& refusal) {
-  if (path_ == "-" || !refuses_mixed_interfaces(refusal)) return false;
+  if (path_ == "-" || !(refuses_mixed_interfaces(refusal) || refuses_long_packet(refusal))) return false;
   auto own = std::make_unique<PcapngReader>();
   if (!own->open(path_)) return false;
   Record skipped;

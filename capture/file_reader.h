@@ -50,6 +50,10 @@ struct PcapLayout {
   bool swapped = false;  // the file's byte order is not ours
   bool usec = false;     // microsecond timestamps
   std::uint32_t max_caplen = 0;
+  // The file's snap length (at most max_caplen): a record start guessed in the
+  // middle of the file (analyze -j's split) is plausible only within it; a
+  // longer record is still read when the chain of records leads to it.
+  std::uint32_t snaplen = 0;
 };
 
 constexpr std::size_t kPcapRecordHeaderLen = 16;
@@ -82,7 +86,8 @@ inline Record record_at(const std::uint8_t* h, const PcapLayout& layout) {
 }
 // Whether a record chain plausibly starts at `h`: `chain` headers in a row
 // (or up to the end of `avail` bytes or of the file) plainly well-formed with a
-// valid fraction of a second and no more captured than sent. A pcap file has no
+// valid fraction of a second, no more captured than sent and none longer than
+// the file's snap length. A pcap file has no
 // sync marker: a position found this way must be confirmed by a walk from a
 // known record that lands on it.
 bool plausible_record_chain(const std::uint8_t* h, std::size_t avail, std::size_t left, const PcapLayout& layout,
