@@ -67,6 +67,8 @@ enum class ResendCause : std::uint8_t {
   answer_corrupt, // the ACK/response of the original was captured corrupt: the requester dropped it
   response_lost_after,  // a READ re-issued from a response the capture holds intact, captured in order:
                         // lost (or held up) after the capture point, before the requester (IBA 9.7.6.1)
+  no_answer_captured,   // as `timer`, but the capture holds no answer (ACK, NAK, response) of the queue pair
+                        // at all: a timeout, or the capture does not see the responder's direction
 };
 
 struct Anomaly {

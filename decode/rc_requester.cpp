@@ -43,6 +43,14 @@ bool answer_lost_after(const RequesterState& q, const SeqPacket& p) {
   return !o->reordered || d >= window || d <= -window;
 }
 
+// A resend with no NAK and no loss before it: the transport timer. Unless the
+// capture holds no answer of the queue pair at all: then the NAKs and ACKs may
+// have passed where the capture does not look (one direction mirrored, the
+// other path of an ECMP pair), and the cause cannot be told.
+ResendCause timer_cause(const RequesterState& q) {
+  return q.answers_captured ? ResendCause::timer : ResendCause::no_answer_captured;
+}
+
 // Why a resend with no NAK before it was made.
 ResendCause cause_without_nak(const RequesterState& q, const SeqPacket& p, const OpenLoss* loss) {
   // Go-back-N resends from the oldest unacknowledged request (IBA 9.7.6): a loss
@@ -51,14 +59,14 @@ ResendCause cause_without_nak(const RequesterState& q, const SeqPacket& p, const
     for (const OpenLoss& l : q.losses)
       if (!l.response && psn_diff(l.first, p.psn) >= 0 && psn_diff(l.first, q.high_next) < 0) loss = &l;
   if (loss) return loss->corrupt ? ResendCause::corrupt : ResendCause::request_loss;
-  if (p.kind != OpKind::read_request) return ResendCause::timer;
+  if (p.kind != OpKind::read_request) return timer_cause(q);
   if (q.loss_at(p.psn, true)) return ResendCause::response_loss;  // missing or corrupt here
   if (answer_lost_after(q, p)) return ResendCause::response_lost_after;
   // A READ whose response PSN the capture lacks while it holds later ones: the
   // responder answers in order, so that response was lost before the capture point.
   const bool response_missing = !q.answered.holds(p.psn) && q.answered.covers(p.psn);
   if (response_missing || reissued_mid_read(q, p.psn)) return ResendCause::response_loss;
-  return ResendCause::timer;
+  return timer_cause(q);
 }
 
 // A gap recovered by a resend whose original of `p.psn` comes now: sent before
@@ -384,8 +392,10 @@ void report_episode(RequesterState& q, const RequesterEvent& e, const SeqPacket&
   ++s.faults_for_update().retransmission_episodes;
   const bool response = e.cause == ResendCause::response_loss;
   OpenLoss* loss = q.loss_at(p.psn, response);
-  // No NAK and no response gap seen before it: the requester's transport timer.
-  if (e.cause != ResendCause::nak && !(response && loss)) ++s.faults_for_update().timeout_retransmissions;
+  // No NAK and no response gap seen before it: the requester's transport timer,
+  // if the capture sees the responder's direction at all (else a NAK may have passed unseen).
+  if (e.cause != ResendCause::nak && !(response && loss) && q.answers_captured)
+    ++s.faults_for_update().timeout_retransmissions;
   Anomaly a{AnomalyKind::retransmission};
   a.frame = p.frame;
   a.psn = p.psn;
@@ -421,7 +431,9 @@ void apply_resend(RequesterState& q, const RequesterEvent& e, const SeqPacket& p
     q.msg.kind = MessageState::Kind::unknown;  // go-back-N may restart in the middle of a message
     // A timer resend of what the responder lacks (its earlier copy came out of
     // sequence, or never) was needed: only one of what it holds may be needless.
-    q.spurious_episode = e.cause == ResendCause::timer && q.responder.holds(p.psn);
+    // Judged by the answers to come (spurious_verdict), also while none has been captured yet.
+    const bool timer = e.cause == ResendCause::timer || e.cause == ResendCause::no_answer_captured;
+    q.spurious_episode = timer && q.responder.holds(p.psn);
     q.resend_after_nak = q.nak_frame != 0;
     q.episode_anomaly = SIZE_MAX;
     q.episode_ip_id = p.ip_id;
@@ -828,7 +840,10 @@ void check_message(RequesterState& q, const RequesterEvent& e, const SeqPacket& 
 
 void spurious_verdict(RequesterState& q, SeqSink& sink, bool conclusive) {
   q.spur.open = false;
-  if (!conclusive) return;                       // the capture ended before the answers could come: no verdict
+  // No answer of the queue pair captured at all: the capture may not see the
+  // responder's direction, so neither "spurious" nor "an ACK was lost" can be told.
+  const bool unseen = !q.answers_captured;
+  if (!conclusive && !unseen) return;            // the capture ended before the answers could come: no verdict
   if (q.spur.answers >= q.spur.copies) return;   // every copy was answered: nothing was lost
   // An answer went missing before the capture point: the resend recovered a loss.
   FlowSummary& s = sink.stats();
@@ -837,14 +852,16 @@ void spurious_verdict(RequesterState& q, SeqSink& sink, bool conclusive) {
   f.spurious_retransmissions -= std::min<std::uint64_t>(f.spurious_retransmissions, resent);
   f.retransmissions += resent;
   ++f.retransmission_episodes;
-  ++f.timeout_retransmissions;
+  if (!unseen) ++f.timeout_retransmissions;
   // The packets called spurious as they were read were needed after all.
   if (q.spur.last_flagged) sink.revise(SpuriousRevision{q.spur.frame, q.spur.last_flagged, 0});
   Anomaly a{AnomalyKind::retransmission};
   a.frame = q.spur.frame;
   a.psn = q.spur.psn;
   a.count = static_cast<std::uint32_t>(resent);
-  if (q.spur.corrupt_answer) {
+  if (unseen) {
+    a.cause = ResendCause::no_answer_captured;
+  } else if (q.spur.corrupt_answer) {
     a.cause = ResendCause::answer_corrupt;
     a.relate(q.spur.corrupt_answer);
   } else {

@@ -295,6 +295,9 @@ struct RequesterState {
   std::uint32_t nak_first_psn = 0;  // the lowest PSN NAKed since the last resend began
   SpuriousCheck spur;
   bool acked_valid = false;
+  // An answer (ACK, NAK, response; intact or not) of this requester was captured:
+  // the capture sees the responder's direction. Kept across restarts.
+  bool answers_captured = false;
   std::uint32_t acked_through = 0;  // the highest PSN an ACK or response covered
   PsnWindow sent;                   // request PSNs seen (a READ's reserved PSNs included)
   PsnWindow answered;               // READ response / atomic ACK PSNs seen

@@ -318,6 +318,7 @@ ResponseEvent classify(const ResponseCursor& r, const RequesterState* q, const S
 
 std::uint32_t apply(ResponseCursor& r, RequesterState* q, const ResponseEvent& e, const SeqPacket& p, SeqSink& resp,
                     SeqSink* req) {
+  if (q) q->answers_captured = true;
   switch (e.step) {
     case RespStep::ack: apply_ack(q, p, resp, req); return 0;
     case RespStep::nak: apply_nak(q, p, resp, req); return 0;

@@ -39,6 +39,7 @@ const char* retransmission_cause(const Anomaly& a) {
   if (a.cause == ResendCause::answer_corrupt) return "ack_corrupt";
   if (a.cause == ResendCause::response_loss) return "read_response_lost";
   if (a.cause == ResendCause::response_lost_after) return "read_response_lost_after_capture";
+  if (a.cause == ResendCause::no_answer_captured) return "no_answer_captured";
   return a.related_count ? "nak_or_gap" : "timeout";
 }
 
@@ -223,6 +224,9 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
       else if (a.cause == ResendCause::response_lost_after)
         s += "; READ re-issued from a response the capture holds intact, in order: lost (or held up) after the "
              "capture point, before the requester";
+      else if (a.cause == ResendCause::no_answer_captured)
+        s += "; no NAK before it, and no ACK, NAK or response of this queue pair is in the capture: a transport "
+             "timeout, or the capture does not see the responder's direction";
       else
         s += rel.empty() ? "; no NAK before it: transport timeout" : "; after frames " + rel;
       if (a.duration_us >= 0) s += fmt("; recovered in %.0f us", a.duration_us);
@@ -234,7 +238,8 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
                  !rel.empty() ? "; answers the gap at frame "
                  : a.count == 1 ? "; its last copy passed the capture point (lost or discarded after it)"
                  : a.count == 2 ? "; not captured, and no gap showed it (lost before the capture point or before the capture began)"
-                                : "; no gap seen at the capture point (lost after it)",
+                                : "; the queue pair's requests are not in the capture (or not paired with it): where "
+                                  "the PSN was lost cannot be told",
                  rel.c_str());
     case AnomalyKind::rnr_nak:
       return fmt("%s RNR NAK at frame %llu for PSN %u: receiver not ready (no receive posted), retry after %.2f ms%s%s",

@@ -3,7 +3,7 @@
 rxe's requester retransmission timer fires even without loss on the emulated
 (slow) lab VMs (docs/lab.md, "Limits"): the ACK is on its way but arrives after
 the timer, so the requester resends and the analysis reports a retransmission
-whose cause is ack_lost (or timeout); for a READ the response is the answer,
+whose cause is ack_lost (or timeout, or no_answer_captured before any answer); for a READ the response is the answer,
 and a re-issue after an intact, in-order response says
 read_response_lost_after_capture (held up after the capture point). Such an anomaly is accepted only as far
 as the kernel itself counted requester retries (hw_counters/completer_retry_err
@@ -12,7 +12,7 @@ is a failure. Used by tests/lab/check and tests/capture/lab_check.py.
 """
 import os
 
-TIMER_CAUSES = ("ack_lost", "timeout", "read_response_lost_after_capture")
+TIMER_CAUSES = ("ack_lost", "timeout", "read_response_lost_after_capture", "no_answer_captured")
 
 
 def kernel_retries(run_dir):
