@@ -110,7 +110,7 @@ int run_nvme(const NvmeOptions& o) {
   transport.finish();
   nvme.finish();
   const exporters::Json report = exporters::nvme_json(nvme);
-  if (json) *json << report.dump(2) << '\n';
+  if (json) *json << exporters::json_text(report, 2) << '\n';
   if (html) *html << exporters::render_nvme_html(report);
   std::string error;
   if (!o.metrics_path.empty() && !exporters::write_metrics_file(o.metrics_path, exporters::render_nvme_metrics(report), error)) {

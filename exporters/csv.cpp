@@ -30,7 +30,7 @@ std::string cell(const Json& v) {
   if (v.is_null()) return "";
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
-  return v.dump();
+  return json_text(v);
 }
 
 std::string at(const Json& obj, const char* pointer) {

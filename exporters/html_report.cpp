@@ -78,7 +78,7 @@ std::string str(const Json& j, const char* pointer, const std::string& fallback 
   const Json& v = j.at(p);
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return fallback;
-  return v.dump();
+  return json_text(v);
 }
 
 std::string fmt(const char* f, double v) {
@@ -499,7 +499,7 @@ std::string render_perftest(const Json& r) {
   for (const char* key : {"warnings", "errors"})
     if (r.contains(key) && !r[key].empty()) {
       h += std::string("<p><b>") + key + ":</b></p><ul>";
-      for (const Json& w : r[key]) h += "<li>" + html_escape(w.is_string() ? w.get<std::string>() : w.dump()) + "</li>";
+      for (const Json& w : r[key]) h += "<li>" + html_escape(w.is_string() ? w.get<std::string>() : json_text(w)) + "</li>";
       h += "</ul>";
     }
   h += "<h2>Results</h2>\n<table class=\"sortable\"><thead><tr><th>size</th><th>iterations</th>";

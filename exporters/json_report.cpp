@@ -187,14 +187,14 @@ Json inputs_json(const std::vector<InputInfo>& inputs) {
 }
 
 JsonReportWriter::JsonReportWriter(std::ostream& out, bool with_packets) : out_(out), with_packets_(with_packets) {
-  const std::string header = report_header_json().dump();
+  const std::string header = json_text(report_header_json());
   out_ << header.substr(0, header.size() - 1);  // the object left open: members follow
   if (with_packets_) out_ << ",\"packets\":[";
 }
 
 void JsonReportWriter::packet(const DecodedPacket& p, std::uint64_t frame, double ts) {
   if (!with_packets_) return;
-  out_ << (first_packet_ ? "\n" : ",\n") << packet_json(p, frame, ts).dump();
+  out_ << (first_packet_ ? "\n" : ",\n") << json_text(packet_json(p, frame, ts));
   first_packet_ = false;
 }
 
@@ -203,7 +203,7 @@ void JsonReportWriter::packet(const DecodedPacket& p, const PacketAnalysis& a, s
   Json j = packet_json(p, frame, ts);
   if (a.analysed) j["analysis"] = analysis_json(a);
   add_iwarp_packet_json(a.iwarp, frame, j);
-  out_ << (first_packet_ ? "\n" : ",\n") << j.dump();
+  out_ << (first_packet_ ? "\n" : ",\n") << json_text(j);
   first_packet_ = false;
 }
 
@@ -250,7 +250,7 @@ Json report_header_json() {
 void JsonReportWriter::finish(const AnalyzeReport& report, const Json& extra) {
   if (with_packets_) out_ << "\n]";
   const Json members = report_members_json(report, extra);
-  for (auto it = members.begin(); it != members.end(); ++it) out_ << ",\n" << Json(it.key()).dump() << ":" << it.value().dump();
+  for (auto it = members.begin(); it != members.end(); ++it) out_ << ",\n" << json_text(Json(it.key())) << ":" << json_text(it.value());
   out_ << "}\n";
   out_.flush();
 }

@@ -11,6 +11,15 @@ namespace rdmadiag::exporters {
 
 using Json = nlohmann::ordered_json;
 
+// The text of `j` (indented by `indent` spaces, -1: on one line). Strings from a
+// capture (an NVMe NQN) or from the command line (a file name) may hold bytes
+// that are not UTF-8, which JSON cannot carry: each is written as U+FFFD, not
+// refused (nlohmann's default throws, which lost the whole report).
+template <typename AnyJson>
+std::string json_text(const AnyJson& j, int indent = -1) {
+  return j.dump(indent, ' ', false, AnyJson::error_handler_t::replace);
+}
+
 Json packet_json(const decode::DecodedPacket& p, std::uint64_t frame, double ts);
 Json summary_json(const decode::CaptureSummary& s);
 Json inputs_json(const std::vector<InputInfo>& inputs);

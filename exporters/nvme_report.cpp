@@ -12,6 +12,25 @@ using decode::NvmeAnalyzer;
 using decode::NvmeCommandResult;
 using decode::NvmeQueueKey;
 
+// A string from the capture (an NQN) for a terminal: bytes that are not
+// printable ASCII as \xNN, as tcpdump shows them, so that a capture cannot
+// send control sequences to the reader's terminal.
+std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  char buf[5];
+  for (const char c : s) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b < 0x7f && b != '\\') {
+      out += c;
+    } else {
+      std::snprintf(buf, sizeof buf, "\\x%02x", b);
+      out += buf;
+    }
+  }
+  return out;
+}
+
 // IPv4 addresses sit in the first 4 bytes of the 16 (the rest zero).
 std::string address(const decode::IpAddress& a) {
   bool v4 = true;
@@ -257,7 +276,7 @@ void write_queues_text(std::ostream& out, const NvmeAnalyzer& a) {
       out << "    " << std::fixed << std::setprecision(1) << static_cast<double>(q.completed) / span_s << " IOPS" << std::setprecision(3) << "  read "
           << static_cast<double>(q.read_bytes) / span_s / 1e6 << " MB/s  write " << static_cast<double>(q.write_bytes) / span_s / 1e6
           << " MB/s over " << std::setprecision(3) << span_s << std::defaultfloat << " s\n";
-    if (!q.subnqn.empty()) out << "    subsystem " << q.subnqn << "  host " << q.hostnqn << '\n';
+    if (!q.subnqn.empty()) out << "    subsystem " << printable(q.subnqn) << "  host " << printable(q.hostnqn) << '\n';
   }
 }
 

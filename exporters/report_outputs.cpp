@@ -44,7 +44,7 @@ void ReportOutputs::frame(const decode::DecodedPacket& p, const decode::PacketAn
     Json j = packet_json(p, frame, ts);
     if (a.analysed) j["analysis"] = analysis_json(a);
     add_iwarp_packet_json(a.iwarp, frame, j);
-    *jsonl_ << j.dump() << '\n';
+    *jsonl_ << json_text(j) << '\n';
   }
 }
 
@@ -71,7 +71,7 @@ bool ReportOutputs::finish(const AnalyzeReport& report, const Json& extra) {
   if (need_whole) {
     Json whole = report_json(report, extra);
     if (jsonl_) {
-      *jsonl_ << whole.dump() << '\n';
+      *jsonl_ << json_text(whole) << '\n';
       jsonl_->flush();
       if (!*jsonl_) fail("cannot write " + o_.jsonl_path);
     }

@@ -10,6 +10,7 @@
 
 #include "exporters/csv.h"
 #include "exporters/html_report.h"
+#include "exporters/json_report.h"
 #include "exporters/metrics.h"
 #include "perftest/devices.h"
 #include "perftest/engine.h"
@@ -60,7 +61,7 @@ struct LeafState {
 
 bool write_json_file(const std::string& path, const nlohmann::json& j) {
   if (path == "-") {
-    std::cout << j.dump(2) << "\n";
+    std::cout << exporters::json_text(j, 2) << "\n";
     return true;
   }
   std::ofstream f(path);
@@ -68,13 +69,13 @@ bool write_json_file(const std::string& path, const nlohmann::json& j) {
     std::fprintf(stderr, "rdmadiag: cannot write %s\n", path.c_str());
     return false;
   }
-  f << j.dump(2) << "\n";
+  f << exporters::json_text(j, 2) << "\n";
   return static_cast<bool>(f);
 }
 
 // --html, --csv, --metrics-file: rendered by exporters/ from the same JSON report.
 bool write_exported(const LeafState& st, const nlohmann::json& report) {
-  const auto j = nlohmann::ordered_json::parse(report.dump());
+  const auto j = nlohmann::ordered_json::parse(exporters::json_text(report));
   bool ok = true;
   const auto save = [&](const std::string& path, const std::string& text) {
     std::ofstream f(path);
@@ -141,10 +142,10 @@ void print_period(const SizeResult& period, const TestOptions& o, const std::str
                             {"unit", "MB/s (2^20 bytes per second)"},
                             {"msg_rate_mpps", period.msg_rate_mpps}};
   if (jsonl) {
-    *jsonl << line.dump() << "\n";
+    *jsonl << exporters::json_text(line) << "\n";
     jsonl->flush();
   } else {
-    std::printf("%s\n", line.dump().c_str());
+    std::printf("%s\n", exporters::json_text(line).c_str());
     std::fflush(stdout);
   }
 }

@@ -16,6 +16,7 @@
 #include <optional>
 #include <thread>
 
+#include "exporters/json_report.h"
 #include "exporters/mesh_report.h"
 #include "exporters/metrics.h"
 #include "perftest/clock.h"
@@ -286,7 +287,7 @@ void run_sweep(Context& c, const MeshOptions& o, const std::vector<MeshRound>& r
       continue;
     }
     const nlohmann::ordered_json j{{"sweep", sweep}, {"result", exporters::mesh_pair_to_json(result)}};
-    const std::string text = j.dump();
+    const std::string text = exporters::json_text(j);
     c.sends.send(c.result_comm, 0, result_tag(sweep), std::vector<char>(text.begin(), text.end()));
   }
   c.responder->enter_step(step_of(sweep, rounds.size(), rounds.size()));
@@ -370,7 +371,7 @@ int finish_sweep(Context& c, const MeshOptions& o, const std::vector<MeshRound>&
   metrics.add_sweep(report);
   const std::string prometheus = metrics.render();
   if (!o.metrics_listen.empty()) server.set_body(prometheus);
-  bool written = write_output(o.json, exporters::render_mesh_json(report).dump(2) + "\n");
+  bool written = write_output(o.json, exporters::json_text(exporters::render_mesh_json(report), 2) + "\n");
   written = write_output(o.csv, exporters::render_mesh_csv(report)) && written;
   written = write_output(o.html, exporters::render_mesh_html(report)) && written;
   written = write_output(o.metrics_file, prometheus) && written;
