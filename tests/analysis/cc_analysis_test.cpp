@@ -93,6 +93,24 @@ TEST(CongestionSteps, OneIdleGapDoesNotDecide) {
   EXPECT_EQ(r.last.verdict, CcVerdict::kept_rate);  // the median is still 1 us
 }
 
+// Of an even number of gaps the median is the mean of the two middle ones
+// (Python's statistics.median, which cc_crosscheck.py applies to tshark's times):
+// 8 gaps of 10 us and 8 of 12 us have median 11 us, and 14 us after the CNP is
+// 14 / 11 = 1.27 times that, over the 1.25 cut: slowed. The upper middle gap
+// alone (12 us: 14 / 12 = 1.17) called it kept_rate.
+TEST(CongestionSteps, EvenWindowMedianIsTheMeanOfTheMiddleGaps) {
+  CcRun r;
+  std::int64_t t = 0;
+  r.packet(t);
+  for (int i = 0; i < 16; ++i) r.packet(t += (i % 2 ? 12 : 10) * kUs);
+  r.cnp(t + kUs);
+  EXPECT_EQ(r.s.marks().baseline_ns, 11 * kUs);
+  steady(r, t, kCcWindow, 14 * kUs);
+  EXPECT_EQ(r.last.verdict, CcVerdict::slowed);
+  EXPECT_EQ(r.s.marks().r.slowed, 1u);
+  EXPECT_EQ(r.s.marks().r.kept_rate, 0u);
+}
+
 TEST(CongestionSteps, TooFewGapsBeforeIsUnjudged) {
   CcRun r;
   std::int64_t t = steady(r, 0, kCcMinBaseline, kUs);  // kCcMinBaseline packets: one gap fewer
