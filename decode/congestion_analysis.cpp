@@ -45,7 +45,9 @@ int ecn_codepoint(const DecodedPacket& p) {
 CcDecision classify(const CcFlowState& s, const CcPacket& p, const CcOptions& opts) {
   CcDecision d;
   if (p.cnp) {
-    d.response_ns = s.mark_ns >= 0 ? p.ts_ns - s.mark_ns : -1;
+    d.mark_waiting = s.mark_ns >= 0;
+    // A CNP stamped before its mark (the capture clock stepped back) still answers it, in no known time.
+    d.response_ns = d.mark_waiting && p.ts_ns >= s.mark_ns ? p.ts_ns - s.mark_ns : -1;
     if (s.episode) d.joins_episode = true;
     else if (s.before_count >= kCcMinBaseline) d.opens_episode = true;
     else d.verdict = CcVerdict::unjudged;  // too few gaps before it to compare with
@@ -72,7 +74,7 @@ void apply_cnp(CcFlowState& s, const CcDecision& d, const CcPacket& p) {
   CcFlowResult& r = m.r;
   ++r.cnps;
   if (d.response_ns >= 0) add_response(r, d.response_ns);
-  else ++r.cnps_without_mark;
+  if (!d.mark_waiting) ++r.cnps_without_mark;
   r.marks_answered += m.marks_waiting;
   m.marks_waiting = 0;
   s.mark_ns = -1;  // a CNP answers every mark before it

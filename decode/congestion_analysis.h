@@ -142,7 +142,8 @@ struct CcDecision {
   std::int64_t gap_ns = -1;          // a packet on the flow: the gap since the previous one
   bool opens_episode = false;        // a CNP that starts an episode
   bool joins_episode = false;        // a CNP inside an open episode
-  std::int64_t response_ns = -1;     // a CNP: time since the unanswered mark; -1: none waiting
+  bool mark_waiting = false;         // a CNP: a CE mark waited for it (it answers the marks)
+  std::int64_t response_ns = -1;     // a CNP: time since that mark; -1: none waiting, or the clock stepped back
   bool slowed_gap = false;           // a gap inside an episode at the slower rate (rate_cut x the baseline)
   CcVerdict verdict = CcVerdict::none;  // the episode this packet closes
 };

@@ -58,6 +58,20 @@ TEST(CongestionSteps, ResponseTimeFromTheFirstUnansweredMark) {
   EXPECT_EQ(r.s.marks().r.episodes, 1u);
 }
 
+// A CNP stamped before the mark it answers (the capture clock stepped back 1 ms
+// between them): the mark waited, so the CNP answers it and is not one "without
+// mark"; its response time is unknown, not negative.
+TEST(CongestionSteps, CnpBeforeItsMarkByAClockStepAnswersIt) {
+  CcRun r;
+  std::int64_t t = steady(r, 1000 * kUs, 10, kUs);
+  r.packet(t += kUs, true);           // the mark at 1011 us
+  const CcDecision d = r.cnp(t - 1000 * kUs + 4 * kUs);  // the clock stepped back 1 ms
+  EXPECT_EQ(d.response_ns, -1);
+  EXPECT_EQ(r.s.marks().r.cnps_without_mark, 0u);
+  EXPECT_EQ(r.s.marks().r.marks_answered, 1u);
+  EXPECT_EQ(r.s.marks().r.responses, 0u);
+}
+
 TEST(CongestionSteps, HalvedRateIsSlowed) {
   CcRun r;
   std::int64_t t = steady(r, 0, 20, kUs);
