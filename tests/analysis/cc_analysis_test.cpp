@@ -292,3 +292,38 @@ TEST(CongestionAnalyzer, CnpMatchingLooksAtFewEntries) {
   cc.finish();
   for (const CcFlowResult& f : cc.flows()) EXPECT_EQ(f.sender_qp, f.key.dest_qp ^ 1u);
 }
+
+// A stray CNP with no mark waiting (here to QP 0x999, which no packet names:
+// e.g. a QP whose data took another path) goes to the pair's only flow but does
+// not bind it: the CNPs to its real sender QP 0x21 that follow its CE marks by
+// 4 us each (IBA A17.9: the CNP goes to the marked packets' sender QP) still
+// answer them. It took the flow, and those three were counted unmatched.
+TEST(CongestionAnalyzer, StrayCnpWithoutMarkDoesNotTakeTheFlowFromItsSenderQp) {
+  AnomalyLog log;
+  CongestionAnalyzer cc(log);
+  std::uint64_t frame = 0;
+  std::int64_t t = 1000 * kUs;
+  const auto data = [&](bool ce) { cc.add(roce(true, 0x04, 0x11, ce ? 3 : 2), ++frame, t += 10 * kUs, 0); };
+  const auto cnp = [&](std::uint32_t sender_qp, std::int64_t after) {
+    return cc.add(roce(false, kOpcodeCnp, sender_qp, 0), ++frame, t + after, 0);
+  };
+  for (int i = 0; i < 6; ++i) data(false);
+  cnp(0x999, 3 * kUs);
+  for (int mark = 0; mark < 3; ++mark) {
+    for (int i = 0; i < 10; ++i) data(false);
+    data(true);
+    const auto answer = cnp(0x21, 4 * kUs);
+    EXPECT_EQ(answer.cnp_response_ns, 4 * kUs) << mark;
+    EXPECT_EQ(answer.cnp_mark_frame, frame - 1) << mark;
+  }
+  cc.finish();
+  EXPECT_EQ(cc.totals().cnps, 4u);
+  EXPECT_EQ(cc.totals().cnps_unmatched, 0u);
+  ASSERT_EQ(cc.flows().size(), 1u);
+  const CcFlowResult& f = cc.flows()[0];
+  EXPECT_TRUE(f.sender_qp_known);
+  EXPECT_EQ(f.sender_qp, 0x21u);
+  EXPECT_EQ(f.marks_answered, 3u);
+  EXPECT_EQ(f.responses, 3u);
+  EXPECT_EQ(f.cnps_without_mark, 1u);
+}
