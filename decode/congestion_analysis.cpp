@@ -10,12 +10,17 @@ namespace rdmadiag::decode {
 
 namespace {
 
+// The median of the first n gaps: of an even count, the mean of the two middle
+// ones (the upper one alone made 8 gaps of 10 us and 8 of 12 us a 12 us rate).
 std::int64_t median(const std::array<std::int64_t, kCcWindow>& gaps, std::size_t n) {
+  if (n == 0) return 0;
   std::array<std::int64_t, kCcWindow> v{};  // the first n copied: the others may be unwritten
   std::copy_n(gaps.begin(), n, v.begin());
   const auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
   std::nth_element(v.begin(), mid, v.begin() + static_cast<std::ptrdiff_t>(n));
-  return *mid;
+  if (n % 2) return *mid;
+  const std::int64_t lower = *std::max_element(v.begin(), mid);  // the largest of the lower half
+  return lower + (*mid - lower) / 2;
 }
 
 bool slowed_gap(std::int64_t gap_ns, std::int64_t baseline_ns, const CcOptions& opts) {
@@ -40,7 +45,9 @@ int ecn_codepoint(const DecodedPacket& p) {
 CcDecision classify(const CcFlowState& s, const CcPacket& p, const CcOptions& opts) {
   CcDecision d;
   if (p.cnp) {
-    d.response_ns = s.mark_ns >= 0 ? p.ts_ns - s.mark_ns : -1;
+    d.mark_waiting = s.mark_ns >= 0;
+    // A CNP stamped before its mark (the capture clock stepped back) still answers it, in no known time.
+    d.response_ns = d.mark_waiting && p.ts_ns >= s.mark_ns ? p.ts_ns - s.mark_ns : -1;
     if (s.episode) d.joins_episode = true;
     else if (s.before_count >= kCcMinBaseline) d.opens_episode = true;
     else d.verdict = CcVerdict::unjudged;  // too few gaps before it to compare with
@@ -67,7 +74,7 @@ void apply_cnp(CcFlowState& s, const CcDecision& d, const CcPacket& p) {
   CcFlowResult& r = m.r;
   ++r.cnps;
   if (d.response_ns >= 0) add_response(r, d.response_ns);
-  else ++r.cnps_without_mark;
+  if (!d.mark_waiting) ++r.cnps_without_mark;
   r.marks_answered += m.marks_waiting;
   m.marks_waiting = 0;
   s.mark_ns = -1;  // a CNP answers every mark before it
@@ -186,7 +193,7 @@ bool CongestionAnalyzer::waiting_mark(const FirstMark& m) {
   ++cnp_probes_;
   const CcFlowState* s = flows_.at(m.slot);
   // An unanswered mark (mark_ns >= 0) means marks() is built.
-  return s && s->first_frame == m.flow_first_frame && s->mark_ns >= 0 && !s->marks().r.sender_qp_known;
+  return s && s->first_frame == m.flow_first_frame && s->mark_ns >= 0 && !s->marks().qp_bound;
 }
 
 // A flow no CNP has matched yet got its first unanswered mark: it joins the
@@ -213,26 +220,39 @@ std::uint32_t CongestionAnalyzer::first_marked(PairFlows& pf) {
 }
 
 // The data flow a CNP is for (see the header); kNone when it cannot be told.
-std::uint32_t CongestionAnalyzer::flow_for_cnp(const DecodedPacket& p, const FlowKey& reversed) {
+// `by_mark`: found as the flow whose unanswered mark came first.
+std::uint32_t CongestionAnalyzer::flow_for_cnp(const DecodedPacket& p, const FlowKey& reversed, bool& by_mark) {
+  by_mark = false;
   const auto it = by_pair_.find(reversed);
   if (it == by_pair_.end()) return decltype(flows_)::kNone;
   ++cnp_probes_;
   if (const std::uint32_t slot = by_sender_.find(with_qps(reversed, p.ib.bth.dest_qp)); slot != decltype(flows_)::kNone) return slot;
-  if (const std::uint32_t slot = first_marked(it->second); slot != decltype(flows_)::kNone) return slot;
+  if (const std::uint32_t slot = first_marked(it->second); slot != decltype(flows_)::kNone) {
+    by_mark = true;
+    return slot;
+  }
   return it->second.unmatched == 1 ? it->second.unmatched_xor : decltype(flows_)::kNone;
 }
 
-// A CNP to `sender_qp` matched the flow in `slot` for the first time.
-void CongestionAnalyzer::matched(std::uint32_t slot, CcFlowState& s, std::uint32_t sender_qp) {
-  CcFlowResult& r = s.marks().r;
-  r.sender_qp_known = true;
-  r.sender_qp = sender_qp;
+// A CNP to `sender_qp` matched the flow in `slot`, not bound yet: it names the
+// flow's sender QP, and binds it when it answered a mark (`bind`). A QP named
+// by a CNP without mark gives way to the one that binds.
+void CongestionAnalyzer::matched(std::uint32_t slot, CcFlowState& s, std::uint32_t sender_qp, bool bind) {
+  CcFlowMarks& m = s.marks();
   const FlowKey& key = flows_.key_of(slot);
+  if (m.r.sender_qp_known && m.r.sender_qp != sender_qp) {
+    const FlowKey named = with_qps(key, m.r.sender_qp);
+    if (by_sender_.find(named) == slot) by_sender_.erase(named);
+  }
+  m.r.sender_qp_known = true;
+  m.r.sender_qp = sender_qp;
+  const FlowKey sender = with_qps(key, sender_qp);
+  if (by_sender_.find(sender) == decltype(flows_)::kNone) by_sender_.insert(sender, slot);
+  if (!bind) return;
+  m.qp_bound = true;
   PairFlows& pf = by_pair_.find(with_qps(key))->second;
   --pf.unmatched;
   pf.unmatched_xor ^= slot;
-  const FlowKey sender = with_qps(key, sender_qp);
-  if (by_sender_.find(sender) == decltype(flows_)::kNone) by_sender_.insert(sender, slot);
 }
 
 // Writes into `f`, add()'s one returned object: a findings struct returned and
@@ -279,13 +299,14 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p
   if ((keyed ? keyed->addr_len : endpoints_of(p).addr_len) == 0) return f;
   if (cnp) {
     ++totals_.cnps;
-    const std::uint32_t slot = flow_for_cnp(p, data_key(p, true));
+    bool by_mark = false;
+    const std::uint32_t slot = flow_for_cnp(p, data_key(p, true), by_mark);
     if (slot == decltype(flows_)::kNone) {
       ++totals_.cnps_unmatched;
       return f;
     }
     CcFlowState& s = *flows_.at(slot);
-    if (!s.marks().r.sender_qp_known) matched(slot, s, p.ib.bth.dest_qp);
+    if (by_mark || !s.marks().r.sender_qp_known) matched(slot, s, p.ib.bth.dest_qp, by_mark);
     step(slot, s, CcPacket{frame, ts_ns, true, false}, f);
     return f;
   }
@@ -307,7 +328,7 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p
   if (slot == decltype(flows_)::kNone) slot = create(k, hash, frame, flow);
   if (slot_hint) *slot_hint = slot;
   CcFlowState& s = *flows_.at(slot);
-  const bool first_mark = ecn == 3 && s.mark_ns < 0 && !(s.has_marks() && s.marks().r.sender_qp_known);
+  const bool first_mark = ecn == 3 && s.mark_ns < 0 && !(s.has_marks() && s.marks().qp_bound);
   step(slot, s, CcPacket{frame, ts_ns, false, ecn == 3}, f);
   if (first_mark) queue_first_mark(slot, s);
   return f;
@@ -317,6 +338,7 @@ void CongestionAnalyzer::retire(std::uint32_t slot, CcFlowState& s) {
   if (s.episode) close_episode(s, CcVerdict::unjudged);  // the capture ended (or the flow idled) before the window
   CcFlowResult r = s.result();
   r.key = flows_.key_of(slot);
+  const bool bound = s.has_marks() && s.marks().qp_bound;
   if (r.kept_rate) ++totals_.kept_rate_flows;
   if (results_.size() < kMaxResults) results_.push_back(r);
   else ++totals_.flows_untracked;
@@ -327,7 +349,7 @@ void CongestionAnalyzer::retire(std::uint32_t slot, CcFlowState& s) {
   const auto it = by_pair_.find(with_qps(r.key));
   if (it == by_pair_.end()) return;
   PairFlows& pf = it->second;
-  if (!r.sender_qp_known) {
+  if (!bound) {
     --pf.unmatched;
     pf.unmatched_xor ^= slot;
   }

@@ -22,7 +22,10 @@
 // reversed address pair that has already been matched to that sender QP, else
 // to the one (not yet matched) whose unanswered mark came first (the receiver
 // answers marks in order), else (no mark waiting) to the pair's only flow not
-// yet matched; with several and no mark it is counted unmatched. Each step is
+// yet matched; with several and no mark it is counted unmatched. Only a CNP
+// that answers a mark binds a flow to its QP: one with no mark waiting (a
+// stray, e.g. for a QP whose data took another path) leaves the flow open to
+// the CNP that answers its next mark. Each step is
 // O(1) per CNP, whatever the number of QPs between the two ends: an index of
 // matched sender QPs, and per address pair a queue of first marks.
 //
@@ -84,6 +87,9 @@ struct CcFlowMarks {
   CcFlowResult r;                    // key, flow, first_frame and packets are set at retirement
   std::uint64_t mark_frame = 0;
   std::uint64_t marks_waiting = 0;   // CE marks since the last CNP
+  // A CNP that answered one of the flow's marks bound it to its sender QP (r.sender_qp);
+  // until then r.sender_qp, if known, is what a CNP with no mark waiting named.
+  bool qp_bound = false;
   // The open episode.
   std::uint64_t episode_frame = 0;
   std::int64_t episode_ns = 0;
@@ -142,7 +148,8 @@ struct CcDecision {
   std::int64_t gap_ns = -1;          // a packet on the flow: the gap since the previous one
   bool opens_episode = false;        // a CNP that starts an episode
   bool joins_episode = false;        // a CNP inside an open episode
-  std::int64_t response_ns = -1;     // a CNP: time since the unanswered mark; -1: none waiting
+  bool mark_waiting = false;         // a CNP: a CE mark waited for it (it answers the marks)
+  std::int64_t response_ns = -1;     // a CNP: time since that mark; -1: none waiting, or the clock stepped back
   bool slowed_gap = false;           // a gap inside an episode at the slower rate (rate_cut x the baseline)
   CcVerdict verdict = CcVerdict::none;  // the episode this packet closes
 };
@@ -214,7 +221,7 @@ class CongestionAnalyzer {
              const std::vector<std::vector<std::uint32_t>>& flow_index);
 
  private:
-  std::uint32_t flow_for_cnp(const DecodedPacket& p, const FlowKey& reversed);
+  std::uint32_t flow_for_cnp(const DecodedPacket& p, const FlowKey& reversed, bool& by_mark);
   std::uint32_t create(const FlowKey& k, std::uint64_t hash, std::uint64_t frame, std::uint32_t flow);
   void step(std::uint32_t slot, CcFlowState& s, const CcPacket& p, FrameFindings& f);
   void retire(std::uint32_t slot, CcFlowState& s);
@@ -242,7 +249,7 @@ class CongestionAnalyzer {
   bool waiting_mark(const FirstMark& m);
   void queue_first_mark(std::uint32_t slot, const CcFlowState& s);
   std::uint32_t first_marked(PairFlows& pf);
-  void matched(std::uint32_t slot, CcFlowState& s, std::uint32_t sender_qp);
+  void matched(std::uint32_t slot, CcFlowState& s, std::uint32_t sender_qp, bool bind);
   std::unordered_map<FlowKey, PairFlows, FlowKeyHash> by_pair_;
   // Matched flows by their pair and sender QP (the key with dest_qp = the sender's QP).
   FlowTable<FlowKey, FlowKeyHash> by_sender_;

@@ -58,6 +58,20 @@ TEST(CongestionSteps, ResponseTimeFromTheFirstUnansweredMark) {
   EXPECT_EQ(r.s.marks().r.episodes, 1u);
 }
 
+// A CNP stamped before the mark it answers (the capture clock stepped back 1 ms
+// between them): the mark waited, so the CNP answers it and is not one "without
+// mark"; its response time is unknown, not negative.
+TEST(CongestionSteps, CnpBeforeItsMarkByAClockStepAnswersIt) {
+  CcRun r;
+  std::int64_t t = steady(r, 1000 * kUs, 10, kUs);
+  r.packet(t += kUs, true);           // the mark at 1011 us
+  const CcDecision d = r.cnp(t - 1000 * kUs + 4 * kUs);  // the clock stepped back 1 ms
+  EXPECT_EQ(d.response_ns, -1);
+  EXPECT_EQ(r.s.marks().r.cnps_without_mark, 0u);
+  EXPECT_EQ(r.s.marks().r.marks_answered, 1u);
+  EXPECT_EQ(r.s.marks().r.responses, 0u);
+}
+
 TEST(CongestionSteps, HalvedRateIsSlowed) {
   CcRun r;
   std::int64_t t = steady(r, 0, 20, kUs);
@@ -91,6 +105,24 @@ TEST(CongestionSteps, OneIdleGapDoesNotDecide) {
   t = steady(r, t, 1, 500 * kUs);     // the application paused once
   steady(r, t, kCcWindow - 1, kUs);
   EXPECT_EQ(r.last.verdict, CcVerdict::kept_rate);  // the median is still 1 us
+}
+
+// Of an even number of gaps the median is the mean of the two middle ones
+// (Python's statistics.median, which cc_crosscheck.py applies to tshark's times):
+// 8 gaps of 10 us and 8 of 12 us have median 11 us, and 14 us after the CNP is
+// 14 / 11 = 1.27 times that, over the 1.25 cut: slowed. The upper middle gap
+// alone (12 us: 14 / 12 = 1.17) called it kept_rate.
+TEST(CongestionSteps, EvenWindowMedianIsTheMeanOfTheMiddleGaps) {
+  CcRun r;
+  std::int64_t t = 0;
+  r.packet(t);
+  for (int i = 0; i < 16; ++i) r.packet(t += (i % 2 ? 12 : 10) * kUs);
+  r.cnp(t + kUs);
+  EXPECT_EQ(r.s.marks().baseline_ns, 11 * kUs);
+  steady(r, t, kCcWindow, 14 * kUs);
+  EXPECT_EQ(r.last.verdict, CcVerdict::slowed);
+  EXPECT_EQ(r.s.marks().r.slowed, 1u);
+  EXPECT_EQ(r.s.marks().r.kept_rate, 0u);
 }
 
 TEST(CongestionSteps, TooFewGapsBeforeIsUnjudged) {
@@ -259,4 +291,39 @@ TEST(CongestionAnalyzer, CnpMatchingLooksAtFewEntries) {
   EXPECT_LE(cc.cnp_match_probes(), 3u * 2 * kFlows);
   cc.finish();
   for (const CcFlowResult& f : cc.flows()) EXPECT_EQ(f.sender_qp, f.key.dest_qp ^ 1u);
+}
+
+// A stray CNP with no mark waiting (here to QP 0x999, which no packet names:
+// e.g. a QP whose data took another path) goes to the pair's only flow but does
+// not bind it: the CNPs to its real sender QP 0x21 that follow its CE marks by
+// 4 us each (IBA A17.9: the CNP goes to the marked packets' sender QP) still
+// answer them. It took the flow, and those three were counted unmatched.
+TEST(CongestionAnalyzer, StrayCnpWithoutMarkDoesNotTakeTheFlowFromItsSenderQp) {
+  AnomalyLog log;
+  CongestionAnalyzer cc(log);
+  std::uint64_t frame = 0;
+  std::int64_t t = 1000 * kUs;
+  const auto data = [&](bool ce) { cc.add(roce(true, 0x04, 0x11, ce ? 3 : 2), ++frame, t += 10 * kUs, 0); };
+  const auto cnp = [&](std::uint32_t sender_qp, std::int64_t after) {
+    return cc.add(roce(false, kOpcodeCnp, sender_qp, 0), ++frame, t + after, 0);
+  };
+  for (int i = 0; i < 6; ++i) data(false);
+  cnp(0x999, 3 * kUs);
+  for (int mark = 0; mark < 3; ++mark) {
+    for (int i = 0; i < 10; ++i) data(false);
+    data(true);
+    const auto answer = cnp(0x21, 4 * kUs);
+    EXPECT_EQ(answer.cnp_response_ns, 4 * kUs) << mark;
+    EXPECT_EQ(answer.cnp_mark_frame, frame - 1) << mark;
+  }
+  cc.finish();
+  EXPECT_EQ(cc.totals().cnps, 4u);
+  EXPECT_EQ(cc.totals().cnps_unmatched, 0u);
+  ASSERT_EQ(cc.flows().size(), 1u);
+  const CcFlowResult& f = cc.flows()[0];
+  EXPECT_TRUE(f.sender_qp_known);
+  EXPECT_EQ(f.sender_qp, 0x21u);
+  EXPECT_EQ(f.marks_answered, 3u);
+  EXPECT_EQ(f.responses, 3u);
+  EXPECT_EQ(f.cnps_without_mark, 1u);
 }
