@@ -463,7 +463,7 @@ std::uint32_t NvmeAnalyzer::sole_holder(const CidKey& k) {
   return c.slots[0];
 }
 
-void NvmeAnalyzer::find_peer(QueuePair& host, const Hop& h, std::uint16_t cid) {
+void NvmeAnalyzer::find_peer(QueuePair& host, const Hop& h, std::uint16_t cid, std::uint64_t frame) {
   if (host.peer || host.peer_tries >= kPeerTries) return;
   ++host.peer_tries;
   QueuePair* found = qps_.at(sole_holder(CidKey{h.src, h.dst, cid}));
@@ -471,6 +471,7 @@ void NvmeAnalyzer::find_peer(QueuePair& host, const Hop& h, std::uint16_t cid) {
   host.peer = found->key;
   found->peer = host.key;
   found->controller_side = true;
+  bind_both(host, host.queue, frame);
 }
 
 // A Connect starts a queue afresh (after a reconnect the host reuses QIDs and
@@ -504,10 +505,11 @@ void NvmeAnalyzer::add_response(const Hop& h, const NvmeRdmaPayload& c, std::uin
   const auto it = q ? q->outstanding.find(rec.cqe.cid) : decltype(q->outstanding)::iterator{};
   if (!q || it == q->outstanding.end()) {
     ++(resent ? totals_.resent_responses : totals_.unmatched_responses);
-    if (!qp->bound) {  // mid-stream: the CQE names the queue
-      find_peer(*qp, h, rec.cqe.cid);
-      bind_both(*qp, rec.queue, frame);
-    }
+    // Mid-stream: the first CQE names the queue; until the controller's
+    // queue pair is found, each of the first kPeerTries unmatched ones looks
+    // for it (a first CQE whose command preceded the capture names no holder).
+    if (!qp->bound) bind_both(*qp, rec.queue, frame);
+    if (!qp->peer && qp->queue == rec.queue) find_peer(*qp, h, rec.cqe.cid, frame);
     if (capsule_sink_) capsule_sink_(rec);
     return;
   }

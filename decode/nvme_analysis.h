@@ -274,7 +274,7 @@ class NvmeAnalyzer {
   static void note_connect_data(Bytes payload, NvmeQueueStats& stats);
   void bind_connect(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame);
   void bind_both(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame);
-  void find_peer(QueuePair& host, const Hop& h, std::uint16_t cid);
+  void find_peer(QueuePair& host, const Hop& h, std::uint16_t cid, std::uint64_t frame);
   // Mid-stream pairing on RoCE: the unbound controller-side queue pairs whose
   // latest commands hold a CID, by (controller address, host address, CID);
   // checked when read, since a listed queue pair may since have been bound,
