@@ -367,7 +367,10 @@ void NvmeAnalyzer::add_command(const Hop& h, const NvmeRdmaPayload& c, std::uint
   ++by_opcode_[opcode_index(r)].commands;
   ++q->stats.commands;
   if (same != q->outstanding.end()) {
+    // The CID names one outstanding command (NVMe Base 1.4 section 4.2): the
+    // earlier one's completion was not captured, so it stays unanswered.
     ++totals_.duplicate_cids;
+    leave_unanswered(*q, same->second.result);
   } else if (q->outstanding.size() >= kMaxOutstanding) {
     ++q->stats.outstanding_dropped;
     return;
@@ -663,6 +666,7 @@ void NvmeAnalyzer::complete(Queue& q, NvmeCommandResult& r, std::int64_t ts_ns) 
 }
 
 namespace {
+bool earlier(const NvmeCommandResult& a, const NvmeCommandResult& b) { return a.command_frame < b.command_frame; }
 // Slowest first; ties by frame, so the list does not depend on arrival order.
 bool slower(const NvmeCommandResult& a, const NvmeCommandResult& b) {
   return a.latency_us != b.latency_us ? a.latency_us > b.latency_us : a.command_frame < b.command_frame;
@@ -679,13 +683,18 @@ void NvmeAnalyzer::keep_slowest(const NvmeCommandResult& r) {
   }
 }
 
+// A command of q whose completion the capture lacks (the first kMaxListed by frame are listed).
+void NvmeAnalyzer::leave_unanswered(Queue& q, const NvmeCommandResult& r) {
+  ++q.stats.unanswered;
+  ++totals_.unanswered;
+  unanswered_.push_back(r);
+  if (unanswered_.size() <= 2 * kMaxListed) return;
+  std::sort(unanswered_.begin(), unanswered_.end(), earlier);
+  unanswered_.resize(kMaxListed);
+}
+
 void NvmeAnalyzer::retire_queue(Queue& q) {
-  q.stats.unanswered = q.outstanding.size();
-  totals_.unanswered += q.outstanding.size();
-  for (const auto& [cid, pending] : q.outstanding) unanswered_.push_back(pending.result);
-  std::sort(unanswered_.begin(), unanswered_.end(),
-            [](const NvmeCommandResult& a, const NvmeCommandResult& b) { return a.command_frame < b.command_frame; });
-  if (unanswered_.size() > kMaxListed) unanswered_.resize(kMaxListed);
+  for (const auto& [cid, pending] : q.outstanding) leave_unanswered(q, pending.result);
   q.outstanding.clear();
   finished_queues_.push_back(std::move(q.stats));
 }
@@ -697,6 +706,8 @@ void NvmeAnalyzer::finish() {
   std::sort(finished_queues_.begin(), finished_queues_.end(),
             [](const NvmeQueueStats& a, const NvmeQueueStats& b) { return a.first_frame < b.first_frame; });
   std::sort(slowest_.begin(), slowest_.end(), slower);
+  std::sort(unanswered_.begin(), unanswered_.end(), earlier);
+  if (unanswered_.size() > kMaxListed) unanswered_.resize(kMaxListed);
 }
 
 }  // namespace rdmadiag::decode

@@ -301,6 +301,7 @@ class NvmeAnalyzer {
   Queue* queue(const NvmeQueueKey& k, bool create, std::uint64_t frame, std::int64_t ts_ns);
   void complete(Queue& q, NvmeCommandResult& r, std::int64_t ts_ns);
   void keep_slowest(const NvmeCommandResult& r);
+  void leave_unanswered(Queue& q, const NvmeCommandResult& r);
   void retire_queue(Queue& q);
   void restart_queue(const NvmeQueueKey& key, std::uint16_t cid);
 
