@@ -81,6 +81,17 @@ TEST(NvmeCapsule, ConnectCompletion) {
   EXPECT_EQ(nvme_status_name(r.sct(), r.sc(), true), "success");
 }
 
+// Generic status codes 15h-1Dh as NVMe Base 1.4 figure 128 (17h: NVMe 1.3)
+// numbers them, and as Linux include/linux/nvme.h names them.
+TEST(NvmeCapsule, GenericStatusNamesFollowTheSpecification) {
+  EXPECT_EQ(nvme_status_name(0, 0x15, false), "operation_denied");
+  EXPECT_EQ(nvme_status_name(0, 0x16, false), "sgl_offset_invalid");
+  EXPECT_EQ(nvme_status_name(0, 0x17, false), "sgl_subtype_invalid");
+  EXPECT_EQ(nvme_status_name(0, 0x19, false), "keep_alive_timer_expired");
+  EXPECT_EQ(nvme_status_name(0, 0x1D, false), "sanitize_in_progress");
+  EXPECT_EQ(nvme_status_name(0, 0x22, false), "transient_transport_error");
+}
+
 TEST(NvmeCapsule, ReadAsTsharkDecodesIt) {
   const auto b = from_hex(kRead);
   NvmeCommand c;
