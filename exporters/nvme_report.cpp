@@ -325,6 +325,13 @@ void write_nvme_text(std::ostream& out, const NvmeAnalyzer& a) {
   if (t.queue_pairs == 0 && !t.iwarp_segments)
     out << "  no NVMe queue pair found: no rdma_cm REQ/REP for the NVMe-oF port was captured (--port, or --assume-all "
            "to take capsule-shaped RC SENDs for NVMe)\n";
+  if (t.truncated_capsules || t.malformed_capsules)
+    out << "  capsules not decoded: " << t.truncated_capsules << " cut short by the snap length, " << t.malformed_capsules
+        << " shorter on the wire than an SQE\n";
+  if (t.duplicate_cids)
+    out << "  " << t.duplicate_cids
+        << " CIDs reused while their command was outstanding (that command's completion is not in the capture: "
+           "counted unanswered)\n";
   if (t.unbound_commands)
     out << "  " << t.unbound_commands
         << " commands on queue pairs whose NVMe queue is unknown (no Connect seen): decoded, queue kind unknown, not paired\n";
