@@ -127,6 +127,21 @@ struct NvmeAnalyzer::QueuePair {
     const auto end = recent_cids.begin() + recent_count;
     return std::find(recent_cids.begin(), end, cid) != end;
   }
+  // RoCE/IB: (PSN, CID) of its latest capsules. A capsule with both again is a
+  // copy (an RC resend after its first copy was seen, or a network duplicate),
+  // however late: not a new command or completion (IBA 9.7.4.1: a resend
+  // keeps its PSN). Notes a new one; iWARP (psn -1) never matches (its TCP
+  // pass drops bytes seen before).
+  std::array<std::uint64_t, 64> recent_capsules{};
+  std::uint8_t capsule_next = 0;
+  bool copy_of_recent(std::int64_t psn, std::uint16_t cid) {
+    if (psn < 0) return false;
+    const std::uint64_t k = std::uint64_t{1} << 63 | static_cast<std::uint64_t>(psn) << 16 | cid;
+    if (std::find(recent_capsules.begin(), recent_capsules.end(), k) != recent_capsules.end()) return true;
+    recent_capsules[capsule_next] = k;
+    capsule_next = static_cast<std::uint8_t>((capsule_next + 1) % recent_capsules.size());
+    return false;
+  }
 };
 
 struct PendingCommand {
@@ -173,7 +188,7 @@ void NvmeAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, std::int64_t
   if (p.cm) add_cm(p);
   const NvmeRdmaPayload c = classify_nvme_rdma(p);
   const Endpoints e = endpoints_of(p);
-  const Hop h{NvmeQpKey{e.dst, p.ib.bth.dest_qp}, e.src, e.dst};
+  const Hop h{NvmeQpKey{e.dst, p.ib.bth.dest_qp}, e.src, e.dst, p.ib.bth.psn};
   if (c.role == NvmeRdmaRole::data)
     add_data(p, frame, ts_ns);
   else
@@ -341,11 +356,16 @@ void NvmeAnalyzer::add_command(const Hop& h, const NvmeRdmaPayload& c, std::uint
     ++(st == ParseStatus::truncated ? totals_.truncated_capsules : totals_.malformed_capsules);
     return;
   }
-  if (rec.cmd.is(FabricsType::connect)) bind_connect(*qp, NvmeQueueKey{h.src, h.dst, rec.cmd.qid}, frame);
+  const bool copy = qp->copy_of_recent(h.psn, rec.cmd.cid);
+  if (rec.cmd.is(FabricsType::connect) && !copy) bind_connect(*qp, NvmeQueueKey{h.src, h.dst, rec.cmd.qid}, frame);
   const bool on_queue = qp->bound && frame >= qp->bound_frame;
   rec.queue = on_queue ? qp->queue : NvmeQueueKey{h.src, h.dst, kNvmeUnknownQid};
   NvmeCommandResult r = command_result(rec.cmd, rec.queue, frame, ts_ns);
   if (capsule_sink_) capsule_sink_(rec);
+  if (copy) {  // submitted once, when its first copy was seen
+    ++totals_.resent_commands;
+    return;
+  }
   if (!on_queue) {
     ++totals_.commands;
     ++by_opcode_[opcode_index(r)].commands;
@@ -504,6 +524,11 @@ void NvmeAnalyzer::add_response(const Hop& h, const NvmeRdmaPayload& c, std::uin
   }
   ++totals_.responses;
   rec.queue = NvmeQueueKey{h.dst, h.src, rec.cqe.sqid};
+  if (qp->copy_of_recent(h.psn, rec.cqe.cid)) {  // its first copy completed the command (or found none)
+    ++totals_.resent_responses;
+    if (capsule_sink_) capsule_sink_(rec);
+    return;
+  }
   Queue* q = queue(rec.queue, false, frame, ts_ns);
   const auto it = q ? q->outstanding.find(rec.cqe.cid) : decltype(q->outstanding)::iterator{};
   if (!q || it == q->outstanding.end()) {

@@ -253,6 +253,7 @@ class NvmeAnalyzer {
   struct Hop {
     NvmeQpKey qp;
     IpAddress src, dst;
+    std::int64_t psn = -1;  // RoCE/IB: the capsule's first PSN (a resent copy has its original's); iWARP -1
   };
 
  private:

@@ -14,10 +14,13 @@ namespace rdmadiag::decode::test {
 
 inline constexpr std::uint8_t kSendOnly = 0x04;
 
-// A RoCE SEND Only carrying `capsule` (the vector must outlive the packet).
-inline DecodedPacket capsule_packet(bool to_controller, std::uint32_t dest_qp, const std::vector<std::uint8_t>& capsule) {
+// A RoCE SEND Only carrying `capsule` (the vector must outlive the packet) at
+// `psn` (a resent copy keeps its original's).
+inline DecodedPacket capsule_packet(bool to_controller, std::uint32_t dest_qp, const std::vector<std::uint8_t>& capsule,
+                                   std::uint32_t psn = 0) {
   DecodedPacket p = two_hosts_packet(to_controller, kSendOnly, 0);
   p.ib.bth.dest_qp = dest_qp;
+  p.ib.bth.psn = psn;
   p.payload = Bytes(capsule.data(), capsule.size());
   p.payload_len = static_cast<std::uint32_t>(capsule.size());
   return p;
