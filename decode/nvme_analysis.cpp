@@ -230,6 +230,8 @@ void NvmeAnalyzer::add_iwarp(const DecodedPacket& p, const IwarpFrame& units, st
     else
       add_capsule(h, c, at, at_ns, false);
   }
+  // Bytes from the controller cut by the snap length: a completion may be among them.
+  if (from_controller && p.caplen < p.wirelen && p.tcp_payload_len) note_uncaptured(h.qp, frame, ts_ns);
   // After the units it released: a command they complete ended before the event.
   if (kinds) {
     const QueuePair* here = qps_.at(qps_.find(h.qp));
@@ -520,6 +522,7 @@ void NvmeAnalyzer::add_response(const Hop& h, const NvmeRdmaPayload& c, std::uin
   ++totals_.capsules;
   if (parse_nvme_completion(c.capsule, rec.cqe) != ParseStatus::ok) {
     ++totals_.truncated_capsules;
+    note_uncaptured(h.qp, frame, ts_ns);
     return;
   }
   ++totals_.responses;
@@ -601,6 +604,14 @@ auto sgl_finder(const std::unordered_map<std::uint16_t, PendingCommand>& outstan
 NvmeAnalyzer::Queue* NvmeAnalyzer::data_queue(const NvmeQpKey& k, std::uint64_t frame, std::int64_t ts_ns) {
   const QueuePair* qp = qps_.at(qps_.find(k));
   return qp && qp->bound ? queue(qp->queue, false, frame, ts_ns) : nullptr;
+}
+
+// A completion for any command outstanding on the host's queue pair k may have
+// been in bytes the capture lacks.
+void NvmeAnalyzer::note_uncaptured(const NvmeQpKey& host, std::uint64_t frame, std::int64_t ts_ns) {
+  Queue* q = data_queue(host, frame, ts_ns);
+  if (!q) return;
+  for (auto& [cid, pending] : q->outstanding) pending.result.completion_maybe_uncaptured = true;
 }
 
 void NvmeAnalyzer::add_data(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns) {
@@ -712,6 +723,7 @@ void NvmeAnalyzer::keep_slowest(const NvmeCommandResult& r) {
 void NvmeAnalyzer::leave_unanswered(Queue& q, const NvmeCommandResult& r) {
   ++q.stats.unanswered;
   ++totals_.unanswered;
+  if (r.completion_maybe_uncaptured) ++totals_.unanswered_maybe_uncaptured;
   unanswered_.push_back(r);
   if (unanswered_.size() <= 2 * kMaxListed) return;
   std::sort(unanswered_.begin(), unanswered_.end(), earlier);

@@ -143,6 +143,10 @@ struct NvmeCommandResult {
   std::uint32_t transport_events = 0;
   std::uint64_t first_event_frame = 0;
   std::array<std::uint32_t, kNvmeCauseKinds> causes{};  // packets per kind (by NvmeCause)
+  // While it was outstanding, bytes its completion could travel in were not
+  // captured (a response capsule cut by the snap length; iWARP: a segment from
+  // the controller cut short): left unanswered, its completion may be there.
+  bool completion_maybe_uncaptured = false;
   std::string_view name() const;
   std::string_view status_name() const;
   // First to last data packet, in microseconds; -1 when no data packet was matched.
@@ -186,6 +190,7 @@ std::uint64_t nvme_size_class_upper(std::size_t size_class);  // bytes; the last
 struct NvmeTotals {
   std::uint64_t capsules = 0, commands = 0, responses = 0;
   std::uint64_t completed = 0, errors = 0, unanswered = 0;
+  std::uint64_t unanswered_maybe_uncaptured = 0;  // of the unanswered: completion_maybe_uncaptured
   std::uint64_t unmatched_responses = 0;    // a CQE with no outstanding command for its (queue, CID)
   std::uint64_t unbound_commands = 0;       // on a queue pair whose QID is unknown (no Connect seen)
   std::uint64_t truncated_capsules = 0, malformed_capsules = 0;
@@ -267,6 +272,7 @@ class NvmeAnalyzer {
   void add_iwarp_data(const Hop& h, const DdpSegment& seg, Bytes read_response_head, std::uint64_t frame,
                       std::int64_t ts_ns);
   Queue* data_queue(const NvmeQpKey& k, std::uint64_t frame, std::int64_t ts_ns);
+  void note_uncaptured(const NvmeQpKey& host, std::uint64_t frame, std::int64_t ts_ns);
   NvmeCommandResult* credit_data(Queue& q, const std::optional<NvmeDataPacket>& d, std::uint64_t frame,
                                  std::int64_t ts_ns);
   void mark_connection(const NvmeQpKey& host, const NvmeQpKey& controller);

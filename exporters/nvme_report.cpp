@@ -113,6 +113,7 @@ Json command_json(const NvmeCommandResult& r) {
   j["transport_events"] = r.transport_events;
   j["first_event_frame"] = r.first_event_frame ? Json(r.first_event_frame) : Json(nullptr);
   j["causes"] = causes_json(r.causes);
+  if (!r.response_frame) j["completion_maybe_uncaptured"] = r.completion_maybe_uncaptured;
   if (r.sgl_key || r.sgl_address) j["data"] = data_json(r);
   return j;
 }
@@ -222,7 +223,8 @@ Json nvme_json(const NvmeAnalyzer& a) {
   Json j = {{"nvme_schema_version", kNvmeSchemaVersion}, {"tool", "rdmadiag nvme"}};
   j["totals"] = {{"queue_pairs", t.queue_pairs}, {"capsules", t.capsules}, {"commands", t.commands},
                  {"responses", t.responses}, {"completed", t.completed}, {"errors", t.errors},
-                 {"unanswered", t.unanswered}, {"unmatched_responses", t.unmatched_responses},
+                 {"unanswered", t.unanswered}, {"unanswered_maybe_uncaptured", t.unanswered_maybe_uncaptured},
+                 {"unmatched_responses", t.unmatched_responses},
                  {"commands_on_unknown_queue", t.unbound_commands}, {"duplicate_cids", t.duplicate_cids},
                  {"resent_commands", t.resent_commands}, {"resent_responses", t.resent_responses},
                  {"truncated_capsules", t.truncated_capsules}, {"malformed_capsules", t.malformed_capsules},
@@ -299,6 +301,7 @@ void write_command_list(std::ostream& out, const char* title, const std::vector<
     // The controller completes an Asynchronous Event Request only when an event occurs.
     if (!r.response_frame && r.kind == decode::NvmeQueueKind::admin && !r.fabrics && r.opcode == 0x0C)
       out << "  (waits for an event by design)";
+    if (!r.response_frame && r.completion_maybe_uncaptured) out << "  (bytes its completion could be in were not captured)";
     out << '\n';
   }
 }
@@ -328,6 +331,10 @@ void write_nvme_text(std::ostream& out, const NvmeAnalyzer& a) {
   if (t.truncated_capsules || t.malformed_capsules)
     out << "  capsules not decoded: " << t.truncated_capsules << " cut short by the snap length, " << t.malformed_capsules
         << " shorter on the wire than an SQE\n";
+  if (t.unanswered_maybe_uncaptured)
+    out << "  " << t.unanswered_maybe_uncaptured
+        << " of the unanswered were outstanding while bytes from the controller were cut by the snap length: their "
+           "completions may be there\n";
   if (t.duplicate_cids)
     out << "  " << t.duplicate_cids
         << " CIDs reused while their command was outstanding (that command's completion is not in the capture: "
