@@ -87,7 +87,9 @@ std::string_view nvme_cause_name(NvmeCause c) {
   return c < NvmeCause::count_ ? kNames[static_cast<std::size_t>(c)] : "unknown";
 }
 
-std::string_view NvmeCommandResult::status_name() const { return nvme_status_name(sct, sc, fabrics); }
+std::string_view NvmeCommandResult::status_name() const {
+  return nvme_status_name(sct, sc, fabrics && fctype == static_cast<std::uint8_t>(FabricsType::connect));
+}
 
 std::size_t nvme_size_class(std::uint32_t bytes) {
   std::size_t c = 0;

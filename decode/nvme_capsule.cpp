@@ -226,7 +226,7 @@ std::string_view generic_status_name(std::uint8_t sc) {
 }
 
 // Connect command specific status (NVMe-oF 1.1 figure 21), SCT 1.
-std::string_view fabrics_status_name(std::uint8_t sc) {
+std::string_view connect_status_name(std::uint8_t sc) {
   switch (sc) {
     case 0x80: return "connect_incompatible_format";
     case 0x81: return "connect_controller_busy";
@@ -240,10 +240,10 @@ std::string_view fabrics_status_name(std::uint8_t sc) {
 
 }  // namespace
 
-std::string_view nvme_status_name(std::uint8_t sct, std::uint8_t sc, bool fabrics_command) {
+std::string_view nvme_status_name(std::uint8_t sct, std::uint8_t sc, bool connect_command) {
   switch (sct) {
     case 0: return generic_status_name(sc);
-    case 1: return fabrics_command ? fabrics_status_name(sc) : "command_specific";
+    case 1: return connect_command ? connect_status_name(sc) : "command_specific";
     case 2: return "media_error";
     case 3: return "path_error";
     case 7: return "vendor_specific";

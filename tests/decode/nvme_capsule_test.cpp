@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/nvme_analysis.h"
 #include "decode/nvme_capsule.h"
 
 namespace rdmadiag::decode {
@@ -90,6 +91,19 @@ TEST(NvmeCapsule, GenericStatusNamesFollowTheSpecification) {
   EXPECT_EQ(nvme_status_name(0, 0x19, false), "keep_alive_timer_expired");
   EXPECT_EQ(nvme_status_name(0, 0x1D, false), "sanitize_in_progress");
   EXPECT_EQ(nvme_status_name(0, 0x22, false), "transient_transport_error");
+}
+
+// SCT 1 SC 82h is Connect Invalid Parameters for a Connect only (NVMe-oF 1.1
+// figure 21); a Property Get answered so is not a Connect failure.
+TEST(NvmeCapsule, CommandSpecificStatusIsNamedForConnectOnly) {
+  NvmeCommandResult r;
+  r.fabrics = true;
+  r.sct = 1;
+  r.sc = 0x82;
+  r.fctype = static_cast<std::uint8_t>(FabricsType::connect);
+  EXPECT_EQ(r.status_name(), "connect_invalid_parameters");
+  r.fctype = static_cast<std::uint8_t>(FabricsType::property_get);
+  EXPECT_EQ(r.status_name(), "command_specific");
 }
 
 TEST(NvmeCapsule, ReadAsTsharkDecodesIt) {
