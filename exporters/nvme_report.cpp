@@ -251,7 +251,8 @@ void write_queues_text(std::ostream& out, const NvmeAnalyzer& a) {
   for (const auto& q : a.queues()) {
     out << "  queue " << qid_text(q.key.qid) << "  host " << address(q.key.host) << " -> controller "
         << address(q.key.controller) << "  sqsize "
-        << (q.connect_seen ? std::to_string(q.sqsize + 1) : "unknown (no Connect seen: QID from a completion)") << "  commands " << q.commands << "  completed "
+        << (q.connect_seen ? std::to_string(q.sqsize) + " (" + std::to_string(q.sqsize + 1) + " entries)"
+                        : "unknown (no Connect seen: QID from a completion)") << "  commands " << q.commands << "  completed "
         << q.completed << "  errors " << q.errors << "  unanswered " << q.unanswered << "  max outstanding "
         << q.max_outstanding << "  transport events " << q.transport_events << '\n';
     const double span_s = static_cast<double>(q.last_ns - q.first_ns) / 1e9;

@@ -24,6 +24,9 @@ expect text 1 "not a pcap or pcapng" -- "$tmp/text.pcap"
 expect cut_record 3 "damaged capture" -- "$tmp/cut.pcap"
 expect json_unwritable 1 "cannot write" -- "$pcap" --json "$tmp/no/such/dir.json"
 expect whole 0 "completed 130" -- "$pcap"
+# SQSIZE is 0's based: the text says the field as the JSON does (tshark:
+# nvme.fabrics.cmd.connect.sqsize 31 at frame 37), and what it means.
+expect sqsize 0 "sqsize 31 \\(32 entries\\)" -- "$pcap"
 expect port_zero 2 "port: Value 0 not in range 1 to 65535" -- "$pcap" --port 0
 # A report that cannot be written (every write to /dev/full fails) fails the command.
 [ -w /dev/full ] && expect json_disk_full 1 "cannot write /dev/full" -- "$pcap" --json /dev/full
