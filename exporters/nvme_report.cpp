@@ -274,11 +274,16 @@ void write_latency_rows(std::ostream& out, const char* title, const Json& rows) 
       what = row["size_le"].is_null() ? "> " + std::to_string(row["size_gt"].get<std::uint64_t>()) + " B"
                                       : "<= " + std::to_string(row["size_le"].get<std::uint64_t>()) + " B";
     const Json& l = row["latency_us"];
+    const auto done = row["completed"].get<std::uint64_t>();
     char buf[320];
-    std::snprintf(buf, sizeof buf, "  %-10s %-22s %6llu done, err %4llu  min %.1f  p50<= %.1f  p90<= %.1f  p99<= %.1f  max %.1f us\n",
-                  what.c_str(), row["command"].get<std::string>().c_str(),
-                  static_cast<unsigned long long>(row["completed"].get<std::uint64_t>()),
-                  static_cast<unsigned long long>(row["errors"].get<std::uint64_t>()), l["min"].get<double>(),
+    std::snprintf(buf, sizeof buf, "  %-10s %-22s %6llu done, err %4llu", what.c_str(), row["command"].get<std::string>().c_str(),
+                  static_cast<unsigned long long>(done), static_cast<unsigned long long>(row["errors"].get<std::uint64_t>()));
+    out << buf;
+    if (done == 0) {  // no latency was measured: none to print
+      out << "  (" << row.value("commands", std::uint64_t{0}) << " sent, none completed in the capture)\n";
+      continue;
+    }
+    std::snprintf(buf, sizeof buf, "  min %.1f  p50<= %.1f  p90<= %.1f  p99<= %.1f  max %.1f us\n", l["min"].get<double>(),
                   l["p50_le"].get<double>(), l["p90_le"].get<double>(), l["p99_le"].get<double>(), l["max"].get<double>());
     out << buf;
   }

@@ -26,6 +26,8 @@ expect json_unwritable 1 "cannot write" -- "$pcap" --json "$tmp/no/such/dir.json
 expect whole 0 "completed 130" -- "$pcap"
 # SQSIZE is 0's based: the text says the field as the JSON does (tshark:
 # nvme.fabrics.cmd.connect.sqsize 31 at frame 37), and what it means.
+# The AER (frame 133) never completes: its row has no latency, not 0 us.
+expect aer_no_latency 0 "async_event_request +0 done, err +0  \\(1 sent, none completed in the capture\\)" -- "$pcap"
 expect sqsize 0 "sqsize 31 \\(32 entries\\)" -- "$pcap"
 expect port_zero 2 "port: Value 0 not in range 1 to 65535" -- "$pcap" --port 0
 # A report that cannot be written (every write to /dev/full fails) fails the command.
