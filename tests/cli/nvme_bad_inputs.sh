@@ -51,6 +51,7 @@ if command -v editcap >/dev/null; then
   editcap -s 200 "$siw" "$tmp/siw200.pcap" >/dev/null 2>&1
   expect siw_snaplen_200 0 "23 of the unanswered were outstanding while bytes from the controller were cut" -- \
     "$tmp/siw200.pcap"
+  expect siw_snaplen_200_html 0 "none captured \\(bytes cut by the snap length\\)" -- "$tmp/siw200.pcap" --html -
   # Every frame again 50 ms later (a late copy of each, PSN kept): the same
   # commands and completions as the capture alone (130 completed: tshark's
   # pairing of lab_rxe_nvme; the kernel's block stats 29 reads, 66 writes).
