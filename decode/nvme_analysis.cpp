@@ -527,7 +527,6 @@ void NvmeAnalyzer::add_response(const Hop& h, const NvmeRdmaPayload& c, std::uin
     note_uncaptured(h.qp, frame, ts_ns);
     return;
   }
-  ++totals_.responses;
   rec.queue = NvmeQueueKey{h.dst, h.src, rec.cqe.sqid};
   if (qp->copy_of_recent(h.psn, rec.cqe.cid)) {  // its first copy completed the command (or found none)
     ++totals_.resent_responses;
@@ -537,7 +536,12 @@ void NvmeAnalyzer::add_response(const Hop& h, const NvmeRdmaPayload& c, std::uin
   Queue* q = queue(rec.queue, false, frame, ts_ns);
   const auto it = q ? q->outstanding.find(rec.cqe.cid) : decltype(q->outstanding)::iterator{};
   if (!q || it == q->outstanding.end()) {
-    ++(resent ? totals_.resent_responses : totals_.unmatched_responses);
+    if (resent) {  // a copy: counted once, as its first copy was
+      ++totals_.resent_responses;
+    } else {
+      ++totals_.responses;
+      ++totals_.unmatched_responses;
+    }
     // Mid-stream: the first CQE names the queue; until the controller's
     // queue pair is found, each of the first kPeerTries unmatched ones looks
     // for it (a first CQE whose command preceded the capture names no holder).
@@ -546,6 +550,7 @@ void NvmeAnalyzer::add_response(const Hop& h, const NvmeRdmaPayload& c, std::uin
     if (capsule_sink_) capsule_sink_(rec);
     return;
   }
+  ++totals_.responses;
   NvmeCommandResult r = it->second.result;
   r.response_frame = frame;
   if (c.invalidate) note_invalidate(r, c.invalidated_key);

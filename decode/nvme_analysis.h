@@ -188,7 +188,8 @@ std::size_t nvme_size_class(std::uint32_t bytes);
 std::uint64_t nvme_size_class_upper(std::size_t size_class);  // bytes; the last class: 0 (no bound)
 
 struct NvmeTotals {
-  std::uint64_t capsules = 0, commands = 0, responses = 0;
+  std::uint64_t capsules = 0, commands = 0;
+  std::uint64_t responses = 0;              // response capsules, copies (resent_responses) counted once
   std::uint64_t completed = 0, errors = 0, unanswered = 0;
   std::uint64_t unanswered_maybe_uncaptured = 0;  // of the unanswered: completion_maybe_uncaptured
   std::uint64_t unmatched_responses = 0;    // a CQE with no outstanding command for its (queue, CID)

@@ -32,11 +32,12 @@ struct Feed {
 
 // What the totals must say, by hand.
 struct Counts {
-  std::uint64_t commands, completed, unanswered, duplicate_cids, resent_commands, resent_responses;
+  std::uint64_t commands, responses, completed, unanswered, duplicate_cids, resent_commands, resent_responses;
 };
 
 void expect_counts(const NvmeTotals& t, const Counts& want) {
   EXPECT_EQ(t.commands, want.commands);
+  EXPECT_EQ(t.responses, want.responses);
   EXPECT_EQ(t.completed, want.completed);
   EXPECT_EQ(t.unanswered, want.unanswered);
   EXPECT_EQ(t.duplicate_cids, want.duplicate_cids);
@@ -57,7 +58,7 @@ TEST(NvmeQueue, ACidReusedWhileOutstandingLeavesTheEarlierCommandUnanswered) {
   f.send(true, test::command(5, 0x02, 900));
   f.send(false, test::completion(1, 5));
   f.nvme.finish();
-  expect_counts(f.nvme.totals(), {.commands = 3, .completed = 2, .unanswered = 1, .duplicate_cids = 1,
+  expect_counts(f.nvme.totals(), {.commands = 3, .responses = 2, .completed = 2, .unanswered = 1, .duplicate_cids = 1,
                                   .resent_commands = 0, .resent_responses = 0});
   ASSERT_EQ(f.nvme.unanswered().size(), 1u);
   EXPECT_EQ(f.nvme.unanswered()[0].command_frame, 3u);
@@ -84,7 +85,7 @@ TEST(NvmeQueue, ALateCopyOfACapsuleIsNeitherANewCommandNorAnotherCompletion) {
   f.send(false, test::completion(1, 7), 4);   // a copy of frame 4
   f.send(false, test::completion(1, 7));      // frame 8: completes frame 6
   f.nvme.finish();
-  expect_counts(f.nvme.totals(), {.commands = 3, .completed = 3, .unanswered = 0, .duplicate_cids = 0,
+  expect_counts(f.nvme.totals(), {.commands = 3, .responses = 3, .completed = 3, .unanswered = 0, .duplicate_cids = 0,
                                   .resent_commands = 1, .resent_responses = 1});
   const auto& done = f.nvme.slowest();
   const auto sixth = std::find_if(done.begin(), done.end(), [](const NvmeCommandResult& r) { return r.command_frame == 6; });
