@@ -129,11 +129,11 @@ struct NvmeAnalyzer::QueuePair {
     const auto end = recent_cids.begin() + recent_count;
     return std::find(recent_cids.begin(), end, cid) != end;
   }
-  // RoCE/IB: (PSN, CID) of its latest capsules. A capsule with both again is a
-  // copy (an RC resend after its first copy was seen, or a network duplicate),
-  // however late: not a new command or completion (IBA 9.7.4.1: a resend
-  // keeps its PSN). Notes a new one; iWARP (psn -1) never matches (its TCP
-  // pass drops bytes seen before).
+  // (PSN, CID) of its latest capsules (iWARP: TCP sequence number, CID). A
+  // capsule with both again is a copy (an RC resend after its first copy was
+  // seen, a network duplicate; iWARP: bytes the TCP pass took for new, as
+  // after the connection's FIN), however late: not a new command or
+  // completion (IBA 9.7.4.1: a resend keeps its PSN). Notes a new one.
   std::array<std::uint64_t, 64> recent_capsules{};
   std::uint8_t capsule_next = 0;
   bool copy_of_recent(std::int64_t psn, std::uint16_t cid) {
@@ -230,7 +230,7 @@ void NvmeAnalyzer::add_iwarp(const DecodedPacket& p, const IwarpFrame& units, st
     if (c.role == NvmeRdmaRole::data)
       add_iwarp_data(h, u.seg, long_head ? Bytes(units.long_head) : Bytes(), at, at_ns);
     else
-      add_capsule(h, c, at, at_ns, false);
+      add_capsule(Hop{h.qp, h.src, h.dst, u.seq}, c, at, at_ns, false);  // a copy has its TCP sequence number
   }
   // Bytes from the controller cut by the snap length: a completion may be among them.
   if (from_controller && p.caplen < p.wirelen && p.tcp_payload_len) note_uncaptured(h.qp, frame, ts_ns);

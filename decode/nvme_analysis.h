@@ -259,7 +259,9 @@ class NvmeAnalyzer {
   struct Hop {
     NvmeQpKey qp;
     IpAddress src, dst;
-    std::int64_t psn = -1;  // RoCE/IB: the capsule's first PSN (a resent copy has its original's); iWARP -1
+    // RoCE/IB: the capsule's first PSN; iWARP: the TCP sequence number of its
+    // FPDU (a resent copy keeps its original's either way); -1 unknown.
+    std::int64_t psn = -1;
   };
 
  private:
