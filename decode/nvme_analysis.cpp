@@ -377,7 +377,7 @@ void NvmeAnalyzer::add_command(const Hop& h, const NvmeRdmaPayload& c, std::uint
     note_unbound_command(qps_.find(h.qp), *qp, r.cid, h.src);
     return;
   }
-  if (rec.cmd.is(FabricsType::connect)) restart_queue(qp->queue, rec.cmd.cid);
+  if (rec.cmd.is(FabricsType::connect)) restart_queue(qp->queue);
   Queue* q = queue(qp->queue, true, frame, ts_ns);
   if (rec.cmd.is(FabricsType::connect)) note_connect(rec.cmd, c, q->stats);
   const auto same = q->outstanding.find(r.cid);
@@ -502,16 +502,12 @@ void NvmeAnalyzer::find_peer(QueuePair& host, const Hop& h, std::uint16_t cid, s
 }
 
 // A Connect starts a queue afresh (after a reconnect the host reuses QIDs and
-// CIDs on new queue pairs): what the old one left outstanding stays unanswered.
-// An RDMA resend of the same Connect is not a new one.
-void NvmeAnalyzer::restart_queue(const NvmeQueueKey& key, std::uint16_t cid) {
+// CIDs on new queue pairs, the Connect's CID too): what the old one left
+// outstanding stays unanswered. Copies of a Connect (RDMA resends) never get
+// here: add_command knows them by PSN / TCP sequence number.
+void NvmeAnalyzer::restart_queue(const NvmeQueueKey& key) {
   const std::uint32_t slot = queues_.find(key);
-  const Queue* old = queues_.at(slot);
-  if (!old) return;
-  const auto it = old->outstanding.find(cid);
-  if (it != old->outstanding.end() && it->second.result.fabrics &&
-      it->second.result.fctype == static_cast<std::uint8_t>(FabricsType::connect))
-    return;
+  if (!queues_.at(slot)) return;
   queues_.erase(slot, [this](std::uint32_t, Queue& q) { retire_queue(q); });  // O(1): not a walk of every queue
 }
 

@@ -313,7 +313,7 @@ class NvmeAnalyzer {
   void keep_slowest(const NvmeCommandResult& r);
   void leave_unanswered(Queue& q, const NvmeCommandResult& r);
   void retire_queue(Queue& q);
-  void restart_queue(const NvmeQueueKey& key, std::uint16_t cid);
+  void restart_queue(const NvmeQueueKey& key);
 
   struct QpKeyHash {
     std::size_t operator()(const NvmeQpKey& k) const;

@@ -92,3 +92,26 @@ TEST(NvmeQueue, ALateCopyOfACapsuleIsNeitherANewCommandNorAnotherCompletion) {
   ASSERT_NE(sixth, done.end());
   EXPECT_EQ(sixth->response_frame, 8u);
 }
+
+// A host that gets no answer to a Connect reconnects on new queue pairs with a
+// new Connect for the same QID, here with the same CID (a host that numbers
+// its commands from 0 on each queue pair): a new queue, completed by the
+// answer on the new queue pairs; the first Connect stays unanswered.
+TEST(NvmeQueue, AReconnectWithTheSameCidStartsTheQueueAfresh) {
+  Feed f;
+  f.send(true, test::connect(0, 1));  // frame 1, queue pair 0x11: never answered
+  const auto on = [&f](bool to_controller, std::uint32_t qp, const std::vector<std::uint8_t>& capsule, std::uint32_t psn) {
+    ++f.frame;
+    f.nvme.add(test::capsule_packet(to_controller, qp, capsule, psn), f.frame, static_cast<std::int64_t>(f.frame) * 1000,
+               nullptr);
+  };
+  on(true, 0x21, test::connect(0, 1), 500);     // frame 2, new queue pairs 0x21 / 0x22
+  on(false, 0x22, test::completion(1, 0), 600);  // frame 3
+  f.nvme.finish();
+  ASSERT_EQ(f.nvme.unanswered().size(), 1u);
+  EXPECT_EQ(f.nvme.unanswered()[0].command_frame, 1u);
+  ASSERT_EQ(f.nvme.slowest().size(), 1u);
+  EXPECT_EQ(f.nvme.slowest()[0].command_frame, 2u);
+  expect_counts(f.nvme.totals(), {.commands = 2, .responses = 1, .completed = 1, .unanswered = 1, .duplicate_cids = 0,
+                                  .resent_commands = 0, .resent_responses = 0});
+}
