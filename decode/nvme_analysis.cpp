@@ -87,7 +87,9 @@ std::string_view nvme_cause_name(NvmeCause c) {
   return c < NvmeCause::count_ ? kNames[static_cast<std::size_t>(c)] : "unknown";
 }
 
-std::string_view NvmeCommandResult::status_name() const { return nvme_status_name(sct, sc, fabrics); }
+std::string_view NvmeCommandResult::status_name() const {
+  return nvme_status_name(sct, sc, fabrics && fctype == static_cast<std::uint8_t>(FabricsType::connect));
+}
 
 std::size_t nvme_size_class(std::uint32_t bytes) {
   std::size_t c = 0;
@@ -126,6 +128,21 @@ struct NvmeAnalyzer::QueuePair {
   bool recently(std::uint16_t cid) const {
     const auto end = recent_cids.begin() + recent_count;
     return std::find(recent_cids.begin(), end, cid) != end;
+  }
+  // (PSN, CID) of its latest capsules (iWARP: TCP sequence number, CID). A
+  // capsule with both again is a copy (an RC resend after its first copy was
+  // seen, a network duplicate; iWARP: bytes the TCP pass took for new, as
+  // after the connection's FIN), however late: not a new command or
+  // completion (IBA 9.7.4.1: a resend keeps its PSN). Notes a new one.
+  std::array<std::uint64_t, 64> recent_capsules{};
+  std::uint8_t capsule_next = 0;
+  bool copy_of_recent(std::int64_t psn, std::uint16_t cid) {
+    if (psn < 0) return false;
+    const std::uint64_t k = std::uint64_t{1} << 63 | static_cast<std::uint64_t>(psn) << 16 | cid;
+    if (std::find(recent_capsules.begin(), recent_capsules.end(), k) != recent_capsules.end()) return true;
+    recent_capsules[capsule_next] = k;
+    capsule_next = static_cast<std::uint8_t>((capsule_next + 1) % recent_capsules.size());
+    return false;
   }
 };
 
@@ -173,7 +190,7 @@ void NvmeAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, std::int64_t
   if (p.cm) add_cm(p);
   const NvmeRdmaPayload c = classify_nvme_rdma(p);
   const Endpoints e = endpoints_of(p);
-  const Hop h{NvmeQpKey{e.dst, p.ib.bth.dest_qp}, e.src, e.dst};
+  const Hop h{NvmeQpKey{e.dst, p.ib.bth.dest_qp}, e.src, e.dst, p.ib.bth.psn};
   if (c.role == NvmeRdmaRole::data)
     add_data(p, frame, ts_ns);
   else
@@ -213,8 +230,10 @@ void NvmeAnalyzer::add_iwarp(const DecodedPacket& p, const IwarpFrame& units, st
     if (c.role == NvmeRdmaRole::data)
       add_iwarp_data(h, u.seg, long_head ? Bytes(units.long_head) : Bytes(), at, at_ns);
     else
-      add_capsule(h, c, at, at_ns, false);
+      add_capsule(Hop{h.qp, h.src, h.dst, u.seq}, c, at, at_ns, false);  // a copy has its TCP sequence number
   }
+  // Bytes from the controller cut by the snap length: a completion may be among them.
+  if (from_controller && p.caplen < p.wirelen && p.tcp_payload_len) note_uncaptured(h.qp, frame, ts_ns);
   // After the units it released: a command they complete ended before the event.
   if (kinds) {
     const QueuePair* here = qps_.at(qps_.find(h.qp));
@@ -341,11 +360,16 @@ void NvmeAnalyzer::add_command(const Hop& h, const NvmeRdmaPayload& c, std::uint
     ++(st == ParseStatus::truncated ? totals_.truncated_capsules : totals_.malformed_capsules);
     return;
   }
-  if (rec.cmd.is(FabricsType::connect)) bind_connect(*qp, NvmeQueueKey{h.src, h.dst, rec.cmd.qid}, frame);
+  const bool copy = qp->copy_of_recent(h.psn, rec.cmd.cid);
+  if (rec.cmd.is(FabricsType::connect) && !copy) bind_connect(*qp, NvmeQueueKey{h.src, h.dst, rec.cmd.qid}, frame);
   const bool on_queue = qp->bound && frame >= qp->bound_frame;
   rec.queue = on_queue ? qp->queue : NvmeQueueKey{h.src, h.dst, kNvmeUnknownQid};
   NvmeCommandResult r = command_result(rec.cmd, rec.queue, frame, ts_ns);
   if (capsule_sink_) capsule_sink_(rec);
+  if (copy) {  // submitted once, when its first copy was seen
+    ++totals_.resent_commands;
+    return;
+  }
   if (!on_queue) {
     ++totals_.commands;
     ++by_opcode_[opcode_index(r)].commands;
@@ -353,7 +377,7 @@ void NvmeAnalyzer::add_command(const Hop& h, const NvmeRdmaPayload& c, std::uint
     note_unbound_command(qps_.find(h.qp), *qp, r.cid, h.src);
     return;
   }
-  if (rec.cmd.is(FabricsType::connect)) restart_queue(qp->queue, rec.cmd.cid);
+  if (rec.cmd.is(FabricsType::connect)) restart_queue(qp->queue);
   Queue* q = queue(qp->queue, true, frame, ts_ns);
   if (rec.cmd.is(FabricsType::connect)) note_connect(rec.cmd, c, q->stats);
   const auto same = q->outstanding.find(r.cid);
@@ -367,7 +391,10 @@ void NvmeAnalyzer::add_command(const Hop& h, const NvmeRdmaPayload& c, std::uint
   ++by_opcode_[opcode_index(r)].commands;
   ++q->stats.commands;
   if (same != q->outstanding.end()) {
+    // The CID names one outstanding command (NVMe Base 1.4 section 4.2): the
+    // earlier one's completion was not captured, so it stays unanswered.
     ++totals_.duplicate_cids;
+    leave_unanswered(*q, same->second.result);
   } else if (q->outstanding.size() >= kMaxOutstanding) {
     ++q->stats.outstanding_dropped;
     return;
@@ -463,7 +490,7 @@ std::uint32_t NvmeAnalyzer::sole_holder(const CidKey& k) {
   return c.slots[0];
 }
 
-void NvmeAnalyzer::find_peer(QueuePair& host, const Hop& h, std::uint16_t cid) {
+void NvmeAnalyzer::find_peer(QueuePair& host, const Hop& h, std::uint16_t cid, std::uint64_t frame) {
   if (host.peer || host.peer_tries >= kPeerTries) return;
   ++host.peer_tries;
   QueuePair* found = qps_.at(sole_holder(CidKey{h.src, h.dst, cid}));
@@ -471,19 +498,16 @@ void NvmeAnalyzer::find_peer(QueuePair& host, const Hop& h, std::uint16_t cid) {
   host.peer = found->key;
   found->peer = host.key;
   found->controller_side = true;
+  bind_both(host, host.queue, frame);
 }
 
 // A Connect starts a queue afresh (after a reconnect the host reuses QIDs and
-// CIDs on new queue pairs): what the old one left outstanding stays unanswered.
-// An RDMA resend of the same Connect is not a new one.
-void NvmeAnalyzer::restart_queue(const NvmeQueueKey& key, std::uint16_t cid) {
+// CIDs on new queue pairs, the Connect's CID too): what the old one left
+// outstanding stays unanswered. Copies of a Connect (RDMA resends) never get
+// here: add_command knows them by PSN / TCP sequence number.
+void NvmeAnalyzer::restart_queue(const NvmeQueueKey& key) {
   const std::uint32_t slot = queues_.find(key);
-  const Queue* old = queues_.at(slot);
-  if (!old) return;
-  const auto it = old->outstanding.find(cid);
-  if (it != old->outstanding.end() && it->second.result.fabrics &&
-      it->second.result.fctype == static_cast<std::uint8_t>(FabricsType::connect))
-    return;
+  if (!queues_.at(slot)) return;
   queues_.erase(slot, [this](std::uint32_t, Queue& q) { retire_queue(q); });  // O(1): not a walk of every queue
 }
 
@@ -496,21 +520,33 @@ void NvmeAnalyzer::add_response(const Hop& h, const NvmeRdmaPayload& c, std::uin
   ++totals_.capsules;
   if (parse_nvme_completion(c.capsule, rec.cqe) != ParseStatus::ok) {
     ++totals_.truncated_capsules;
+    note_uncaptured(h.qp, frame, ts_ns);
     return;
   }
-  ++totals_.responses;
   rec.queue = NvmeQueueKey{h.dst, h.src, rec.cqe.sqid};
-  Queue* q = queue(rec.queue, false, frame, ts_ns);
-  const auto it = q ? q->outstanding.find(rec.cqe.cid) : decltype(q->outstanding)::iterator{};
-  if (!q || it == q->outstanding.end()) {
-    ++(resent ? totals_.resent_responses : totals_.unmatched_responses);
-    if (!qp->bound) {  // mid-stream: the CQE names the queue
-      find_peer(*qp, h, rec.cqe.cid);
-      bind_both(*qp, rec.queue, frame);
-    }
+  if (qp->copy_of_recent(h.psn, rec.cqe.cid)) {  // its first copy completed the command (or found none)
+    ++totals_.resent_responses;
     if (capsule_sink_) capsule_sink_(rec);
     return;
   }
+  Queue* q = queue(rec.queue, false, frame, ts_ns);
+  const auto it = q ? q->outstanding.find(rec.cqe.cid) : decltype(q->outstanding)::iterator{};
+  if (!q || it == q->outstanding.end()) {
+    if (resent) {  // a copy: counted once, as its first copy was
+      ++totals_.resent_responses;
+    } else {
+      ++totals_.responses;
+      ++totals_.unmatched_responses;
+    }
+    // Mid-stream: the first CQE names the queue; until the controller's
+    // queue pair is found, each of the first kPeerTries unmatched ones looks
+    // for it (a first CQE whose command preceded the capture names no holder).
+    if (!qp->bound) bind_both(*qp, rec.queue, frame);
+    if (!qp->peer && qp->queue == rec.queue) find_peer(*qp, h, rec.cqe.cid, frame);
+    if (capsule_sink_) capsule_sink_(rec);
+    return;
+  }
+  ++totals_.responses;
   NvmeCommandResult r = it->second.result;
   r.response_frame = frame;
   if (c.invalidate) note_invalidate(r, c.invalidated_key);
@@ -571,6 +607,14 @@ auto sgl_finder(const std::unordered_map<std::uint16_t, PendingCommand>& outstan
 NvmeAnalyzer::Queue* NvmeAnalyzer::data_queue(const NvmeQpKey& k, std::uint64_t frame, std::int64_t ts_ns) {
   const QueuePair* qp = qps_.at(qps_.find(k));
   return qp && qp->bound ? queue(qp->queue, false, frame, ts_ns) : nullptr;
+}
+
+// A completion for any command outstanding on the host's queue pair k may have
+// been in bytes the capture lacks.
+void NvmeAnalyzer::note_uncaptured(const NvmeQpKey& host, std::uint64_t frame, std::int64_t ts_ns) {
+  Queue* q = data_queue(host, frame, ts_ns);
+  if (!q) return;
+  for (auto& [cid, pending] : q->outstanding) pending.result.completion_maybe_uncaptured = true;
 }
 
 void NvmeAnalyzer::add_data(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns) {
@@ -661,6 +705,7 @@ void NvmeAnalyzer::complete(Queue& q, NvmeCommandResult& r, std::int64_t ts_ns) 
 }
 
 namespace {
+bool earlier(const NvmeCommandResult& a, const NvmeCommandResult& b) { return a.command_frame < b.command_frame; }
 // Slowest first; ties by frame, so the list does not depend on arrival order.
 bool slower(const NvmeCommandResult& a, const NvmeCommandResult& b) {
   return a.latency_us != b.latency_us ? a.latency_us > b.latency_us : a.command_frame < b.command_frame;
@@ -677,13 +722,19 @@ void NvmeAnalyzer::keep_slowest(const NvmeCommandResult& r) {
   }
 }
 
+// A command of q whose completion the capture lacks (the first kMaxListed by frame are listed).
+void NvmeAnalyzer::leave_unanswered(Queue& q, const NvmeCommandResult& r) {
+  ++q.stats.unanswered;
+  ++totals_.unanswered;
+  if (r.completion_maybe_uncaptured) ++totals_.unanswered_maybe_uncaptured;
+  unanswered_.push_back(r);
+  if (unanswered_.size() <= 2 * kMaxListed) return;
+  std::sort(unanswered_.begin(), unanswered_.end(), earlier);
+  unanswered_.resize(kMaxListed);
+}
+
 void NvmeAnalyzer::retire_queue(Queue& q) {
-  q.stats.unanswered = q.outstanding.size();
-  totals_.unanswered += q.outstanding.size();
-  for (const auto& [cid, pending] : q.outstanding) unanswered_.push_back(pending.result);
-  std::sort(unanswered_.begin(), unanswered_.end(),
-            [](const NvmeCommandResult& a, const NvmeCommandResult& b) { return a.command_frame < b.command_frame; });
-  if (unanswered_.size() > kMaxListed) unanswered_.resize(kMaxListed);
+  for (const auto& [cid, pending] : q.outstanding) leave_unanswered(q, pending.result);
   q.outstanding.clear();
   finished_queues_.push_back(std::move(q.stats));
 }
@@ -695,6 +746,8 @@ void NvmeAnalyzer::finish() {
   std::sort(finished_queues_.begin(), finished_queues_.end(),
             [](const NvmeQueueStats& a, const NvmeQueueStats& b) { return a.first_frame < b.first_frame; });
   std::sort(slowest_.begin(), slowest_.end(), slower);
+  std::sort(unanswered_.begin(), unanswered_.end(), earlier);
+  if (unanswered_.size() > kMaxListed) unanswered_.resize(kMaxListed);
 }
 
 }  // namespace rdmadiag::decode

@@ -143,6 +143,10 @@ struct NvmeCommandResult {
   std::uint32_t transport_events = 0;
   std::uint64_t first_event_frame = 0;
   std::array<std::uint32_t, kNvmeCauseKinds> causes{};  // packets per kind (by NvmeCause)
+  // While it was outstanding, bytes its completion could travel in were not
+  // captured (a response capsule cut by the snap length; iWARP: a segment from
+  // the controller cut short): left unanswered, its completion may be there.
+  bool completion_maybe_uncaptured = false;
   std::string_view name() const;
   std::string_view status_name() const;
   // First to last data packet, in microseconds; -1 when no data packet was matched.
@@ -184,8 +188,10 @@ std::size_t nvme_size_class(std::uint32_t bytes);
 std::uint64_t nvme_size_class_upper(std::size_t size_class);  // bytes; the last class: 0 (no bound)
 
 struct NvmeTotals {
-  std::uint64_t capsules = 0, commands = 0, responses = 0;
+  std::uint64_t capsules = 0, commands = 0;
+  std::uint64_t responses = 0;              // response capsules, copies (resent_responses) counted once
   std::uint64_t completed = 0, errors = 0, unanswered = 0;
+  std::uint64_t unanswered_maybe_uncaptured = 0;  // of the unanswered: completion_maybe_uncaptured
   std::uint64_t unmatched_responses = 0;    // a CQE with no outstanding command for its (queue, CID)
   std::uint64_t unbound_commands = 0;       // on a queue pair whose QID is unknown (no Connect seen)
   std::uint64_t truncated_capsules = 0, malformed_capsules = 0;
@@ -253,6 +259,9 @@ class NvmeAnalyzer {
   struct Hop {
     NvmeQpKey qp;
     IpAddress src, dst;
+    // RoCE/IB: the capsule's first PSN; iWARP: the TCP sequence number of its
+    // FPDU (a resent copy keeps its original's either way); -1 unknown.
+    std::int64_t psn = -1;
   };
 
  private:
@@ -266,6 +275,7 @@ class NvmeAnalyzer {
   void add_iwarp_data(const Hop& h, const DdpSegment& seg, Bytes read_response_head, std::uint64_t frame,
                       std::int64_t ts_ns);
   Queue* data_queue(const NvmeQpKey& k, std::uint64_t frame, std::int64_t ts_ns);
+  void note_uncaptured(const NvmeQpKey& host, std::uint64_t frame, std::int64_t ts_ns);
   NvmeCommandResult* credit_data(Queue& q, const std::optional<NvmeDataPacket>& d, std::uint64_t frame,
                                  std::int64_t ts_ns);
   void mark_connection(const NvmeQpKey& host, const NvmeQpKey& controller);
@@ -274,7 +284,7 @@ class NvmeAnalyzer {
   static void note_connect_data(Bytes payload, NvmeQueueStats& stats);
   void bind_connect(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame);
   void bind_both(QueuePair& qp, const NvmeQueueKey& key, std::uint64_t frame);
-  void find_peer(QueuePair& host, const Hop& h, std::uint16_t cid);
+  void find_peer(QueuePair& host, const Hop& h, std::uint16_t cid, std::uint64_t frame);
   // Mid-stream pairing on RoCE: the unbound controller-side queue pairs whose
   // latest commands hold a CID, by (controller address, host address, CID);
   // checked when read, since a listed queue pair may since have been bound,
@@ -301,8 +311,9 @@ class NvmeAnalyzer {
   Queue* queue(const NvmeQueueKey& k, bool create, std::uint64_t frame, std::int64_t ts_ns);
   void complete(Queue& q, NvmeCommandResult& r, std::int64_t ts_ns);
   void keep_slowest(const NvmeCommandResult& r);
+  void leave_unanswered(Queue& q, const NvmeCommandResult& r);
   void retire_queue(Queue& q);
-  void restart_queue(const NvmeQueueKey& key, std::uint16_t cid);
+  void restart_queue(const NvmeQueueKey& key);
 
   struct QpKeyHash {
     std::size_t operator()(const NvmeQpKey& k) const;

@@ -179,7 +179,7 @@ std::string_view fabrics_type_name(std::uint8_t fctype) {
 
 namespace {
 
-// Generic command status (NVMe Base 1.4 figures 128-129), SCT 0.
+// Generic command status (NVMe Base 1.4 figures 128-129; 17h from NVMe 1.3), SCT 0.
 std::string_view generic_status_name(std::uint8_t sc) {
   switch (sc) {
     case 0x00: return "success";
@@ -200,9 +200,23 @@ std::string_view generic_status_name(std::uint8_t sc) {
     case 0x0F: return "data_sgl_length_invalid";
     case 0x10: return "metadata_sgl_length_invalid";
     case 0x11: return "sgl_descriptor_type_invalid";
-    case 0x15: return "sgl_offset_invalid";
-    case 0x16: return "sgl_subtype_invalid";
-    case 0x1D: return "keep_alive_timer_expired";
+    case 0x12: return "invalid_use_of_controller_memory_buffer";
+    case 0x13: return "prp_offset_invalid";
+    case 0x14: return "atomic_write_unit_exceeded";
+    case 0x15: return "operation_denied";
+    case 0x16: return "sgl_offset_invalid";
+    case 0x17: return "sgl_subtype_invalid";  // NVMe 1.3; what Linux nvmet-rdma answers a keyed SGL subtype it rejects
+    case 0x18: return "host_identifier_inconsistent_format";
+    case 0x19: return "keep_alive_timer_expired";
+    case 0x1A: return "keep_alive_timeout_invalid";
+    case 0x1B: return "aborted_preempt_and_abort";
+    case 0x1C: return "sanitize_failed";
+    case 0x1D: return "sanitize_in_progress";
+    case 0x1E: return "sgl_data_block_granularity_invalid";
+    case 0x1F: return "command_not_supported_for_queue_in_cmb";
+    case 0x20: return "namespace_write_protected";
+    case 0x21: return "command_interrupted";
+    case 0x22: return "transient_transport_error";
     case 0x80: return "lba_out_of_range";
     case 0x81: return "capacity_exceeded";
     case 0x82: return "namespace_not_ready";
@@ -212,7 +226,7 @@ std::string_view generic_status_name(std::uint8_t sc) {
 }
 
 // Connect command specific status (NVMe-oF 1.1 figure 21), SCT 1.
-std::string_view fabrics_status_name(std::uint8_t sc) {
+std::string_view connect_status_name(std::uint8_t sc) {
   switch (sc) {
     case 0x80: return "connect_incompatible_format";
     case 0x81: return "connect_controller_busy";
@@ -226,10 +240,10 @@ std::string_view fabrics_status_name(std::uint8_t sc) {
 
 }  // namespace
 
-std::string_view nvme_status_name(std::uint8_t sct, std::uint8_t sc, bool fabrics_command) {
+std::string_view nvme_status_name(std::uint8_t sct, std::uint8_t sc, bool connect_command) {
   switch (sct) {
     case 0: return generic_status_name(sc);
-    case 1: return fabrics_command ? fabrics_status_name(sc) : "command_specific";
+    case 1: return connect_command ? connect_status_name(sc) : "command_specific";
     case 2: return "media_error";
     case 3: return "path_error";
     case 7: return "vendor_specific";

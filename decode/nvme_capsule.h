@@ -127,7 +127,9 @@ ParseStatus parse_nvme_completion(Bytes capsule, NvmeCompletion& out);
 
 std::string_view nvme_opcode_name(const NvmeCommand& c, NvmeQueueKind queue);
 std::string_view fabrics_type_name(std::uint8_t fctype);
-std::string_view nvme_status_name(std::uint8_t sct, std::uint8_t sc, bool fabrics_command);
+// SCT 1 (command specific) is named only for Connect (NVMe-oF 1.1 figure 21): other
+// commands give the same codes other meanings.
+std::string_view nvme_status_name(std::uint8_t sct, std::uint8_t sc, bool connect_command);
 std::string_view nvme_property_name(std::uint32_t offset);
 std::string_view sgl_type_name(std::uint8_t type);
 // Read, Write, Compare, Write Zeroes, Write Uncorrectable, Verify: commands that name an LBA range.

@@ -82,7 +82,9 @@ std::string command_row(const Json& c) {
   }
   return std::string("<tr") + (c.value("transport_events", 0) > 0 ? " class=\"bad\"" : "") + ">" +
          html::td_num(c.value("command_frame", 0.0), number_text(c["command_frame"])) + html::td_text(number_text(c["qid"])) +
-         html::td_text(c.value("command", "")) + html::td_num(latency, latency < 0 ? "no completion" : lat) +
+         html::td_text(c.value("command", "")) + html::td_num(latency, latency >= 0                                    ? lat
+                                      : c.value("completion_maybe_uncaptured", false) ? "none captured (bytes cut by the snap length)"
+                                                                                       : "no completion") +
          html::td_text(c.value("status_name", "-")) + html::td_text(data) + html::td_text(cause) + "</tr>\n";
 }
 

@@ -132,6 +132,7 @@ Json command_json(const NvmeCommandResult& r) {
   j["transport_events"] = r.transport_events;
   j["first_event_frame"] = r.first_event_frame ? Json(r.first_event_frame) : Json(nullptr);
   j["causes"] = causes_json(r.causes);
+  if (!r.response_frame) j["completion_maybe_uncaptured"] = r.completion_maybe_uncaptured;
   if (r.sgl_key || r.sgl_address) j["data"] = data_json(r);
   return j;
 }
@@ -241,7 +242,8 @@ Json nvme_json(const NvmeAnalyzer& a) {
   Json j = {{"nvme_schema_version", kNvmeSchemaVersion}, {"tool", "rdmadiag nvme"}};
   j["totals"] = {{"queue_pairs", t.queue_pairs}, {"capsules", t.capsules}, {"commands", t.commands},
                  {"responses", t.responses}, {"completed", t.completed}, {"errors", t.errors},
-                 {"unanswered", t.unanswered}, {"unmatched_responses", t.unmatched_responses},
+                 {"unanswered", t.unanswered}, {"unanswered_maybe_uncaptured", t.unanswered_maybe_uncaptured},
+                 {"unmatched_responses", t.unmatched_responses},
                  {"commands_on_unknown_queue", t.unbound_commands}, {"duplicate_cids", t.duplicate_cids},
                  {"resent_commands", t.resent_commands}, {"resent_responses", t.resent_responses},
                  {"truncated_capsules", t.truncated_capsules}, {"malformed_capsules", t.malformed_capsules},
@@ -268,7 +270,8 @@ void write_queues_text(std::ostream& out, const NvmeAnalyzer& a) {
   for (const auto& q : a.queues()) {
     out << "  queue " << qid_text(q.key.qid) << "  host " << address(q.key.host) << " -> controller "
         << address(q.key.controller) << "  sqsize "
-        << (q.connect_seen ? std::to_string(q.sqsize + 1) : "unknown (no Connect seen: QID from a completion)") << "  commands " << q.commands << "  completed "
+        << (q.connect_seen ? std::to_string(q.sqsize) + " (" + std::to_string(q.sqsize + 1) + " entries)"
+                        : "unknown (no Connect seen: QID from a completion)") << "  commands " << q.commands << "  completed "
         << q.completed << "  errors " << q.errors << "  unanswered " << q.unanswered << "  max outstanding "
         << q.max_outstanding << "  transport events " << q.transport_events << '\n';
     const double span_s = static_cast<double>(q.last_ns - q.first_ns) / 1e9;
@@ -290,11 +293,16 @@ void write_latency_rows(std::ostream& out, const char* title, const Json& rows) 
       what = row["size_le"].is_null() ? "> " + std::to_string(row["size_gt"].get<std::uint64_t>()) + " B"
                                       : "<= " + std::to_string(row["size_le"].get<std::uint64_t>()) + " B";
     const Json& l = row["latency_us"];
+    const auto done = row["completed"].get<std::uint64_t>();
     char buf[320];
-    std::snprintf(buf, sizeof buf, "  %-10s %-22s %6llu done, err %4llu  min %.1f  p50<= %.1f  p90<= %.1f  p99<= %.1f  max %.1f us\n",
-                  what.c_str(), row["command"].get<std::string>().c_str(),
-                  static_cast<unsigned long long>(row["completed"].get<std::uint64_t>()),
-                  static_cast<unsigned long long>(row["errors"].get<std::uint64_t>()), l["min"].get<double>(),
+    std::snprintf(buf, sizeof buf, "  %-10s %-22s %6llu done, err %4llu", what.c_str(), row["command"].get<std::string>().c_str(),
+                  static_cast<unsigned long long>(done), static_cast<unsigned long long>(row["errors"].get<std::uint64_t>()));
+    out << buf;
+    if (done == 0) {  // no latency was measured: none to print
+      out << "  (" << row.value("commands", std::uint64_t{0}) << " sent, none completed in the capture)\n";
+      continue;
+    }
+    std::snprintf(buf, sizeof buf, "  min %.1f  p50<= %.1f  p90<= %.1f  p99<= %.1f  max %.1f us\n", l["min"].get<double>(),
                   l["p50_le"].get<double>(), l["p90_le"].get<double>(), l["p99_le"].get<double>(), l["max"].get<double>());
     out << buf;
   }
@@ -318,6 +326,7 @@ void write_command_list(std::ostream& out, const char* title, const std::vector<
     // The controller completes an Asynchronous Event Request only when an event occurs.
     if (!r.response_frame && r.kind == decode::NvmeQueueKind::admin && !r.fabrics && r.opcode == 0x0C)
       out << "  (waits for an event by design)";
+    if (!r.response_frame && r.completion_maybe_uncaptured) out << "  (bytes its completion could be in were not captured)";
     out << '\n';
   }
 }
@@ -344,6 +353,17 @@ void write_nvme_text(std::ostream& out, const NvmeAnalyzer& a) {
   if (t.queue_pairs == 0 && !t.iwarp_segments)
     out << "  no NVMe queue pair found: no rdma_cm REQ/REP for the NVMe-oF port was captured (--port, or --assume-all "
            "to take capsule-shaped RC SENDs for NVMe)\n";
+  if (t.truncated_capsules || t.malformed_capsules)
+    out << "  capsules not decoded: " << t.truncated_capsules << " cut short by the snap length, " << t.malformed_capsules
+        << " shorter on the wire than an SQE\n";
+  if (t.unanswered_maybe_uncaptured)
+    out << "  " << t.unanswered_maybe_uncaptured
+        << " of the unanswered were outstanding while bytes from the controller were cut by the snap length: their "
+           "completions may be there\n";
+  if (t.duplicate_cids)
+    out << "  " << t.duplicate_cids
+        << " CIDs reused while their command was outstanding (that command's completion is not in the capture: "
+           "counted unanswered)\n";
   if (t.unbound_commands)
     out << "  " << t.unbound_commands
         << " commands on queue pairs whose NVMe queue is unknown (no Connect seen): decoded, queue kind unknown, not paired\n";

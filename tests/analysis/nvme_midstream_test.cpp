@@ -12,41 +12,13 @@
 
 #include "decode/nvme_analysis.h"
 #include "decode/packet.h"
-#include "tests/analysis/two_hosts_packet.h"
+#include "tests/analysis/nvme_capsules.h"
 
 using namespace rdmadiag::decode;
 
-namespace {
-
-constexpr std::uint8_t kSendOnly = 0x04;
-
-// A RoCE SEND carrying `capsule`: host A -> controller B (a command), or back.
-DecodedPacket capsule_packet(bool to_controller, std::uint32_t dest_qp, const std::vector<std::uint8_t>& capsule) {
-  DecodedPacket p = test::two_hosts_packet(to_controller, kSendOnly, 0);
-  p.ib.bth.dest_qp = dest_qp;
-  p.payload = Bytes(capsule.data(), capsule.size());
-  p.payload_len = static_cast<std::uint32_t>(capsule.size());
-  return p;
-}
-
-std::vector<std::uint8_t> command(std::uint16_t cid) {  // an NVM Read SQE (NVMe Base 1.4 figure 104)
-  std::vector<std::uint8_t> sqe(kNvmeSqeLength, 0);
-  sqe[0] = 0x02;
-  sqe[2] = static_cast<std::uint8_t>(cid);
-  sqe[3] = static_cast<std::uint8_t>(cid >> 8);
-  return sqe;
-}
-
-std::vector<std::uint8_t> completion(std::uint16_t sqid, std::uint16_t cid) {  // a CQE (figure 124), success
-  std::vector<std::uint8_t> cqe(kNvmeCqeLength, 0);
-  cqe[10] = static_cast<std::uint8_t>(sqid);
-  cqe[11] = static_cast<std::uint8_t>(sqid >> 8);
-  cqe[12] = static_cast<std::uint8_t>(cid);
-  cqe[13] = static_cast<std::uint8_t>(cid >> 8);
-  return cqe;
-}
-
-}  // namespace
+using test::capsule_packet;
+using test::command;
+using test::completion;
 
 TEST(NvmeMidstream, PairsEachHostQueuePairWithAFewLooksWhateverTheirNumber) {
   NvmeAnalyzer nvme;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Mid-stream NVMe-oF captures: a lab capture cut just after the completion of
-its last Connect (what `editcap -r FULL CUT R+1-` makes; done here in Python
+its last Connect (and, on RoCE, just after the first I/O command after it, whose
+completion then answers nothing in the cut) (what `editcap -r FULL CUT R+1-` makes; done here in Python
 so the test needs no Wireshark tools), so no Connect, rdma_cm exchange or MPA
 negotiation is left. `rdmadiag nvme` on the cut must
 
@@ -27,7 +28,12 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nvme_crosscheck as nc  # noqa: E402
 
-CASES = [("lab_siw_nvme", []), ("lab_rxe_nvme", ["--assume-all"])]
+# (capture, options, where to cut): "connect" just after the completion of the
+# last Connect; "io" just after the first I/O command that follows it, so the
+# first completion on that queue's host queue pair answers a command the cut
+# lacks (its CID names no controller queue pair: a later completion must).
+CASES = [("lab_siw_nvme", [], "connect"), ("lab_rxe_nvme", ["--assume-all"], "connect"),
+         ("lab_rxe_nvme", ["--assume-all"], "io")]
 
 
 def cut_pcap(src, dst, first_kept):
@@ -54,12 +60,15 @@ def nvme(rdmadiag, pcap, args, tmp):
     return nc.read_tsv(out.stdout, is_path=False), nc.read_tsv(cmds), report, text
 
 
-def check(rdmadiag, pcap_dir, name, args, errors):
+def check(rdmadiag, pcap_dir, name, args, where, errors):
     with tempfile.TemporaryDirectory() as tmp:
         full_pcap = os.path.join(pcap_dir, name + ".pcap")
         caps, full, _, _ = nvme(rdmadiag, full_pcap, args, tmp)
         connects = {r["frame"] for r in caps if r["kind"] == "command" and r["fctype"] == "0x01"}
         cut_at = max(int(r["frame"]) for r in caps if r["kind"] == "response" and r["paired_frame"] in connects)
+        if where == "io":
+            cut_at = min(int(r["frame"]) for r in caps
+                         if r["kind"] == "command" and r["qid"] not in ("0", "unknown") and int(r["frame"]) > cut_at)
         cut = os.path.join(tmp, "cut.pcap")
         cut_pcap(full_pcap, cut, cut_at + 1)
         caps_cut, got, report, text = nvme(rdmadiag, cut, args, tmp)
@@ -97,8 +106,8 @@ def main():
     ap.add_argument("pcap_dir")
     a = ap.parse_args()
     errors = []
-    for name, args in CASES:
-        print(check(a.rdmadiag, a.pcap_dir, name, args, errors))
+    for name, args, where in CASES:
+        print(check(a.rdmadiag, a.pcap_dir, name, args, where, errors))
     for e in errors[:30]:
         print("FAIL", e)
     return 1 if errors else 0

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/nvme_analysis.h"
 #include "decode/nvme_capsule.h"
 
 namespace rdmadiag::decode {
@@ -79,6 +80,30 @@ TEST(NvmeCapsule, ConnectCompletion) {
   EXPECT_EQ(r.dw0 & 0xFFFF, 1u);  // the controller ID it assigned
   EXPECT_TRUE(r.success());
   EXPECT_EQ(nvme_status_name(r.sct(), r.sc(), true), "success");
+}
+
+// Generic status codes 15h-1Dh as NVMe Base 1.4 figure 128 (17h: NVMe 1.3)
+// numbers them, and as Linux include/linux/nvme.h names them.
+TEST(NvmeCapsule, GenericStatusNamesFollowTheSpecification) {
+  EXPECT_EQ(nvme_status_name(0, 0x15, false), "operation_denied");
+  EXPECT_EQ(nvme_status_name(0, 0x16, false), "sgl_offset_invalid");
+  EXPECT_EQ(nvme_status_name(0, 0x17, false), "sgl_subtype_invalid");
+  EXPECT_EQ(nvme_status_name(0, 0x19, false), "keep_alive_timer_expired");
+  EXPECT_EQ(nvme_status_name(0, 0x1D, false), "sanitize_in_progress");
+  EXPECT_EQ(nvme_status_name(0, 0x22, false), "transient_transport_error");
+}
+
+// SCT 1 SC 82h is Connect Invalid Parameters for a Connect only (NVMe-oF 1.1
+// figure 21); a Property Get answered so is not a Connect failure.
+TEST(NvmeCapsule, CommandSpecificStatusIsNamedForConnectOnly) {
+  NvmeCommandResult r;
+  r.fabrics = true;
+  r.sct = 1;
+  r.sc = 0x82;
+  r.fctype = static_cast<std::uint8_t>(FabricsType::connect);
+  EXPECT_EQ(r.status_name(), "connect_invalid_parameters");
+  r.fctype = static_cast<std::uint8_t>(FabricsType::property_get);
+  EXPECT_EQ(r.status_name(), "command_specific");
 }
 
 TEST(NvmeCapsule, ReadAsTsharkDecodesIt) {
