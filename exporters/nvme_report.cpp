@@ -4,6 +4,8 @@
 #include <iomanip>
 #include <ostream>
 
+#include "exporters/printable.h"
+
 namespace rdmadiag::exporters {
 
 namespace {
@@ -11,25 +13,6 @@ namespace {
 using decode::NvmeAnalyzer;
 using decode::NvmeCommandResult;
 using decode::NvmeQueueKey;
-
-// A string from the capture (an NQN) for a terminal: bytes that are not
-// printable ASCII as \xNN, as tcpdump shows them, so that a capture cannot
-// send control sequences to the reader's terminal.
-std::string printable(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  char buf[5];
-  for (const char c : s) {
-    const auto b = static_cast<unsigned char>(c);
-    if (b >= 0x20 && b < 0x7f && b != '\\') {
-      out += c;
-    } else {
-      std::snprintf(buf, sizeof buf, "\\x%02x", b);
-      out += buf;
-    }
-  }
-  return out;
-}
 
 // IPv4 addresses sit in the first 4 bytes of the 16 (the rest zero).
 std::string address(const decode::IpAddress& a) {

@@ -10,25 +10,16 @@
 #include <cstring>
 #include <map>
 
+#include "exporters/printable.h"
+
 namespace rdmadiag::perftest::oob {
 
 static_assert(sizeof(ibv_device_attr) == kDeviceAttrSize,
               "perftest sends struct ibv_device_attr raw; its size must be the LP64 one");
 
 std::string describe_bytes(std::span<const char> bytes, std::size_t limit) {
-  std::string out = "\"";
-  std::size_t shown = std::min(bytes.size(), limit);
-  for (std::size_t i = 0; i < shown; ++i) {
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    if (std::isprint(c) && c != '"' && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    }
-  }
-  out += "\"";
+  const std::size_t shown = std::min(bytes.size(), limit);
+  std::string out = "\"" + exporters::printable(std::string_view(bytes.data(), shown)) + "\"";
   if (bytes.size() > shown) out += "... (" + std::to_string(bytes.size()) + " bytes)";
   return out;
 }
