@@ -70,6 +70,8 @@ void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype) 
   decode::decode_frame(linktype, rec.data, rec.wirelen, opts_.decode, pkt_);
   decode::PacketAnalysis& pa = pa_;
   analyzer_->add(pkt_, frame_, ts, pa, rec.ts_ns());
+  if (!replays_.empty())
+    if (auto it = replays_.find(frame_); it != replays_.end()) decode::apply_replay(it->second, pa);
   if (!forward_.empty()) {
     auto it = forward_.find(frame_);
     if (it != forward_.end()) {
@@ -106,7 +108,10 @@ void AnalysisSession::end_input(std::uint64_t records, const std::string& stop_r
 
 bool AnalysisSession::finish() {
   analyzer_->finish();
-  if (!revisions_applied_ && outputs_.tally()) outputs_.tally()->revise(analyzer_->anomalies().revisions());
+  if (!revisions_applied_ && outputs_.tally()) {
+    outputs_.tally()->revise(analyzer_->anomalies().revisions());
+    outputs_.tally()->revise(analyzer_->anomalies().replay_revisions());
+  }
   report_.summary = &analyzer_->summary();
   report_.analyzer = analyzer_.get();
   const exporters::Json tallied = outputs_.report_members();

@@ -71,6 +71,9 @@ class AnalysisSession {
   // Resends called spurious as they were read that later answers showed were
   // needed, from the same earlier pass: --packets does not call them spurious.
   void set_spurious_revisions(std::vector<decode::SpuriousRevision> r) { spurious_revisions_ = std::move(r); }
+  // Packets first taken for corrupt whose direction's ICRCs proved not the
+  // wire's, by frame, from the same earlier pass: every output shows their verdicts now.
+  void set_replay_revisions(std::unordered_map<std::uint64_t, decode::ReplayRevision> r) { replays_ = std::move(r); }
   std::uint64_t frames() const { return frame_; }
 
  private:
@@ -93,6 +96,7 @@ class AnalysisSession {
   std::unordered_map<std::uint64_t, std::int64_t> gap_revisions_;
   std::vector<decode::SpuriousRevision> spurious_revisions_;
   bool revisions_applied_ = false;  // per packet, from an earlier pass
+  std::unordered_map<std::uint64_t, decode::ReplayRevision> replays_;
 };
 
 }  // namespace rdmadiag::cli

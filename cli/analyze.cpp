@@ -183,6 +183,7 @@ int run_analyze(const AnalyzeOptions& o) {
   std::unordered_map<std::uint64_t, decode::TransportAnalyzer::ForwardLink> links;
   std::unordered_map<std::uint64_t, std::int64_t> gap_revisions;  // gap frame -> PSNs found late after it
   std::vector<decode::SpuriousRevision> spurious_revisions;
+  std::unordered_map<std::uint64_t, decode::ReplayRevision> replays;
   const bool per_packet = o.packets || !o.outputs.jsonl_path.empty() || !o.outputs.csv_packets_path.empty();
   const bool two_pass = per_packet && std::none_of(o.files.begin(), o.files.end(), [](const std::string& f) { return f == "-"; });
   if (two_pass) {
@@ -205,6 +206,7 @@ int run_analyze(const AnalyzeOptions& o) {
     links = first.transport().forward_links();
     for (const decode::GapRevision& r : first.anomalies().revisions()) gap_revisions[r.frame] += r.missing;
     spurious_revisions = first.anomalies().spurious_revisions();
+    for (const decode::ReplayRevision& r : first.anomalies().replay_revisions()) replays[r.frame] = r;
   }
   const SessionOptions parallel_options = so;
   AnalysisSession session(std::move(so));
@@ -212,6 +214,7 @@ int run_analyze(const AnalyzeOptions& o) {
   if (two_pass) {
     session.set_gap_revisions(std::move(gap_revisions));
     session.set_spurious_revisions(std::move(spurious_revisions));
+    session.set_replay_revisions(std::move(replays));
   }
   session.analyzer().transport().set_pmtu_override(o.pmtu);
   session.analyzer().pfc().set_options(pfc);

@@ -34,6 +34,9 @@ struct PacketVerdict {
   std::uint64_t nak_gap_frame = 0;   // for a NAK: the frame where the gap it answers was seen
   bool ecn_ce = false;
   bool cnp = false;
+  // Its ICRC is bad in the capture, but its direction's ICRCs are not the wire's
+  // (icrc_origin.h): not corrupt.
+  bool icrc_not_wire = false;
   // Congestion analysis (congestion_analysis.h): a CNP's response time to the
   // CE mark it answers; an episode after a CNP judged at this frame.
   double cnp_response_us = -1;

@@ -36,6 +36,7 @@ std::string_view to_string(AnomalyKind k) {
     case AnomalyKind::mpa_marker_stride: return "mpa_marker_stride";
     case AnomalyKind::pause_storm: return "pause_storm";
     case AnomalyKind::cc_no_reaction: return "cc_no_reaction";
+    case AnomalyKind::icrc_not_wire: return "icrc_not_wire";
     case AnomalyKind::count_: break;
   }
   return "?";
@@ -80,6 +81,10 @@ void AnomalyLog::merge(std::span<const AnomalyLog* const> parts, const FlowRenum
     }
     for (SpuriousRevision r : x.spurious_revisions_) {
       r.flow = renumbered(AnomalyKind::retransmission, r.flow, r.first_frame);
+      note_revision(r);
+    }
+    for (ReplayRevision r : x.replay_revisions_) {
+      r.flow = renumbered(AnomalyKind::icrc_not_wire, r.flow, r.frame);
       note_revision(r);
     }
   }

@@ -47,6 +47,9 @@ enum class AnomalyKind : std::uint8_t {
   pause_storm,           // a priority paused continuously for longer than the storm threshold
   // RoCEv2 congestion control (IBA Annex A17.9; congestion_analysis.h)
   cc_no_reaction,        // a sender kept its rate after a CNP (frame: the CNP)
+  // Capture point (icrc_origin.h): one direction's ICRCs are bad in the capture
+  // but its receiver took the packets: not the wire's (count: such packets)
+  icrc_not_wire,
   count_
 };
 
@@ -114,6 +117,37 @@ struct SpuriousRevision {
   }
 };
 
+// A packet first taken for corrupt, analysed again as intact once its
+// direction's ICRCs proved not the wire's (icrc_origin.h): its verdict now
+// (apply_replay puts it onto the verdict it had when read).
+struct ReplayRevision {
+  std::uint64_t frame = 0;
+  std::uint32_t flow = 0;
+  double ts = 0;
+  std::uint32_t psn = 0;
+  std::int64_t expected_psn = -1;
+  std::uint32_t gap = 0;
+  bool duplicate = false, out_of_order = false, retransmission = false, spurious_retransmission = false;
+  std::uint64_t request_frame = 0;
+  double latency_us = -1;
+};
+
+// Puts a replayed packet's verdict onto the one it had when read: a
+// PacketVerdict (analyzer.h) or a record of one (the Wireshark plugin's).
+template <typename Verdict>
+void apply_replay(const ReplayRevision& r, Verdict& v) {
+  v.analysed = true;
+  v.expected_psn = r.expected_psn;
+  v.gap = r.gap;
+  v.duplicate = r.duplicate;
+  v.out_of_order = r.out_of_order;
+  v.retransmission = r.retransmission;
+  v.spurious_retransmission = r.spurious_retransmission;
+  if (r.request_frame) v.request_frame = r.request_frame;
+  if (r.latency_us >= 0) v.latency_us = r.latency_us;
+  v.icrc_not_wire = true;
+}
+
 class AnomalyLog {
  public:
   explicit AnomalyLog(std::size_t cap = 1'000'000) : cap_(cap) {}
@@ -163,6 +197,10 @@ class AnomalyLog {
     if (spurious_revisions_.size() < cap_) spurious_revisions_.push_back(r);
   }
   const std::vector<SpuriousRevision>& spurious_revisions() const { return spurious_revisions_; }
+  void note_revision(const ReplayRevision& r) {
+    if (replay_revisions_.size() < cap_) replay_revisions_.push_back(r);
+  }
+  const std::vector<ReplayRevision>& replay_revisions() const { return replay_revisions_; }
 
   // Fills this empty log from the logs of the shards of a sharded analysis
   // (analyzer_merge.h): entries in the order one log would have added them
@@ -179,6 +217,7 @@ class AnomalyLog {
   std::size_t retracted_ = 0;
   std::vector<GapRevision> revisions_;
   std::vector<SpuriousRevision> spurious_revisions_;
+  std::vector<ReplayRevision> replay_revisions_;
   bool keep_order_keys_ = false;
   std::uint64_t order_key_ = 0;
   std::vector<std::uint64_t> order_keys_;

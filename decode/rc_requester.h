@@ -67,6 +67,18 @@ struct SeqPacket {
   Aeth aeth{};                   // acknowledgements
 };
 
+// What the analyzer reads of a decoded packet besides its SeqPacket before
+// handing it to the reliable-service machines (PMTU learning, READ spans,
+// message checks): small enough to keep for a packet whose verdict is replayed
+// (icrc_origin.h).
+struct SeqFacts {
+  std::uint8_t opcode = 0;
+  std::uint8_t pad = 0;      // BTH pad count
+  bool truncated = false;    // cut by the snap length
+  std::uint32_t payload_len = 0;
+  std::uint32_t reth_len = 0;  // RETH DMA length (0: none)
+};
+
 struct PendingRequest {
   std::uint32_t first, last;  // PSNs this request occupies
   std::uint64_t frame;

@@ -102,6 +102,16 @@ std::uint64_t path_hash(const FlowKey& k) {
   return host_pair_hash(k.transport, swap ? k.dst : k.src, swap ? k.src : k.dst, k.addr_len) ^ 0x5bd1e995ULL;
 }
 
+SeqFacts facts_of(const DecodedPacket& p) {
+  SeqFacts x;
+  x.opcode = p.ib.bth.opcode;
+  x.pad = p.ib.bth.pad_count;
+  x.truncated = p.truncated;
+  x.payload_len = p.payload_len;
+  x.reth_len = p.ib.reth.dma_len;
+  return x;
+}
+
 // The two ends' addresses (the one rule, endpoints.h), into a zeroed key.
 bool endpoint_addresses(const DecodedPacket& p, FlowKey& k) {
   return put_endpoints(p, k, [&](std::uint8_t len) { k.set_kind(p.transport, len); });
@@ -319,6 +329,15 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
   const OpcodeInfo& info = opcode_info(p.ib.bth.opcode);
   Flow& f = flow_for(p, frame, ts);
   count_packet(f, p, frame, ts, out);
+  IcrcOriginTracker::Direction* origin = nullptr;  // a bad ICRC's direction (icrc_origin.h)
+  bool corrupt = p.vcrc == CrcStatus::bad;
+  if (p.icrc == CrcStatus::bad && !corrupt) {
+    origin = icrc_origin(f, frame);
+    corrupt = !origin || origin->origin != IcrcOrigin::not_wire;
+    out.icrc_not_wire = !corrupt;
+  } else if (origin_.learning() && p.icrc == CrcStatus::ok) {
+    learn_icrc_origin(f, p, info, frame);
+  }
   if (info.kind == OpKind::cnp) {
     ++f.s.cnp;
     out.cnp = true;
@@ -334,10 +353,11 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
   sp.ack_req = p.ib.bth.ack_req;
   sp.aeth = p.ib.aeth;
   sp.dest_qp = p.ib.bth.dest_qp;
-  if (p.icrc == CrcStatus::bad || p.vcrc == CrcStatus::bad) {
+  if (corrupt) {
     // Its receiver drops it: counted, and sequenced only where what it says can be checked.
     sp.corrupt = true;
     sp.anomaly = report_bad_crc(f, p, frame, out);
+    if (origin) origin_.hold(*origin, {sp, facts_of(p), f.s.key});
     Flow* seq = &f;  // the flow it is sequenced in
     if (f.s.packets == 1) {  // it made a flow of its own
       const bool ack = info.kind == OpKind::acknowledge || info.kind == OpKind::atomic_acknowledge;
@@ -354,10 +374,10 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     }
     const bool reliable = info.service != TransportService::ud && info.service != TransportService::uc;
     if (info.valid && reliable && info.is_request() && seq->started()) {
-      requester(*seq, p, sp, out);
+      requester(*seq, facts_of(p), sp, out);
       index_unpaired(*seq);
     }
-    if (info.valid && reliable && info.is_response() && seq->resp) responder(*seq, p, sp, out);
+    if (info.valid && reliable && info.is_response() && seq->resp) responder(*seq, facts_of(p), sp, out);
     if (info.valid && info.service == TransportService::uc) unreliable(*seq, p, sp, out);
     return;
   }
@@ -371,13 +391,98 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     ++f.s.requests;
     if (f.started() && follows_unplaced(f, frame, false)) f.requester().corrupt_unplaced = true;
     if (f.started() && follows_unplaced(f, frame, true)) note_unplaced_ack(f.requester());
-    requester(f, p, sp, out);
+    requester(f, facts_of(p), sp, out);
     index_unpaired(f);
   } else {
     ++f.s.responses;
     if (follows_unplaced(f, frame, false)) place_corrupt_response(f, p, sp);
-    responder(f, p, sp, out);
+    responder(f, facts_of(p), sp, out);
   }
+}
+
+// The direction of a packet captured with a bad ICRC (icrc_origin.h), told
+// `wire` if its flow had intact packets; nullptr past the tracker's bound. On a
+// direction whose ICRCs are not the wire's, the packet is counted on its note.
+IcrcOriginTracker::Direction* TransportAnalyzer::icrc_origin(Flow& f, std::uint64_t frame) {
+  const FlowKey hosts = with_qps(f.s.key);
+  IcrcOriginTracker::Direction* d = origin_.bad_packet(hosts, frame);
+  if (d && d->origin == IcrcOrigin::undecided && f.s.packets > f.s.faults().icrc_bad + 1) origin_.intact_packet(hosts);
+  // (A not_wire direction's flow counts no icrc_bad: its intact packets are checked as they come.)
+  if (d && d->origin == IcrcOrigin::not_wire)
+    if (Anomaly* a = d->anomaly < log_.items().size() ? &log_.items()[d->anomaly] : nullptr) ++a->count;
+  return d;
+}
+
+// An intact packet while some direction's ICRCs are undecided: its own
+// direction computes them before the capture point, and an answer may show
+// that the reverse direction's were not the wire's.
+void TransportAnalyzer::learn_icrc_origin(Flow& f, const DecodedPacket& p, const OpcodeInfo& info, std::uint64_t frame) {
+  const FlowKey hosts = with_qps(f.s.key);
+  if (origin_.intact_packet(hosts)) {  // a not_wire verdict contradicted: its note says where
+    const IcrcOriginTracker::Direction* d = origin_.find(hosts);
+    if (Anomaly* a = d->anomaly < log_.items().size() ? &log_.items()[d->anomaly] : nullptr) a->relate(frame);
+  }
+  std::uint32_t taken = 0;
+  if (!info.valid || !psn_taken_by_answer(info.kind, p.ib.bth.psn, p.ib.aeth, taken)) return;
+  FlowKey requests = hosts;
+  std::swap(requests.src, requests.dst);
+  if (origin_.answer(requests, taken, frame)) withdraw_corrupt_verdicts(*origin_.find(requests), f);
+}
+
+// The direction's captured ICRCs were not the ones its receiver checked: the
+// packets held as corrupt were not (their entries withdrawn, their flows'
+// counts mended), and one note says so, counting them and every later one.
+void TransportAnalyzer::withdraw_corrupt_verdicts(IcrcOriginTracker::Direction& d, Flow& answer_flow) {
+  Flow* first = nullptr;
+  for (const IcrcOriginTracker::Held& h : d.held) {
+    log_.retract(h.sp.anomaly);
+    const std::uint32_t slot = flows_.find(h.flow);
+    if (slot == decltype(flows_)::kNone) continue;
+    Flow* g = flows_.at(slot);
+    if (!first) first = g;
+    if (g->s.faults().icrc_bad) --g->s.faults_for_update().icrc_bad;
+    replay_intact(*g, h);
+  }
+  Anomaly a{AnomalyKind::icrc_not_wire};
+  a.frame = d.first_bad_frame;
+  a.psn = d.held.empty() ? 0 : d.held.front().sp.psn;
+  a.count = static_cast<std::uint32_t>(d.held.size());
+  a.relate(d.evidence);
+  d.anomaly = SeqSink(log_, (first ? *first : answer_flow).s, nullptr).report(a);
+  origin_.settle(d);
+}
+
+// A reliable-service packet first taken for corrupt, analysed again as intact
+// (its per-packet verdict was given; the flow's state and log are mended).
+void TransportAnalyzer::replay_intact(Flow& f, const IcrcOriginTracker::Held& h) {
+  const OpcodeInfo& info = opcode_info(h.facts.opcode);
+  if (!info.valid || info.service == TransportService::ud || info.service == TransportService::uc) return;
+  SeqPacket sp = h.sp;
+  sp.corrupt = false;
+  sp.anomaly = SIZE_MAX;
+  PacketAnalysis v;
+  if (info.is_request()) {
+    ++f.s.requests;
+    requester(f, h.facts, sp, v);
+    index_unpaired(f);
+  } else if (info.is_response()) {
+    ++f.s.responses;
+    responder(f, h.facts, sp, v);
+  }
+  ReplayRevision r;
+  r.frame = sp.frame;
+  r.flow = f.s.index;
+  r.ts = sp.ts;
+  r.psn = sp.psn;
+  r.expected_psn = v.expected_psn;
+  r.gap = v.gap;
+  r.duplicate = v.duplicate;
+  r.out_of_order = v.out_of_order;
+  r.retransmission = v.retransmission;
+  r.spurious_retransmission = v.spurious_retransmission;
+  r.request_frame = v.request_frame;
+  r.latency_us = v.latency_us;
+  log_.note_revision(r);
 }
 
 // The live flow of corrupt packet `p`, which made flow `f` of its own, when a
@@ -438,17 +543,17 @@ void TransportAnalyzer::place_corrupt_response(Flow& f, const DecodedPacket& p, 
   held.corrupt = true;
   held.anomaly = SIZE_MAX;
   PacketAnalysis scratch;  // its own frame was reported already
-  responder(f, p, held, scratch);
+  responder(f, facts_of(p), held, scratch);
 }
 
 // PSNs a request occupies: one, or one per READ response packet (IBA 9.7.2.1).
-void TransportAnalyzer::set_span(const Flow& f, const DecodedPacket& p, SeqPacket& sp) const {
+void TransportAnalyzer::set_span(const Flow& f, const SeqFacts& p, SeqPacket& sp) const {
   sp.span = 1;
   sp.span_known = true;
   if (sp.kind != OpKind::read_request) return;
-  sp.read_len = p.ib.reth.dma_len;
+  sp.read_len = p.reth_len;
   const std::uint32_t mtu = pmtu_for(f);
-  const std::uint32_t len = p.ib.reth.dma_len;
+  const std::uint32_t len = p.reth_len;
   if (mtu) sp.span = len ? (len + mtu - 1) / mtu : 1;
   else sp.span_known = len <= 256;
   // A corrupt READ's length may be damaged too: believed only if it is a plausible span.
@@ -456,8 +561,8 @@ void TransportAnalyzer::set_span(const Flow& f, const DecodedPacket& p, SeqPacke
 }
 
 // Requests on a reliable connection (RC, XRC, RD): rc_requester.h.
-void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, SeqPacket& sp, PacketAnalysis& out) {
-  const OpcodeInfo& info = opcode_info(p.ib.bth.opcode);
+void TransportAnalyzer::requester(Flow& f, const SeqFacts& p, SeqPacket& sp, PacketAnalysis& out) {
+  const OpcodeInfo& info = opcode_info(p.opcode);
   if (info.full_mtu_payload() && !sp.corrupt) learn_pmtu(f, p.payload_len);
   set_span(f, p, sp);
   RequesterState& q = f.requester();
@@ -474,8 +579,8 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, SeqPacket& sp
     return;
   MessageFacts m;
   m.payload_len = p.payload_len;
-  m.pad = p.ib.bth.pad_count;
-  m.reth_len = p.ib.reth.dma_len;
+  m.pad = p.pad;
+  m.reth_len = p.reth_len;
   m.pmtu = pmtu_for(f);
   m.flow_pmtu = f.s.pmtu;
   m.truncated = p.truncated;
@@ -484,9 +589,9 @@ void TransportAnalyzer::requester(Flow& f, const DecodedPacket& p, SeqPacket& sp
 }
 
 // Responses and acknowledgements (IBA 9.7.5, 9.7.6): rc_responder.h.
-void TransportAnalyzer::responder(Flow& f, const DecodedPacket& p, const SeqPacket& sp, PacketAnalysis& out) {
+void TransportAnalyzer::responder(Flow& f, const SeqFacts& p, const SeqPacket& sp, PacketAnalysis& out) {
   Flow* qf = peer_requester(f, sp.psn);
-  if (opcode_info(p.ib.bth.opcode).full_mtu_payload() && !sp.corrupt) learn_pmtu(f, p.payload_len);
+  if (opcode_info(p.opcode).full_mtu_payload() && !sp.corrupt) learn_pmtu(f, p.payload_len);
   RequesterState* q = qf ? &qf->requester() : nullptr;
   SeqSink resp(log_, f.s, &out, &link_fn_);
   std::optional<SeqSink> req;

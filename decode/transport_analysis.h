@@ -24,11 +24,13 @@
 #include "decode/analyzer.h"
 #include "decode/flow_slots.h"
 #include "decode/flow_summary.h"
+#include "decode/icrc_origin.h"
 #include "decode/seq_sink.h"
 
 namespace rdmadiag::decode {
 
 struct SeqPacket;
+struct SeqFacts;
 struct RequesterState;
 
 class TransportAnalyzer {
@@ -115,10 +117,14 @@ class TransportAnalyzer {
   void count_packet(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
   void check_pkey(Flow& f, const DecodedPacket& p, std::uint64_t frame, PacketAnalysis& out);
   std::size_t report_bad_crc(Flow& f, const DecodedPacket& p, std::uint64_t frame, PacketAnalysis& out);
-  void requester(Flow& f, const DecodedPacket& p, SeqPacket& sp, PacketAnalysis& out);
-  void responder(Flow& f, const DecodedPacket& p, const SeqPacket& sp, PacketAnalysis& out);
+  IcrcOriginTracker::Direction* icrc_origin(Flow& f, std::uint64_t frame);
+  void learn_icrc_origin(Flow& f, const DecodedPacket& p, const OpcodeInfo& info, std::uint64_t frame);
+  void withdraw_corrupt_verdicts(IcrcOriginTracker::Direction& d, Flow& answer_flow);
+  void replay_intact(Flow& f, const IcrcOriginTracker::Held& h);
+  void requester(Flow& f, const SeqFacts& p, SeqPacket& sp, PacketAnalysis& out);
+  void responder(Flow& f, const SeqFacts& p, const SeqPacket& sp, PacketAnalysis& out);
   void unreliable(Flow& f, const DecodedPacket& p, const SeqPacket& sp, PacketAnalysis& out);
-  void set_span(const Flow& f, const DecodedPacket& p, SeqPacket& sp) const;
+  void set_span(const Flow& f, const SeqFacts& p, SeqPacket& sp) const;
   void cm_message(const DecodedPacket& p, std::uint64_t frame, double ts);
   void note_cm_id(std::vector<std::uint32_t>& ids, std::uint32_t id);
   Flow* peer_requester(Flow& resp, std::uint32_t psn);
@@ -205,6 +211,8 @@ class TransportAnalyzer {
   FlowKey unplaced_hosts_;
   bool unplaced_ack_ = false;  // it says it is an ACK or atomic ACK (what its requester would drop)
   std::uint32_t unplaced_psn_ = 0;
+  // Whether each direction's captured ICRCs are the wire's (icrc_origin.h).
+  IcrcOriginTracker origin_;
   SeqSink::LinkFn link_fn_;
   KeyedFlow last_key_;
   const CongestionAnalyzer* cc_ahead_ = nullptr;

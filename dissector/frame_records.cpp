@@ -16,6 +16,7 @@ void fill_record(const decode::PacketAnalysis& a, FrameRecord& r) {
   r.nak_gap_frame = a.nak_gap_frame;
   r.ecn_ce = a.ecn_ce;
   r.cnp = a.cnp;
+  r.icrc_not_wire = a.icrc_not_wire;
   r.cnp_response_us = a.cnp_response_us;
   r.cnp_mark_frame = a.cnp_mark_frame;
   r.cc_verdict = a.cc_verdict;

@@ -33,6 +33,7 @@ struct FrameRecord {
   bool analysed = false;  // the IB/RoCE PSN analysis looked at it
   bool duplicate = false, out_of_order = false, retransmission = false, spurious_retransmission = false;
   bool ecn_ce = false, cnp = false;
+  bool icrc_not_wire = false;  // a bad ICRC of a direction whose ICRCs are not the wire's
   std::uint32_t flow = UINT32_MAX;
   std::int64_t expected_psn = -1;
   std::uint32_t gap = 0;

@@ -59,7 +59,7 @@ int proto_rdmadiag = -1;
 
 // Fields. Booleans (BTH bits too) are added only when true, so `rdmadiag.psn.gap` style filters select the frames.
 int hf_transport = -1;
-int hf_icrc = -1, hf_icrc_status = -1, hf_icrc_computed = -1;
+int hf_icrc = -1, hf_icrc_status = -1, hf_icrc_computed = -1, hf_icrc_not_wire = -1;
 int hf_vcrc = -1, hf_vcrc_status = -1, hf_vcrc_computed = -1;
 int hf_mpa_crc = -1, hf_mpa_crc_status = -1, hf_mpa_crc_computed = -1;
 int hf_bth_opcode = -1, hf_bth_opcode_name = -1, hf_bth_service = -1, hf_bth_se = -1, hf_bth_migreq = -1,
@@ -83,7 +83,7 @@ int hf_nvme_queue = -1, hf_nvme_cid = -1, hf_nvme_command = -1, hf_nvme_command_
 gint ett_rdmadiag = -1, ett_bth = -1, ett_analysis = -1, ett_iwarp = -1, ett_crc = -1;
 
 expert_field ei_icrc_bad = EI_INIT, ei_vcrc_bad = EI_INIT, ei_mpa_crc_bad = EI_INIT;
-expert_field ei_icrc_unverifiable = EI_INIT;
+expert_field ei_icrc_unverifiable = EI_INIT, ei_icrc_not_wire = EI_INIT;
 expert_field ei_psn_gap = EI_INIT, ei_psn_duplicate = EI_INIT, ei_psn_out_of_order = EI_INIT,
     ei_retransmission = EI_INIT, ei_spurious = EI_INIT, ei_ecn_ce = EI_INIT, ei_cnp = EI_INIT, ei_fecn = EI_INIT,
     ei_becn = EI_INIT;
@@ -208,15 +208,18 @@ gint clip(tvbuff_t* tvb, std::uint32_t off, std::uint32_t len) {
   return static_cast<gint>(wireshark::clip_to_captured(tvb_captured_length(tvb), off, len));
 }
 
-void add_crcs(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const decode::DecodedPacket& p) {
+// `not_wire`: the analysis found this direction's captured ICRCs are not the wire's
+// (decode/icrc_origin.h): a bad one is shown, but as a note, not an error.
+void add_crcs(proto_tree* tree, packet_info* pinfo, tvbuff_t* tvb, const decode::DecodedPacket& p, bool not_wire) {
   proto_item* it = nullptr;
   switch (p.icrc) {
     case CrcStatus::ok:
     case CrcStatus::bad:
-      proto_tree_add_checksum(tree, tvb, p.icrc_offset, hf_icrc, hf_icrc_status, &ei_icrc_bad, pinfo, p.icrc_computed,
-                              ENC_LITTLE_ENDIAN, PROTO_CHECKSUM_VERIFY);
+      proto_tree_add_checksum(tree, tvb, p.icrc_offset, hf_icrc, hf_icrc_status, not_wire ? nullptr : &ei_icrc_bad,
+                              pinfo, p.icrc_computed, ENC_LITTLE_ENDIAN, PROTO_CHECKSUM_VERIFY);
       it = proto_tree_add_uint(tree, hf_icrc_computed, tvb, p.icrc_offset, 4, p.icrc_computed);
       proto_item_set_generated(it);
+      if (not_wire && p.icrc == CrcStatus::bad) expert_add_info(pinfo, add_flag(tree, hf_icrc_not_wire, tvb), &ei_icrc_not_wire);
       break;
     case CrcStatus::unverifiable:
       it = add_generated_uint(tree, hf_icrc_status, tvb, PROTO_CHECKSUM_E_UNVERIFIED);
@@ -589,6 +592,12 @@ int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
     r = analyse(p, pinfo->num, pinfo->abs_ts);
   else
     r = static_cast<const FrameRecord*>(wmem_map_lookup(frame_records, GUINT_TO_POINTER(pinfo->num)));
+  FrameRecord replayed;  // a frame analysed again once its direction's ICRCs proved not the wire's
+  if (const decode::ReplayRevision* v = r ? file_state->replay_at(pinfo->num) : nullptr) {
+    replayed = *r;
+    decode::apply_replay(*v, replayed);
+    r = &replayed;
+  }
 
   if (p.mac_control) return dissect_pause(tvb, pinfo, tree, p, r);
   const bool rdma = p.is_rdma() && (p.has_bth || p.icrc != CrcStatus::not_present);
@@ -605,7 +614,7 @@ int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
   proto_item* ti = proto_tree_add_string(t, hf_transport, tvb, 0, 0, transport);
   proto_item_set_generated(ti);
   if (rdma) {
-    add_crcs(t, pinfo, tvb, p);
+    add_crcs(t, pinfo, tvb, p, r && r->icrc_not_wire);
     if (p.has_bth) add_transport_headers(t, pinfo, tvb, p);
     add_diagnostics(t, pinfo, tvb, p);
   }
@@ -659,6 +668,7 @@ const char* anomaly_summary(AnomalyKind k) {
     case AnomalyKind::mpa_marker_stride: return "MPA markers not every 512 octets";
     case AnomalyKind::pause_storm: return "Pause storm: a priority paused beyond the threshold";
     case AnomalyKind::cc_no_reaction: return "Sender kept its rate after a CNP";
+    case AnomalyKind::icrc_not_wire: return "ICRCs not the wire's: a sender's bad ICRCs its receiver took (offload)";
     default: return "rdmadiag anomaly";
   }
 }
@@ -669,6 +679,8 @@ void register_protocol() {
       HF(hf_icrc, "ICRC", "rdmadiag.icrc", FT_UINT32, BASE_HEX, nullptr, "Invariant CRC as on the wire"),
       HF(hf_icrc_status, "ICRC status", "rdmadiag.icrc.status", FT_UINT8, BASE_NONE, VALS(crc_status_vals), nullptr),
       HF(hf_icrc_computed, "ICRC computed", "rdmadiag.icrc.computed", FT_UINT32, BASE_HEX, nullptr, nullptr),
+      HF(hf_icrc_not_wire, "ICRC not the wire's", "rdmadiag.icrc.not_wire", FT_BOOLEAN, BASE_NONE, nullptr,
+         "Bad in the capture, but the receiver took this sender's packets: captured before the ICRC is computed"),
       HF(hf_vcrc, "VCRC", "rdmadiag.vcrc", FT_UINT16, BASE_HEX, nullptr, "Variant CRC (native InfiniBand)"),
       HF(hf_vcrc_status, "VCRC status", "rdmadiag.vcrc.status", FT_UINT8, BASE_NONE, VALS(crc_status_vals), nullptr),
       HF(hf_vcrc_computed, "VCRC computed", "rdmadiag.vcrc.computed", FT_UINT16, BASE_HEX, nullptr, nullptr),
@@ -766,6 +778,9 @@ void register_protocol() {
       {&ei_icrc_bad, {"rdmadiag.icrc.bad", PI_CHECKSUM, PI_ERROR, "Bad ICRC", EXPFILL}},
       {&ei_vcrc_bad, {"rdmadiag.vcrc.bad", PI_CHECKSUM, PI_ERROR, "Bad VCRC", EXPFILL}},
       {&ei_mpa_crc_bad, {"rdmadiag.mpa_crc.bad", PI_CHECKSUM, PI_ERROR, "Bad MPA CRC32c", EXPFILL}},
+      {&ei_icrc_not_wire,
+       {"rdmadiag.icrc.not_wire.expert", PI_CHECKSUM, PI_NOTE,
+        "ICRC not the wire's (captured before it is computed: offload); not corruption", EXPFILL}},
       {&ei_icrc_unverifiable,
        {"rdmadiag.icrc.unverifiable", PI_CHECKSUM, PI_CHAT, "ICRC not captured (snap length): unverifiable", EXPFILL}},
       {&ei_psn_gap, {"rdmadiag.psn.gap.expert", PI_SEQUENCE, PI_WARN, "PSN gap", EXPFILL}},
@@ -813,6 +828,7 @@ void register_protocol() {
         group = PI_RESPONSE_CODE;
         break;
       case AnomalyKind::icrc_bad: case AnomalyKind::vcrc_bad: case AnomalyKind::mpa_crc_bad:
+      case AnomalyKind::icrc_not_wire:
         group = PI_CHECKSUM;
         break;
       case AnomalyKind::mpa_bad_framing: case AnomalyKind::mpa_marker_stride:

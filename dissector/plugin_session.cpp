@@ -70,6 +70,7 @@ void PluginSession::finish() {
     if (f.peer >= 0) peer_qp_[f.index] = f.peer_qp;
   for (const decode::GapRevision& r : analyzer_.anomalies().revisions()) gap_revision_[r.frame] += r.missing;
   spurious_revisions_ = analyzer_.anomalies().spurious_revisions();
+  for (const decode::ReplayRevision& r : analyzer_.anomalies().replay_revisions()) replays_[r.frame] = r;
   index_anomalies();
 }
 
@@ -109,6 +110,11 @@ bool PluginSession::spurious_at(std::uint32_t flow, std::uint64_t frame, bool wh
   if (!when_read) return false;
   return std::none_of(spurious_revisions_.begin(), spurious_revisions_.end(),
                       [&](const decode::SpuriousRevision& r) { return r.covers(flow, frame); });
+}
+
+const decode::ReplayRevision* PluginSession::replay_at(std::uint64_t frame) const {
+  const auto it = replays_.find(frame);
+  return it == replays_.end() ? nullptr : &it->second;
 }
 
 std::optional<std::uint32_t> PluginSession::peer_qp(std::uint32_t flow) const {

@@ -62,6 +62,9 @@ class PluginSession {
   // Whether the resend at `frame` of `flow` is spurious as the whole capture
   // tells it (later answers can show it was needed); `when_read` as for gap_at.
   bool spurious_at(std::uint32_t flow, std::uint64_t frame, bool when_read) const;
+  // After finish(): the verdict of a frame first taken for corrupt and analysed
+  // again as intact (its direction's ICRCs are not the wire's), or nullptr.
+  const decode::ReplayRevision* replay_at(std::uint64_t frame) const;
   // The anomalies raised at the record's frame that the (capped) log kept.
   std::span<const decode::Anomaly> anomalies_of(const FrameRecord& r) const;
   // After finish(): the anomalies the analysis lists (not withdrawn; checksum
@@ -87,6 +90,7 @@ class PluginSession {
   std::unordered_map<std::uint32_t, std::uint32_t> peer_qp_;  // flow index -> QP at its source
   std::unordered_map<std::uint64_t, std::int64_t> gap_revision_;  // gap frame -> PSNs that came late after it
   std::vector<decode::SpuriousRevision> spurious_revisions_;      // resends shown needed by lost answers
+  std::unordered_map<std::uint64_t, decode::ReplayRevision> replays_;  // frames analysed again as intact
   // After finish(): the frames the listed anomalies are shown at, in order, and their log indexes.
   std::vector<std::uint64_t> shown_frames_;
   std::vector<std::uint32_t> shown_anomalies_;

@@ -177,6 +177,7 @@ Json analysis_json(const PacketAnalysis& a) {
   if (a.nak_gap_frame) j["nak_gap_frame"] = a.nak_gap_frame;
   if (a.ecn_ce) j["ecn_ce"] = true;
   if (a.cnp) j["cnp"] = true;
+  if (a.icrc_not_wire) j["icrc_not_wire"] = true;
   if (a.cnp_response_us >= 0) {
     j["cnp_response_us"] = a.cnp_response_us;
     j["cnp_mark_frame"] = a.cnp_mark_frame;
@@ -278,6 +279,18 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
                  who.c_str(), static_cast<unsigned long long>(a.frame), a.count, static_cast<long long>(a.expected_psn));
     case AnomalyKind::cc_no_reaction:
       return explain_no_reaction(a, who);
+    case AnomalyKind::icrc_not_wire: {
+      std::string s = fmt("%s: this sender's ICRCs to this receiver are not the wire's: %u packets from frame %llu "
+                          "(PSN %u) on carry a bad ICRC in the capture, but the receiver took them (its answer at "
+                          "frame %llu names one); the capture sees them before the ICRC is computed (offload) or "
+                          "damaged its copies: not counted as corruption, and this direction's ICRCs are not checked",
+                          who.c_str(), a.count, static_cast<unsigned long long>(a.frame), a.psn,
+                          static_cast<unsigned long long>(a.related[0]));
+      if (a.related_count > 1)
+        s += fmt("; an intact packet at frame %llu contradicts it: checked again from there",
+                 static_cast<unsigned long long>(a.related[1]));
+      return s;
+    }
     case AnomalyKind::pkey_change:
       return fmt("%s P_Key changed to 0x%04x at frame %llu", who.c_str(), a.count, static_cast<unsigned long long>(a.frame));
     default:

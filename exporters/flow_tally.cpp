@@ -59,7 +59,7 @@ void FlowCounters::add(const DecodedPacket& p, const PacketAnalysis& a) {
   retransmissions += a.retransmission;
   ecn_ce += a.ecn_ce;
   cnp += a.cnp;
-  if (p.icrc == CrcStatus::bad) ++icrc_bad;
+  if (p.icrc == CrcStatus::bad && !a.icrc_not_wire) ++icrc_bad;
   if (p.has_bth && p.ib.has(kAeth)) {
     switch (p.ib.aeth.kind()) {
       case AethKind::ack: ++acks; break;
@@ -126,7 +126,7 @@ void FlowTally::add(const DecodedPacket& p, const PacketAnalysis& a, std::uint64
   if (a.retransmission) add_event(d, {t, psn, frame, "retransmission", 0});
   if (a.duplicate) add_event(d, {t, psn, frame, "duplicate", 0});
   if (a.out_of_order) add_event(d, {t, psn, frame, "out_of_order", 0});
-  if (p.icrc == CrcStatus::bad) add_event(d, {t, psn, frame, "icrc_bad", 0});
+  if (p.icrc == CrcStatus::bad && !a.icrc_not_wire) add_event(d, {t, psn, frame, "icrc_bad", 0});
   if (a.cnp) add_event(d, {t, psn, frame, "cnp", 0});
   if (a.ecn_ce) add_event(d, {t, psn, frame, "ecn_ce", 0});
   if (p.ib.has(kAeth)) {
@@ -171,6 +171,62 @@ void FlowTally::revise(const std::vector<GapRevision>& revisions) {
       else d.events.erase(it);
       break;
     }
+  }
+}
+
+namespace {
+
+// A replayed packet's counts in place of its tally as corrupt.
+void revise_counters(FlowCounters& c, const ReplayRevision& r) {
+  if (c.icrc_bad) --c.icrc_bad;
+  if (r.gap) {
+    ++c.psn_gaps;
+    c.psn_missing += r.gap;
+  }
+  c.duplicates += r.duplicate;
+  c.out_of_order += r.out_of_order;
+  c.retransmissions += r.retransmission;
+  if (r.latency_us >= 0 && r.request_frame) c.latency.add(r.latency_us);
+}
+
+}  // namespace
+
+// Its icrc_bad event goes; its sequence events come in, in frame order.
+void FlowTally::replace_events(FlowDetail& d, const ReplayRevision& r) const {
+  const auto at = [&](std::uint64_t frame) {
+    return std::lower_bound(d.events.begin(), d.events.end(), frame,
+                            [](const TimelineEvent& e, std::uint64_t f) { return e.frame < f; });
+  };
+  for (auto it = at(r.frame); it != d.events.end() && it->frame == r.frame; ++it)
+    if (it->kind == "icrc_bad") {
+      d.events.erase(it);
+      break;
+    }
+  const double t = r.ts - first_ts_;
+  const auto add = [&](std::string_view kind, std::uint32_t count) {
+    if (d.events.size() >= kMaxEvents) {
+      ++d.events_dropped;
+      return;
+    }
+    d.events.insert(at(r.frame + 1), TimelineEvent{t, r.psn, r.frame, kind, count});
+  };
+  if (r.gap) add("gap", r.gap);
+  if (r.retransmission) add("retransmission", 0);
+  if (r.duplicate) add("duplicate", 0);
+  if (r.out_of_order) add("out_of_order", 0);
+}
+
+void FlowTally::revise(const std::vector<ReplayRevision>& replays) {
+  for (const ReplayRevision& r : replays) {
+    revise_counters(totals_, r);
+    const std::int32_t slot = r.flow < slot_of_flow_.size() ? slot_of_flow_[r.flow] : -1;
+    if (slot < 0) {
+      revise_counters(untracked_, r);
+      continue;
+    }
+    FlowDetail& d = details_[static_cast<std::size_t>(slot)];
+    revise_counters(d.counters, r);
+    replace_events(d, r);
   }
 }
 

@@ -87,6 +87,9 @@ class FlowTally {
   // Gaps narrowed or withdrawn after their frame was tallied (late PSNs:
   // decode::AnomalyLog::revisions), applied once at the end.
   void revise(const std::vector<decode::GapRevision>& revisions);
+  // Packets first tallied as corrupt whose direction's ICRCs proved not the
+  // wire's (decode::AnomalyLog::replay_revisions): their verdicts now.
+  void revise(const std::vector<decode::ReplayRevision>& replays);
   static FlowTally merge(const std::vector<const FlowTally*>& shards,
                          const std::vector<std::vector<std::uint32_t>>& flow_index, double origin);
 
@@ -107,6 +110,7 @@ class FlowTally {
   std::vector<std::int32_t> slot_of_flow_;  // flow index -> details_ slot (-1: not detailed)
   std::uint64_t untracked_flows_ = 0;
   FlowCounters untracked_;
+  void replace_events(FlowDetail& d, const decode::ReplayRevision& r) const;
   double first_ts_ = std::numeric_limits<double>::quiet_NaN();  // not set yet: any time sets it, even before 1970
 };
 
