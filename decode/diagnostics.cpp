@@ -28,6 +28,7 @@ std::string_view to_string(DiagCode code) {
     case DiagCode::bad_mac_control: return "bad_mac_control";
     case DiagCode::pfc_reserved_bits: return "pfc_reserved_bits";
     case DiagCode::udp_port_bit_error: return "udp_port_bit_error";
+    case DiagCode::ipv4_checksum_bad: return "ipv4_checksum_bad";
     case DiagCode::count_: break;
   }
   return "?";

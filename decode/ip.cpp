@@ -30,6 +30,15 @@ ParseStatus parse_ipv4(Bytes ip, Ipv4Header& out) {
   return ParseStatus::ok;
 }
 
+bool ipv4_header_checksum_ok(Bytes ip, std::size_t ihl_bytes) {
+  ByteReader r(ip);
+  if (!r.has(0, ihl_bytes)) return false;
+  std::uint32_t sum = 0;
+  for (std::size_t i = 0; i + 1 < ihl_bytes; i += 2) sum += r.be16(i);
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  return sum == 0xFFFF;
+}
+
 static bool is_ipv6_extension(std::uint8_t nh) {
   // Hop-by-hop, Routing, Fragment, Destination Options, Mobility, HIP, Shim6.
   return nh == 0 || nh == 43 || nh == 44 || nh == 60 || nh == 135 || nh == 139 || nh == 140 || nh == 51;

@@ -47,6 +47,9 @@ struct Ipv6Header {
 
 // `ip` starts at the IPv4 header.
 ParseStatus parse_ipv4(Bytes ip, Ipv4Header& out);
+// RFC 791 §3.1 / RFC 1071: the ones' complement sum of the header's 16-bit words
+// (its checksum included) is all ones. `ip` holds at least `ihl_bytes`.
+bool ipv4_header_checksum_ok(Bytes ip, std::size_t ihl_bytes);
 // `ip` starts at the IPv6 header; extension headers are walked (at most 8).
 ParseStatus parse_ipv6(Bytes ip, Ipv6Header& out);
 

@@ -184,7 +184,10 @@ class FrameDecoder {
     const std::size_t end = declared_end(off, h.total_length, off + 2);
     if (end > frame_.size()) p_.truncated = true;  // whatever the protocol inside, the capture cut it
     if (h.is_fragment()) {
-      p_.diags.add(DiagCode::ip_fragment, Severity::note, off + 6);
+      // A header with a fragment bit set is checked (only then: a RoCE packet's ICRC
+      // covers its header): a bit error there must not pass for a fragment.
+      if (ipv4_header_checksum_ok(at(off), h.ihl_bytes)) p_.diags.add(DiagCode::ip_fragment, Severity::note, off + 6);
+      else p_.diags.add(DiagCode::ipv4_checksum_bad, Severity::error, off + 10);
       return;
     }
     l4(h.protocol, off, off + h.ihl_bytes, end);

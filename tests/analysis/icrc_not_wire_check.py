@@ -166,6 +166,17 @@ def check_source(src, tmp):
           len(note["related_frames"]) == 2 and note["related_frames"][1] <= first_intact, str(note["related_frames"]))
 
 
+def damaged_fragment_headers(path):
+    """IPv4 headers with a fragment bit set whose RFC 1071 checksum fails (a bit error made them fragments)."""
+    _, _, recs = dp.read_pcap(path)
+    n = 0
+    for _, _, _, pkt in recs:
+        if len(pkt) >= 34 and pkt[12:14] == b"\x08\x00" and struct.unpack("!H", pkt[20:22])[0] & 0x3FFF:
+            ihl = (pkt[14] & 0x0F) * 4
+            n += dp.csum16(pkt[14:14 + ihl]) != 0
+    return n
+
+
 def check_real_corruption():
     path = os.path.join(pcaps, "lab_rxe_write_corrupt.pcap")
     rep = report(path)
@@ -174,6 +185,11 @@ def check_real_corruption():
     check("lab_rxe_write_corrupt.pcap: netem's corruption stays corruption",
           "icrc_not_wire" not in kinds and kinds.get("icrc_bad", 0) == bad and bad > 0,
           "independent check %d bad; icrc_bad %s" % (bad, kinds.get("icrc_bad")))
+    headers = damaged_fragment_headers(path)
+    diags = rep["summary"]["diagnostics"]
+    check("lab_rxe_write_corrupt.pcap: a header the bit error made a fragment is a damaged header",
+          headers == 1 and diags.get("ipv4_checksum_bad", {}).get("count") == headers and "ip_fragment" not in diags,
+          "RFC 1071 finds %d; diagnostics %s" % (headers, diags))
 
 
 def main():

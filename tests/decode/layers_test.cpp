@@ -206,12 +206,38 @@ TEST(Ipv4, OptionsAreSkippedAndMaskedIntoTheIcrc) {
   EXPECT_EQ(p.icrc, CrcStatus::bad);
 }
 
+// The frame's IPv4 header checksum after one of its 16-bit words went from
+// `old_word` to `new_word` (RFC 1624 incremental update: HC' = ~(~HC + ~m + m')).
+void fix_ipv4_checksum(std::vector<std::uint8_t>& f, std::uint16_t old_word, std::uint16_t new_word) {
+  std::uint32_t sum = static_cast<std::uint16_t>(~(f[24] << 8 | f[25])) + static_cast<std::uint16_t>(~old_word) + new_word;
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  f[24] = static_cast<std::uint8_t>(~sum >> 8);
+  f[25] = static_cast<std::uint8_t>(~sum);
+}
+
 TEST(Ipv4, FragmentsAreNotDecodedFurther) {
   auto f = real_frames::kSendOnly;
-  f[20] |= 0x20;  // more fragments
+  const std::uint16_t before = static_cast<std::uint16_t>(f[20] << 8 | f[21]);
+  f[20] |= 0x20;  // more fragments, the header checksum made right as a sender would
+  fix_ipv4_checksum(f, before, static_cast<std::uint16_t>(f[20] << 8 | f[21]));
   const auto p = decode(linktype::kEthernet, f);
   EXPECT_FALSE(p.has_bth);
   EXPECT_TRUE(p.diags.contains(DiagCode::ip_fragment));
+  EXPECT_FALSE(p.diags.contains(DiagCode::ipv4_checksum_bad));
+}
+
+// Regression: lab_rxe_write_corrupt.pcap frame 683 (netem corrupt) is a RoCE resend
+// whose fragment offset took the bit error (flags 0x4010: DF, offset 16); tshark
+// shows it an IP fragment, its header checksum (0x3eaa) fails by RFC 1071, and the
+// receiver drops it. rdmadiag called it a fragment (a note); it is a damaged header.
+TEST(Ipv4, AFragmentWhoseHeaderChecksumFailsIsADamagedHeader) {
+  auto f = real_frames::kSendOnly;
+  f[20] = 0x40;
+  f[21] = 0x10;  // the bit error: offset 16, the checksum left as it was
+  const auto p = decode(linktype::kEthernet, f);
+  EXPECT_FALSE(p.has_bth);
+  EXPECT_TRUE(p.diags.contains(DiagCode::ipv4_checksum_bad));
+  EXPECT_FALSE(p.diags.contains(DiagCode::ip_fragment));
 }
 
 // Regression: any IPv6 Fragment header made the packet a fragment, so an atomic
