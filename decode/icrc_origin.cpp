@@ -34,7 +34,11 @@ IcrcOriginTracker::Direction* IcrcOriginTracker::bad_packet(const FlowKey& hosts
 }
 
 void IcrcOriginTracker::hold(Direction& d, const Held& h) {
-  if (d.origin != IcrcOrigin::undecided || d.held.size() >= kMaxHeld || held_total_ >= kMaxHeldTotal) return;
+  if (d.origin != IcrcOrigin::undecided) return;
+  if (d.held.size() >= kMaxHeld || held_total_ >= kMaxHeldTotal) {
+    ++d.not_held;
+    return;
+  }
   d.held.push_back(h);
   ++held_total_;
 }

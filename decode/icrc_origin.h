@@ -49,9 +49,9 @@ bool psn_taken_by_answer(OpKind kind, std::uint32_t psn, const Aeth& aeth, std::
 class IcrcOriginTracker {
  public:
   static constexpr std::size_t kMaxDirections = 4096;
-  static constexpr std::size_t kMaxHeld = 256;
+  static constexpr std::size_t kMaxHeld = 8192;  // a direction's many QPs can each send before the first answer
 
-  static constexpr std::size_t kMaxHeldTotal = 8192;  // over all directions (~1 MB)
+  static constexpr std::size_t kMaxHeldTotal = 32768;  // over all directions (128 bytes each: 4 MB)
   // A packet captured with a bad ICRC, its verdict given while undecided: what
   // replaying it as intact needs.
   struct Held {
@@ -65,6 +65,7 @@ class IcrcOriginTracker {
     std::uint64_t first_bad_frame = 0;
     std::uint64_t evidence = 0;  // the answer's frame
     std::size_t anomaly = SIZE_MAX;  // its icrc_not_wire entry, once decided
+    std::uint32_t not_held = 0;      // bad packets past the bounds while undecided: their verdicts stand
   };
 
   // Nothing to learn or check while no direction is undecided or not_wire (the

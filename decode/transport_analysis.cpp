@@ -447,6 +447,7 @@ void TransportAnalyzer::withdraw_corrupt_verdicts(IcrcOriginTracker::Direction& 
   a.frame = d.first_bad_frame;
   a.psn = d.held.empty() ? 0 : d.held.front().sp.psn;
   a.count = static_cast<std::uint32_t>(d.held.size());
+  a.expected_psn = d.not_held;  // (this kind's meaning: packets past the bounds, still called corrupt; JSON not_replayed)
   a.relate(d.evidence);
   d.anomaly = SeqSink(log_, (first ? *first : answer_flow).s, nullptr).report(a);
   origin_.settle(d);

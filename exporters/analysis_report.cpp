@@ -134,7 +134,11 @@ Json anomalies_json_with(const AnomalyLog& log, Explain explain_one) {
     } else {
       j["dest_qp"] = a.dest_qp;
       j["psn"] = a.psn;
-      if (a.expected_psn >= 0 && a.kind != AnomalyKind::payload_length_mismatch) j["expected_psn"] = a.expected_psn;
+      if (a.kind == AnomalyKind::icrc_not_wire) {
+        if (a.expected_psn > 0) j["not_replayed"] = a.expected_psn;
+      } else if (a.expected_psn >= 0 && a.kind != AnomalyKind::payload_length_mismatch) {
+        j["expected_psn"] = a.expected_psn;
+      }
       if (a.kind == AnomalyKind::retransmission) j["cause"] = retransmission_cause(a);
       if (a.late) j["reordered"] = true;
       if (a.count) j[a.kind == AnomalyKind::icrc_bad ? "udp_dst_port" : "count"] = a.count;
@@ -286,6 +290,9 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
                           "damaged its copies: not counted as corruption, and this direction's ICRCs are not checked",
                           who.c_str(), a.count, static_cast<unsigned long long>(a.frame), a.psn,
                           static_cast<unsigned long long>(a.related[0]));
+      if (a.expected_psn > 0)
+        s += fmt("; %lld more before that answer, past the bound on packets kept to analyse again, stay reported "
+                 "as corrupt", static_cast<long long>(a.expected_psn));
       if (a.related_count > 1)
         s += fmt("; an intact packet at frame %llu contradicts it: checked again from there",
                  static_cast<unsigned long long>(a.related[1]));

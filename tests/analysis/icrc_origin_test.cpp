@@ -91,6 +91,7 @@ TEST(IcrcOrigin, MemoryIsBounded) {
   IcrcOriginTracker::Direction* d = t.bad_packet(hosts(2, 1), 1);
   for (std::uint32_t i = 0; i < 2 * IcrcOriginTracker::kMaxHeld; ++i) t.hold(*d, held(i, i + 1));
   EXPECT_EQ(d->held.size(), IcrcOriginTracker::kMaxHeld);
+  EXPECT_EQ(d->not_held, IcrcOriginTracker::kMaxHeld);
   std::size_t made = 1;
   for (unsigned a = 0; a < 256 && made < IcrcOriginTracker::kMaxDirections + 10; ++a)
     for (unsigned b = 0; b < 256 && made < IcrcOriginTracker::kMaxDirections + 10; ++b, ++made) {
