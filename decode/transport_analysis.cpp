@@ -353,34 +353,7 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
   sp.ack_req = p.ib.bth.ack_req;
   sp.aeth = p.ib.aeth;
   sp.dest_qp = p.ib.bth.dest_qp;
-  if (corrupt) {
-    // Its receiver drops it: counted, and sequenced only where what it says can be checked.
-    sp.corrupt = true;
-    sp.anomaly = report_bad_crc(f, p, frame, out);
-    if (origin) origin_.hold(*origin, {sp, facts_of(p), f.s.key});
-    Flow* seq = &f;  // the flow it is sequenced in
-    if (f.s.packets == 1) {  // it made a flow of its own
-      const bool ack = info.kind == OpKind::acknowledge || info.kind == OpKind::atomic_acknowledge;
-      // An ACK whose QP number a bit error damaged: its flow's. (Only ACKs so far: a
-      // corrupt READ response placed this way was taken for a resend, docs/fault-matrix.md.)
-      if (Flow* g = ack ? one_bit_from(f, p) : nullptr) {
-        seq = g;
-      } else {
-        unplaced_frame_ = frame;
-        unplaced_hosts_ = with_qps(f.s.key);
-        unplaced_ack_ = ack;
-        unplaced_psn_ = sp.psn;
-      }
-    }
-    const bool reliable = info.service != TransportService::ud && info.service != TransportService::uc;
-    if (info.valid && reliable && info.is_request() && seq->started()) {
-      requester(*seq, facts_of(p), sp, out);
-      index_unpaired(*seq);
-    }
-    if (info.valid && reliable && info.is_response() && seq->resp) responder(*seq, facts_of(p), sp, out);
-    if (info.valid && info.service == TransportService::uc) unreliable(*seq, p, sp, out);
-    return;
-  }
+  if (corrupt) return corrupt_packet(f, p, sp, origin, out);
   if (!info.valid) return;
   check_pkey(f, p, frame, out);
   if (p.cm) cm_message(p, frame, ts);
@@ -398,6 +371,38 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     if (follows_unplaced(f, frame, false)) place_corrupt_response(f, p, sp);
     responder(f, facts_of(p), sp, out);
   }
+}
+
+// A packet with a bad ICRC/VCRC (its direction's ICRCs the wire's, or not yet known).
+void TransportAnalyzer::corrupt_packet(Flow& f, const DecodedPacket& p, SeqPacket& sp,
+                                       IcrcOriginTracker::Direction* origin, PacketAnalysis& out) {
+  const OpcodeInfo& info = opcode_info(p.ib.bth.opcode);
+  const std::uint64_t frame = sp.frame;
+  // Its receiver drops it: counted, and sequenced only where what it says can be checked.
+  sp.corrupt = true;
+  sp.anomaly = report_bad_crc(f, p, frame, out);
+  if (origin) origin_.hold(*origin, {sp, facts_of(p), f.s.key});
+  Flow* seq = &f;  // the flow it is sequenced in
+  if (f.s.packets == 1) {  // it made a flow of its own
+    const bool ack = info.kind == OpKind::acknowledge || info.kind == OpKind::atomic_acknowledge;
+    // An ACK whose QP number a bit error damaged: its flow's. (Only ACKs so far: a
+    // corrupt READ response placed this way was taken for a resend, docs/fault-matrix.md.)
+    if (Flow* g = ack ? one_bit_from(f, p) : nullptr) {
+      seq = g;
+    } else {
+      unplaced_frame_ = frame;
+      unplaced_hosts_ = with_qps(f.s.key);
+      unplaced_ack_ = ack;
+      unplaced_psn_ = sp.psn;
+    }
+  }
+  const bool reliable = info.service != TransportService::ud && info.service != TransportService::uc;
+  if (info.valid && reliable && info.is_request() && seq->started()) {
+    requester(*seq, facts_of(p), sp, out);
+    index_unpaired(*seq);
+  }
+  if (info.valid && reliable && info.is_response() && seq->resp) responder(*seq, facts_of(p), sp, out);
+  if (info.valid && info.service == TransportService::uc) unreliable(*seq, p, sp, out);
 }
 
 // The direction of a packet captured with a bad ICRC (icrc_origin.h), told

@@ -117,6 +117,8 @@ class TransportAnalyzer {
   void count_packet(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
   void check_pkey(Flow& f, const DecodedPacket& p, std::uint64_t frame, PacketAnalysis& out);
   std::size_t report_bad_crc(Flow& f, const DecodedPacket& p, std::uint64_t frame, PacketAnalysis& out);
+  void corrupt_packet(Flow& f, const DecodedPacket& p, SeqPacket& sp, IcrcOriginTracker::Direction* origin,
+                      PacketAnalysis& out);
   IcrcOriginTracker::Direction* icrc_origin(Flow& f, std::uint64_t frame);
   void learn_icrc_origin(Flow& f, const DecodedPacket& p, const OpcodeInfo& info, std::uint64_t frame);
   void withdraw_corrupt_verdicts(IcrcOriginTracker::Direction& d, Flow& answer_flow);
