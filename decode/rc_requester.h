@@ -13,9 +13,10 @@
 // is never called lost if the capture holds it since its last use, even
 // corrupt. The windows of PSNs seen (psn_window.h) answer that.
 //
-// Memory per flow: two PSN windows (2 x 256 bytes; a third once it sends a
-// READ), a ring of the last 64 requests' IP IDs (16 bytes a copy, allocated as
-// it fills: 8 copies, then 64, 1 KB), at most 4096 outstanding requests, 64
+// Memory per flow: two PSN windows (48 bytes each, 256 more once one spans
+// more than 256 PSNs; a third once it sends a READ), a ring of the last 64
+// requests' IP IDs (16 bytes a copy, allocated as it fills: 8 copies, then 64,
+// 1 KB), at most 4096 outstanding requests, 64
 // open losses and the last 32 recovered ones (only once a gap was recovered).
 #pragma once
 #include <algorithm>
