@@ -23,6 +23,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -163,7 +164,11 @@ struct RecentCopies {
       return;
     }
     if (i > rest_size_) grow();
-    rest[i - 1] = Copy{psn, 0, ip_id, ts};
+    // Copied whole: GCC stores an assigned Copy's bit fields as a read-modify-write
+    // of their word, a load of the entry's old bytes for every copy recorded (in
+    // a new flow's ring, a miss on memory not yet read).
+    const Copy c{psn, 0, ip_id, ts};
+    std::memcpy(&rest[i - 1], &c, sizeof c);
     const std::int32_t d = psn_diff(psn, range_ref_);
     range_lo_ = std::min(range_lo_, d);
     range_hi_ = std::max(range_hi_, d);
