@@ -13,15 +13,17 @@
 // is never called lost if the capture holds it since its last use, even
 // corrupt. The windows of PSNs seen (psn_window.h) answer that.
 //
-// Memory per flow: two PSN windows (2 x 256 bytes; a third once it sends a
-// READ), a ring of the last 64 requests' IP IDs (16 bytes a copy, allocated as
-// it fills: 8 copies, then 64, 1 KB), at most 4096 outstanding requests, 64
+// Memory per flow: two PSN windows (48 bytes each, 256 more once one spans
+// more than 256 PSNs; a third once it sends a READ), a ring of the last 64
+// requests' IP IDs (16 bytes a copy, allocated as it fills: 8 copies, then 64,
+// 1 KB), at most 4096 outstanding requests, 64
 // open losses and the last 32 recovered ones (only once a gap was recovered).
 #pragma once
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -174,7 +176,11 @@ struct RecentCopies {
       return;
     }
     if (i > rest_size_) grow();
-    rest[i - 1] = Copy{psn, 0, ip_id, ts};
+    // Copied whole: GCC stores an assigned Copy's bit fields as a read-modify-write
+    // of their word, a load of the entry's old bytes for every copy recorded (in
+    // a new flow's ring, a miss on memory not yet read).
+    const Copy c{psn, 0, ip_id, ts};
+    std::memcpy(&rest[i - 1], &c, sizeof c);
     const std::int32_t d = psn_diff(psn, range_ref_);
     range_lo_ = std::min(range_lo_, d);
     range_hi_ = std::max(range_hi_, d);

@@ -63,6 +63,9 @@ class TransportAnalyzer {
   // calls it every kSweepFrames frames, counted over the whole input, so that a
   // sharded analysis sweeps at the same points as one thread).
   void sweep(double now) { retire_idle(now); }
+  // Adds every live flow's summary to flows(), once (a second call does
+  // nothing); no packet may follow. The live flows' states stay allocated
+  // until the analyzer is destroyed.
   void finish();
 
   // Every flow seen (live and retired), in creation order, after finish().
@@ -172,6 +175,7 @@ class TransportAnalyzer {
   std::uint64_t pair_probes_ = 0;  // candidate flows and buckets looked at while pairing (pairing_probes())
   std::vector<FlowSummary> summaries_;        // retired (and, after finish, all)
   std::uint64_t evicted_ = 0;       // flows past kMaxRetiredFlows: only counted
+  bool finished_ = false;           // finish() ran: the live flows' summaries are in summaries_
   std::uint64_t cap_retired_ = 0;   // flows retired at the live-flow cap (cap_retired_flows())
   std::uint32_t next_index_ = 0;
   std::uint32_t global_pmtu_ = 0;  // the largest PMTU learned on any flow (reported only)

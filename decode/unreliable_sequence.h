@@ -30,7 +30,7 @@ struct UnreliableState {
   bool started = false;
   std::uint32_t expected = 0;      // UC: the next PSN
   std::vector<OpenLoss> gaps;      // UC: open gaps (at most kMaxOpenLosses)
-  PsnWindow seen;                  // UC: PSNs seen, to tell late packets from copies (256 bytes)
+  PsnWindow seen;                  // UC: PSNs seen, to tell late packets from copies (psn_window.h)
   RecentCopies recent;             // UD: the last datagrams' PSNs and IPv4 IDs
 };
 

@@ -158,9 +158,14 @@ TEST(PsnWindow, UnwrittenBitsNeverShowAgainstAPlainModel) {
       if (covers(p)) bits[p % PsnWindow::kBits] = false;
     }
   };
+  // Half the resets start a new window instead, on memory full of ones: it
+  // follows its first kSmallBits PSNs inline, then moves the bits (make_room).
   alignas(PsnWindow) unsigned char raw[sizeof(PsnWindow)];
-  std::memset(raw, 0xFF, sizeof raw);
-  PsnWindow& w = *new (raw) PsnWindow;
+  const auto fresh = [&raw]() -> PsnWindow& {
+    std::memset(raw, 0xFF, sizeof raw);
+    return *new (raw) PsnWindow;
+  };
+  PsnWindow* wp = &fresh();
   Model m;
   std::uint64_t rng = 12345;
   const auto next = [&](std::uint32_t n) {
@@ -168,14 +173,19 @@ TEST(PsnWindow, UnwrittenBitsNeverShowAgainstAPlainModel) {
     return static_cast<std::uint32_t>((rng >> 33) % n);
   };
   const std::uint32_t start = kPsnMask - 3000;  // the front crosses 2^24 - 1 -> 0
-  w.reset(start);
+  wp->reset(start);
   m.reset(start);
   for (int step = 0; step < 200000; ++step) {
     const std::uint32_t r = next(1000);
     const std::uint32_t around = (m.front + kPsnMask + 1 - 2200 + next(2300)) & kPsnMask;
+    PsnWindow& w = *wp;
     if (r < 2) {
       const std::uint32_t f = (m.front + next(5000)) & kPsnMask;
-      w.reset(f);
+      if (r == 1) {
+        w.~PsnWindow();
+        wp = &fresh();
+      }
+      wp->reset(f);
       m.reset(f);
     } else if (r < 20) {
       const std::uint32_t to = (m.front + next(r < 5 ? 3000 : 40)) & kPsnMask;
@@ -188,15 +198,16 @@ TEST(PsnWindow, UnwrittenBitsNeverShowAgainstAPlainModel) {
       const std::uint32_t p = r < 700 ? m.front : around;
       ASSERT_EQ(w.mark(p), m.mark(p)) << "step " << step << " psn " << p;
     }
-    ASSERT_EQ(w.front(), m.front);
+    ASSERT_EQ(wp->front(), m.front);
     const std::uint32_t q = (m.front + kPsnMask + 1 - 2100 + next(2120)) & kPsnMask;
-    ASSERT_EQ(w.covers(q), m.covers(q)) << "step " << step << " psn " << q;
-    ASSERT_EQ(w.holds(q), m.holds(q)) << "step " << step << " psn " << q;
+    ASSERT_EQ(wp->covers(q), m.covers(q)) << "step " << step << " psn " << q;
+    ASSERT_EQ(wp->holds(q), m.holds(q)) << "step " << step << " psn " << q;
   }
   for (std::uint32_t d = 1; d <= PsnWindow::kBits + 2; ++d) {
     const std::uint32_t q = (m.front + kPsnMask + 1 - d) & kPsnMask;
-    ASSERT_EQ(w.holds(q), m.holds(q)) << "behind the front by " << d;
+    ASSERT_EQ(wp->holds(q), m.holds(q)) << "behind the front by " << d;
   }
+  wp->~PsnWindow();
 }
 
 // The ring of recent copies grows as it fills (1, 8, then 64 entries) and only
