@@ -168,8 +168,10 @@ const char* kind_name(std::size_t kind) {
   return names[kind];
 }
 
+// null when nothing completed: no latency was measured (not 0 us).
 Json latency_json(const decode::LatencyHistogram& h) {
-  return {{"min", h.min_us}, {"mean", h.n ? h.sum_us / static_cast<double>(h.n) : 0.0},
+  if (!h.n) return nullptr;
+  return {{"min", h.min_us}, {"mean", h.sum_us / static_cast<double>(h.n)},
           {"p50_le", h.percentile_upper_us(0.5)}, {"p90_le", h.percentile_upper_us(0.9)},
           {"p99_le", h.percentile_upper_us(0.99)}, {"max", h.max_us}};
 }
