@@ -685,6 +685,7 @@ void NvmeAnalyzer::complete(Queue& q, NvmeCommandResult& r, std::int64_t ts_ns) 
   }
   const bool read = r.kind == NvmeQueueKind::io && !r.fabrics && r.opcode == 0x02;
   const bool write = r.kind == NvmeQueueKind::io && !r.fabrics && r.opcode == 0x01;
+  if (r.kind == NvmeQueueKind::io && !r.fabrics) ++q.stats.io_completed;
   if (read) q.stats.read_bytes += r.data_len;
   if (write) q.stats.write_bytes += r.data_len;
   q.stats.timeline.completion(ts_ns, read || write ? r.data_len : 0);

@@ -172,6 +172,7 @@ struct NvmeQueueStats {
   std::uint32_t kato_ms = 0;
   std::string subnqn, hostnqn;       // from Connect's data (in the capsule, or read by the controller)
   std::uint64_t commands = 0, completed = 0, errors = 0, unanswered = 0;
+  std::uint64_t io_completed = 0;    // of completed: NVMe I/O commands (not Fabrics, not admin): what IOPS counts
   std::uint64_t read_bytes = 0, write_bytes = 0;
   std::uint32_t max_outstanding = 0;
   std::uint64_t transport_events = 0;

@@ -458,7 +458,7 @@ void nvme_command_metrics(Exposition& x, const Json& report) {
                labels(r) + ",le=\"" + number(h["le_us"][i].get<double>() * 1e-6) + "\"", cumulative);
     }
     x.sample("rdmadiag_nvme_command_latency_seconds_bucket", labels(r) + ",le=\"+Inf\"", cumulative);
-    x.sample("rdmadiag_nvme_command_latency_seconds_sum", labels(r), r["latency_us"].value("mean", 0.0) * cumulative * 1e-6);
+    x.sample("rdmadiag_nvme_command_latency_seconds_sum", labels(r), (r["latency_us"].is_object() ? r["latency_us"].value("mean", 0.0) : 0.0) * cumulative * 1e-6);
     x.sample("rdmadiag_nvme_command_latency_seconds_count", labels(r), cumulative);
   }
 }

@@ -145,6 +145,7 @@ Json queue_json(const decode::NvmeQueueStats& q) {
   if (!q.hostnqn.empty()) j["hostnqn"] = q.hostnqn;
   j["commands"] = q.commands;
   j["completed"] = q.completed;
+  j["io_completed"] = q.io_completed;
   j["errors"] = q.errors;
   j["unanswered"] = q.unanswered;
   j["read_bytes"] = q.read_bytes;
@@ -155,7 +156,7 @@ Json queue_json(const decode::NvmeQueueStats& q) {
   j["untracked_commands"] = q.outstanding_dropped;
   const double span_s = static_cast<double>(q.last_ns - q.first_ns) / 1e9;
   j["active_s"] = span_s;
-  j["iops"] = span_s > 0 ? static_cast<double>(q.completed) / span_s : 0.0;
+  j["iops"] = span_s > 0 ? static_cast<double>(q.io_completed) / span_s : 0.0;
   j["read_mb_per_s"] = span_s > 0 ? static_cast<double>(q.read_bytes) / span_s / 1e6 : 0.0;
   j["write_mb_per_s"] = span_s > 0 ? static_cast<double>(q.write_bytes) / span_s / 1e6 : 0.0;
   j["timeline"] = timeline_json(q);
@@ -167,8 +168,10 @@ const char* kind_name(std::size_t kind) {
   return names[kind];
 }
 
+// null when nothing completed: no latency was measured (not 0 us).
 Json latency_json(const decode::LatencyHistogram& h) {
-  return {{"min", h.min_us}, {"mean", h.n ? h.sum_us / static_cast<double>(h.n) : 0.0},
+  if (!h.n) return nullptr;
+  return {{"min", h.min_us}, {"mean", h.sum_us / static_cast<double>(h.n)},
           {"p50_le", h.percentile_upper_us(0.5)}, {"p90_le", h.percentile_upper_us(0.9)},
           {"p99_le", h.percentile_upper_us(0.99)}, {"max", h.max_us}};
 }
@@ -259,7 +262,7 @@ void write_queues_text(std::ostream& out, const NvmeAnalyzer& a) {
         << q.max_outstanding << "  transport events " << q.transport_events << '\n';
     const double span_s = static_cast<double>(q.last_ns - q.first_ns) / 1e9;
     if (span_s > 0 && (q.read_bytes || q.write_bytes))
-      out << "    " << std::fixed << std::setprecision(1) << static_cast<double>(q.completed) / span_s << " IOPS" << std::setprecision(3) << "  read "
+      out << "    " << std::fixed << std::setprecision(1) << static_cast<double>(q.io_completed) / span_s << " IOPS" << std::setprecision(3) << "  read "
           << static_cast<double>(q.read_bytes) / span_s / 1e6 << " MB/s  write " << static_cast<double>(q.write_bytes) / span_s / 1e6
           << " MB/s over " << std::setprecision(3) << span_s << std::defaultfloat << " s\n";
     if (!q.subnqn.empty()) out << "    subsystem " << printable(q.subnqn) << "  host " << printable(q.hostnqn) << '\n';

@@ -12,7 +12,7 @@
 
 namespace rdmadiag::exporters {
 
-inline constexpr const char* kNvmeSchemaVersion = "1.4";
+inline constexpr const char* kNvmeSchemaVersion = "1.6";
 
 Json nvme_json(const decode::NvmeAnalyzer& a);
 void write_nvme_text(std::ostream& out, const decode::NvmeAnalyzer& a);

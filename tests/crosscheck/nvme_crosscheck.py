@@ -544,6 +544,15 @@ def check_outputs(name, pcap_dir, report, metrics, html, nvme_rows, frames, erro
         kernel = (sum(v[0] for v in paths), sum(v[4] for v in paths))
         if (done.get(("io", "read"), 0), done.get(("io", "write"), 0)) != kernel:
             errors.append(f"{name}: metrics: completed io read/write {done.get(('io', 'read'))}/{done.get(('io', 'write'))}, kernel {kernel}")
+        # IOPS counts I/O commands only, as the kernel does: not the Fabrics Connect, not admin commands.
+        ios = sum(round(q["iops"] * q["active_s"]) for q in report["queues"])
+        if ios != sum(kernel):
+            errors.append(f"{name}: queues: iops x active_s gives {ios} I/O commands, kernel block stat {sum(kernel)}")
+    # A kind none of whose commands tshark pairs with a completion (the admin
+    # Asynchronous Event Request: no nvme.cqe_pkt) has no latency: null, not 0 us.
+    for row in report["by_command"]:
+        if row["completed"] == 0 and row["latency_us"] is not None:
+            errors.append(f"{name}: {row['queue_kind']} {row['command']}: none completed, latency_us {row['latency_us']} (want null)")
     depth = {ev[0][0]: max(timeline_oracle(ev)[1]) for ev in queue_events(nvme_rows, frames).values() if ev[0][2] > 0}
     for l, v in m.get("rdmadiag_nvme_queue_max_outstanding", []):
         f = int(l["first_frame"])
