@@ -61,6 +61,11 @@ class FrameDecoder {
       case linktype::kErf: erf(); break;
       default: p_.diags.add(DiagCode::unsupported_linktype, Severity::error, 0); break;
     }
+    // Cut by the snap length with no decoded header that gives the packet's end
+    // (ARP, LLDP, another ethertype; a link type not decoded): cut all the same, as
+    // tshark marks it. (With one, only bytes past that end may be cut: padding.)
+    if (frame_.size() < wirelen_ && !p_.erf && !p_.ipv4 && !p_.ipv6 && !p_.lrh && !p_.grh && !p_.mac_control)
+      p_.truncated = true;
   }
 
  private:

@@ -92,3 +92,24 @@ TEST(Truncation, EveryCutOfEveryFixtureAsAShortPacket) {
     }
   }
 }
+
+// Regression: a frame whose packet rdmadiag does not decode (here an ARP request,
+// 42 bytes) cut by the snap length was not counted truncated; tshark marks every
+// frame with a captured length below its wire length "[Packet size limited during
+// capture]" (the hunt's 3 ARP + 2 RoCE frames cut by editcap -s 20: tshark 5, rdmadiag 2).
+TEST(Truncation, AFrameOfAnUndecodedProtocolCutBySnapLength) {
+  fixtures::Frame arp(real_frames::kSendOnly.begin(), real_frames::kSendOnly.begin() + 12);  // the MACs
+  const std::uint8_t rest[] = {0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 1};  // ARP, Ethernet/IPv4, request
+  arp.insert(arp.end(), std::begin(rest), std::end(rest));
+  arp.resize(42, 0x0a);
+  EXPECT_FALSE(fixtures::decode(linktype::kEthernet, arp).truncated);
+  for (std::size_t n : {0u, 13u, 20u, 41u}) {
+    SCOPED_TRACE(n);
+    EXPECT_TRUE(fixtures::decode(linktype::kEthernet, arp, n).truncated);
+  }
+  // A packet whose end its IP header gives: cutting only the Ethernet padding after it is not a cut packet.
+  fixtures::Frame padded = real_frames::kAck;
+  const std::size_t end = padded.size();
+  padded.resize(end + 8, 0);
+  EXPECT_FALSE(fixtures::decode(linktype::kEthernet, padded, end).truncated);
+}
