@@ -413,8 +413,10 @@ IcrcOriginTracker::Direction* TransportAnalyzer::icrc_origin(Flow& f, std::uint6
   IcrcOriginTracker::Direction* d = origin_.bad_packet(hosts, frame);
   if (d && d->origin == IcrcOrigin::undecided && f.s.packets > f.s.faults().icrc_bad + 1) origin_.intact_packet(hosts);
   // (A not_wire direction's flow counts no icrc_bad: its intact packets are checked as they come.)
-  if (d && d->origin == IcrcOrigin::not_wire)
+  if (d && d->origin == IcrcOrigin::not_wire) {
+    ++icrc_not_wire_packets_;
     if (Anomaly* a = d->anomaly < log_.items().size() ? &log_.items()[d->anomaly] : nullptr) ++a->count;
+  }
   return d;
 }
 
@@ -452,6 +454,7 @@ void TransportAnalyzer::withdraw_corrupt_verdicts(IcrcOriginTracker::Direction& 
   a.frame = d.first_bad_frame;
   a.psn = d.held.empty() ? 0 : d.held.front().sp.psn;
   a.count = static_cast<std::uint32_t>(d.held.size());
+  icrc_not_wire_packets_ += d.held.size();
   a.expected_psn = d.not_held;  // (this kind's meaning: packets past the bounds, still called corrupt; JSON not_replayed)
   a.relate(d.evidence);
   d.anomaly = SeqSink(log_, (first ? *first : answer_flow).s, nullptr).report(a);
@@ -900,6 +903,7 @@ void TransportAnalyzer::merge(std::span<TransportAnalyzer* const> parts,
     for (std::size_t i = 0; i < x.summaries_.size(); ++i) refs.push_back({x.summaries_[i].first_frame, s, i});
     evicted_ += x.evicted_;
     cap_retired_ += x.cap_retired_;
+    icrc_not_wire_packets_ += x.icrc_not_wire_packets_;
     global_pmtu_ = std::max(global_pmtu_, x.global_pmtu_);
   }
   std::sort(refs.begin(), refs.end(), [](const FlowRef& a, const FlowRef& b) {

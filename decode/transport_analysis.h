@@ -74,6 +74,9 @@ class TransportAnalyzer {
   // Flows retired while still active because kMaxLiveFlows were live: each is
   // listed, but a later packet of it starts a new flow (its sequence restarts).
   std::uint64_t cap_retired_flows() const { return cap_retired_; }
+  // Packets whose bad ICRC was found not the wire's (icrc_origin.h): of the
+  // capture summary's bad ICRCs, those that are not corruption.
+  std::uint64_t icrc_not_wire_packets() const { return icrc_not_wire_packets_; }
   // How many index buckets and candidate flows pairing responses with their
   // requesters has looked at: the test that this is O(1) per packet, whatever
   // the number of QPs between two ends, counts these.
@@ -177,6 +180,7 @@ class TransportAnalyzer {
   std::uint64_t evicted_ = 0;       // flows past kMaxRetiredFlows: only counted
   bool finished_ = false;           // finish() ran: the live flows' summaries are in summaries_
   std::uint64_t cap_retired_ = 0;   // flows retired at the live-flow cap (cap_retired_flows())
+  std::uint64_t icrc_not_wire_packets_ = 0;
   std::uint32_t next_index_ = 0;
   std::uint32_t global_pmtu_ = 0;  // the largest PMTU learned on any flow (reported only)
   // No live flow's last_ts is below this (lowered as flows are made and

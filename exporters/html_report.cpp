@@ -130,8 +130,9 @@ std::string summary_section(const Json& r) {
   h += card("flows", short_number(num(s, "/flows")));
   const double anomalies = num(s, "/anomalies/total");
   h += card("anomalies", short_number(anomalies), anomalies > 0 ? "bad" : "good");
-  const double bad = num(s, "/icrc/bad");
+  const double bad = num(s, "/icrc/bad") - num(s, "/icrc/not_wire");  // a sender's ICRCs not the wire's: not corruption
   h += card("ICRC bad / ok", short_number(bad) + " / " + short_number(num(s, "/icrc/ok")), bad > 0 ? "bad" : "good");
+  if (num(s, "/icrc/not_wire") > 0) h += card("ICRC not the wire's", short_number(num(s, "/icrc/not_wire")));
   h += "</div>\n";
   h += "<table><thead><tr><th class=\"t\">transport</th><th>packets</th><th>bytes</th></tr></thead><tbody>";
   if (s.contains("by_transport"))

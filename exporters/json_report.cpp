@@ -219,6 +219,7 @@ Json report_members_json(const AnalyzeReport& report, const Json& extra) {
         if (log.count(static_cast<AnomalyKind>(k))) by_kind[std::string(to_string(static_cast<AnomalyKind>(k)))] = log.count(static_cast<AnomalyKind>(k));
       summary["anomalies"] = {{"total", log.total()}, {"by_kind", by_kind}, {"listed", log.listed()}};
       summary["flows"] = report.analyzer->transport().flows().size();
+      if (const std::uint64_t n = report.analyzer->transport().icrc_not_wire_packets()) summary["icrc"]["not_wire"] = n;
       if (report.analyzer->transport().evicted_flows()) summary["flows_evicted"] = report.analyzer->transport().evicted_flows();
       if (report.analyzer->transport().cap_retired_flows())
         summary["flows_retired_at_cap"] = report.analyzer->transport().cap_retired_flows();

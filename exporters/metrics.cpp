@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "decode/anomaly.h"
+#include "decode/transport_analysis.h"
 #include "exporters/pfc_report.h"
 
 namespace rdmadiag::exporters {
@@ -126,7 +127,10 @@ std::string render_metrics(const MetricsInput& in) {
                static_cast<double>(s.by_transport[i].packets));
     x.family("rdmadiag_icrc_checks_total", "counter", "ICRC verdicts (bad: corrupted in flight).");
     x.sample("rdmadiag_icrc_checks_total", "result=\"ok\"", static_cast<double>(s.icrc.ok));
-    x.sample("rdmadiag_icrc_checks_total", "result=\"bad\"", static_cast<double>(s.icrc.bad));
+    // A sender's bad ICRCs found not the wire's (icrc_not_wire) are their own result, not corruption.
+    const std::uint64_t not_wire = in.analyzer->transport().icrc_not_wire_packets();
+    x.sample("rdmadiag_icrc_checks_total", "result=\"bad\"", static_cast<double>(s.icrc.bad - std::min(not_wire, s.icrc.bad)));
+    x.sample("rdmadiag_icrc_checks_total", "result=\"not_wire\"", static_cast<double>(not_wire));
     x.sample("rdmadiag_icrc_checks_total", "result=\"unverifiable\"", static_cast<double>(s.icrc.unverifiable));
     x.family("rdmadiag_queue_pairs", "gauge", "Distinct queue pairs seen.");
     x.sample("rdmadiag_queue_pairs", "", static_cast<double>(s.queue_pairs()));

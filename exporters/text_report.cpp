@@ -150,6 +150,9 @@ void write_text_summary(std::ostream& out, const AnalyzeReport& report) {
                static_cast<unsigned long long>(c.bad), static_cast<unsigned long long>(c.unverifiable));
   };
   crc_line("ICRC", s.icrc);
+  if (const std::uint64_t n = report.analyzer ? report.analyzer->transport().icrc_not_wire_packets() : 0)
+    out << fmt("  of the bad, %llu not the wire's: a sender whose ICRCs the capture sees before they are computed "
+               "(icrc_not_wire below), not corruption\n", static_cast<unsigned long long>(n));
   if (s.vcrc.ok + s.vcrc.bad + s.vcrc.unverifiable) crc_line("VCRC", s.vcrc);
   bool any = false;
   for (std::size_t i = 0; i < s.diags.size(); ++i) {

@@ -131,6 +131,9 @@ def check_fixture(name, path, original, frames):
         check("%s -j %s: one icrc_not_wire note counting every rewritten packet" % (name, jobs),
               len(notes) == 1 and notes[0]["count"] == len(frames) and notes[0]["frame"] == frames[0],
               str([(a["frame"], a["count"]) for a in notes]))
+        check("%s -j %s: the summary says which bad ICRCs are not the wire's" % (name, jobs),
+              rep["summary"]["icrc"].get("not_wire") == len(frames) and rep["summary"]["icrc"]["bad"] == len(frames),
+              str(rep["summary"]["icrc"]))
         check("%s -j %s: no packet called corrupt" % (name, jobs),
               rep["summary"]["anomalies"]["by_kind"].get("icrc_bad", 0) == 0 and
               all(f["icrc_bad"] == 0 for f in rep["flows"]))
