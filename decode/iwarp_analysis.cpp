@@ -150,6 +150,7 @@ struct IwarpAnalyzer::Connection {
     Probe settle_marker_stride();
     bool frame_one();
     bool hunt();
+    bool hunt_by_markers();
     void accept_resync(std::size_t pos, bool crc_verified);
     void emit(const Fpdu& f);
     void keep_payload_head(const Fpdu& f, IwarpPdu& u) const;
@@ -630,32 +631,45 @@ void Dir::accept_resync(std::size_t pos, bool crc_verified) {
   consume(pos);
 }
 
+// hunt() with markers at a known place: a marker points back at the header of
+// the FPDU it sits in (RFC 5044 section 4.3).
+bool Dir::hunt_by_markers() {
+  const ByteReader r(view());
+  Fpdu f;
+  // A boundary before where this hunt starts was tried (after a bad FPDU at 0,
+  // hunt_from is 1): taking it again framed the same bad FPDU forever.
+  const std::uint32_t first_start = seq + static_cast<std::uint32_t>(hunt_from);
+  for (;;) {
+    const std::uint32_t m = mpa_next_marker(seq + static_cast<std::uint32_t>(hunt_from), marker_base, marker_stride);
+    const std::size_t mo = m - seq;
+    if (!r.has(mo, kMpaMarkerLen)) return false;
+    const std::uint32_t start = m - r.be16(mo + 2);
+    if (r.be16(mo) == 0 && seq_leq(first_start, start)) {
+      // The search by headers' CRC budget (below) bounds this one too: with a
+      // small stride (settle_marker_stride: down to 8) nearly every marker names
+      // a candidate, and each resync that fails costs an FPDU's CRC for a few
+      // bytes of progress (the fuzzer's 9 KB stream ran for minutes).
+      const std::size_t at = start - seq;
+      const std::uint64_t cost = r.has(at, 2) ? mpa_fpdu_len(r.be16(at)) : 0;
+      if (hunt_crc_spent + cost > kHuntCrcStart + kHuntCrcPerByte * stream_bytes) return false;
+      const Cut c = cut(at, f);
+      if (c == Cut::need_more) return false;
+      if (c == Cut::ok) {
+        hunt_crc_spent += cost;
+        accept_resync(at, crc && f.crc_wire == f.crc_computed);
+        return true;
+      }
+    }
+    hunt_from = mo + 1;
+  }
+}
+
 // Finds the next FPDU boundary without the negotiation's help. Returns true when
 // framing can go on (found), false when more bytes are needed.
 bool Dir::hunt() {
   const ByteReader r(view());
   Fpdu f;
-  if (markers && marker_base_known) {
-    // A marker points back at the header of the FPDU it sits in (RFC 5044 section 4.3).
-    // A boundary before where this hunt starts was tried (after a bad FPDU at 0,
-    // hunt_from is 1): taking it again framed the same bad FPDU forever.
-    const std::uint32_t first_start = seq + static_cast<std::uint32_t>(hunt_from);
-    for (;;) {
-      const std::uint32_t m = mpa_next_marker(seq + static_cast<std::uint32_t>(hunt_from), marker_base, marker_stride);
-      const std::size_t mo = m - seq;
-      if (!r.has(mo, kMpaMarkerLen)) return false;
-      const std::uint32_t start = m - r.be16(mo + 2);
-      if (r.be16(mo) == 0 && seq_leq(first_start, start)) {
-        const Cut c = cut(start - seq, f);
-        if (c == Cut::need_more) return false;
-        if (c == Cut::ok) {
-          accept_resync(start - seq, crc && f.crc_wire == f.crc_computed);
-          return true;
-        }
-      }
-      hunt_from = mo + 1;
-    }
-  }
+  if (markers && marker_base_known) return hunt_by_markers();
   const bool known = conn->iwarp_known();
   std::size_t first_incomplete = SIZE_MAX;
   std::size_t i = hunt_from;
