@@ -50,7 +50,11 @@ class FrameDecoder {
       : frame_(frame), r_(frame), wirelen_(std::max<std::uint32_t>(wirelen, static_cast<std::uint32_t>(frame.size()))),
         opts_(opts), p_(p) {}
 
-  void run(std::uint32_t lt) {
+  void run(std::uint32_t lt, std::uint32_t given_wirelen) {
+    // A record that says fewer bytes were on the wire than it holds: its header
+    // is damaged (tshark: "Frame length is less than captured length"). The
+    // captured bytes are decoded all the same, as tshark does.
+    if (given_wirelen < frame_.size()) p_.diags.add(DiagCode::wire_length_below_captured, Severity::error, given_wirelen);
     switch (lt) {
       case linktype::kEthernet: ethernet(0); break;
       case linktype::kRawDlt12: case linktype::kRawDlt14: case linktype::kRaw: ip_any(0); break;
@@ -438,7 +442,7 @@ void decode_frame(std::uint32_t lt, Bytes frame, std::uint32_t wirelen, const De
   out.linktype = lt;
   out.caplen = static_cast<std::uint32_t>(frame.size());
   out.wirelen = wirelen;
-  FrameDecoder(frame, wirelen, opts, out).run(lt);
+  FrameDecoder(frame, wirelen, opts, out).run(lt, wirelen);
 }
 
 }  // namespace rdmadiag::decode

@@ -113,3 +113,24 @@ TEST(Truncation, AFrameOfAnUndecodedProtocolCutBySnapLength) {
   padded.resize(end + 8, 0);
   EXPECT_FALSE(fixtures::decode(linktype::kEthernet, padded, end).truncated);
 }
+
+// Regression: a record whose original length is below its captured length (a
+// damaged record header; rxe_send_lat.pcap's frame 3 rewritten to len 88,
+// caplen 98) got no diagnostic. tshark flags it "Frame length is less than
+// captured length" (Error/Malformed) and dissects the captured bytes all the
+// same; so does rdmadiag now.
+TEST(Truncation, AWireLengthBelowTheCapturedLengthIsADamagedRecord) {
+  const fixtures::Frame& ack = real_frames::kAck;
+  const auto wirelen = static_cast<std::uint32_t>(ack.size() - 10);
+  DecodedPacket p;
+  decode_frame(linktype::kEthernet, Bytes(ack.data(), ack.size()), wirelen, {}, p);
+  ASSERT_EQ(p.diags.size(), 1u);
+  EXPECT_EQ(p.diags.begin()->code, DiagCode::wire_length_below_captured);
+  EXPECT_EQ(p.diags.begin()->severity, Severity::error);
+  EXPECT_EQ(p.diags.begin()->offset, wirelen);
+  EXPECT_TRUE(p.has_bth);
+  EXPECT_EQ(p.icrc, CrcStatus::ok);
+  EXPECT_FALSE(p.truncated);
+  decode_frame(linktype::kEthernet, Bytes(ack.data(), ack.size()), static_cast<std::uint32_t>(ack.size()), {}, p);
+  EXPECT_TRUE(p.diags.empty());
+}
