@@ -43,6 +43,23 @@ void IcrcOriginTracker::hold(Direction& d, const Held& h) {
   ++held_total_;
 }
 
+void IcrcOriginTracker::hold_cm(Direction& d, const HeldCm& m) {
+  if (d.origin == IcrcOrigin::undecided && d.cms.size() < kMaxHeldCm) d.cms.push_back(m);
+}
+
+bool IcrcOriginTracker::cm_answer(const FlowKey& requests, std::uint32_t remote_comm_id, std::uint64_t frame) {
+  Direction* d = find(requests);
+  if (!d || d->origin != IcrcOrigin::undecided || remote_comm_id == 0) return false;
+  const bool held_corrupt = std::any_of(d->cms.begin(), d->cms.end(), [&](const HeldCm& m) {
+    // Only a REQ or REP introduces its sender's ID to the peer: naming it shows one was taken.
+    return (m.cm.type == CmMessageType::req || m.cm.type == CmMessageType::rep) && m.cm.local_comm_id == remote_comm_id;
+  });
+  if (!held_corrupt) return false;
+  d->evidence = frame;
+  decide(*d, IcrcOrigin::not_wire);
+  return true;
+}
+
 void IcrcOriginTracker::decide(Direction& d, IcrcOrigin o) {
   undecided_ -= d.origin == IcrcOrigin::undecided;
   not_wire_ -= d.origin == IcrcOrigin::not_wire;

@@ -18,6 +18,10 @@
 //     direction was intact: `not_wire` (its bad ICRCs are not checked). A
 //     responder takes a PSN only from an intact copy, which would have passed
 //     the capture point; one exact PSN is the evidence.
+//   - an intact CM message naming as its Remote Communication ID the Local one
+//     of a REQ or REP held only corrupt (a REP or REJ answering the REQ, an RTU
+//     the REP; IBA 12.6): `not_wire` likewise. Only those two introduce the ID,
+//     so the peer's CM took one;
 //   - an intact packet of a `not_wire` direction contradicts it (a sender whose
 //     ICRCs the capture cannot see sends no intact one): `wire` again from there.
 // Before the first answer every bad packet got the verdict "corrupt"; a
@@ -31,6 +35,7 @@
 #include <vector>
 
 #include "decode/flow_summary.h"
+#include "decode/ib_mad.h"
 #include "decode/ib_opcodes.h"
 #include "decode/ib_transport.h"
 #include "decode/rc_requester.h"
@@ -59,9 +64,19 @@ class IcrcOriginTracker {
     SeqFacts facts;
     FlowKey flow;  // the flow that counted it
   };
+  // A CM message captured with a bad ICRC while undecided: replayed into the
+  // CM pairing if the direction is found not_wire.
+  struct HeldCm {
+    CmMessage cm;
+    FlowKey ends;  // its addresses, as the CM pairing keys them
+    std::uint64_t frame = 0;
+    double ts = 0;
+  };
+  static constexpr std::size_t kMaxHeldCm = 64;  // per direction: a few per connection set up before the first answer
   struct Direction {
     IcrcOrigin origin = IcrcOrigin::undecided;
     std::vector<Held> held;
+    std::vector<HeldCm> cms;
     std::uint64_t first_bad_frame = 0;
     std::uint64_t evidence = 0;  // the answer's frame
     std::size_t anomaly = SIZE_MAX;  // its icrc_not_wire entry, once decided
@@ -76,6 +91,8 @@ class IcrcOriginTracker {
   Direction* bad_packet(const FlowKey& hosts, std::uint64_t frame);
   // Remembers the verdict given to a bad packet of an undecided direction.
   void hold(Direction& d, const Held& h);
+  // Remembers a CM message of an undecided direction captured with a bad ICRC.
+  void hold_cm(Direction& d, const HeldCm& m);
   // An intact packet of direction `hosts` (call while learning()): true if it
   // contradicts a not_wire verdict (the direction is `wire` from here).
   bool intact_packet(const FlowKey& hosts);
@@ -83,11 +100,15 @@ class IcrcOriginTracker {
   // PSN `taken` was taken: true when it decides the direction not_wire now
   // (the caller withdraws the held verdicts, then calls settle()).
   bool answer(const FlowKey& requests, std::uint32_t taken, std::uint64_t frame);
+  // An intact CM message to direction `requests` naming `remote_comm_id`: true
+  // when it answers a CM message held only corrupt and so decides not_wire now.
+  bool cm_answer(const FlowKey& requests, std::uint32_t remote_comm_id, std::uint64_t frame);
   Direction* find(const FlowKey& hosts);
   // The held verdicts are handled: frees them.
   void settle(Direction& d) {
     held_total_ -= d.held.size();
     std::vector<Held>().swap(d.held);
+    std::vector<HeldCm>().swap(d.cms);
   }
 
  private:

@@ -382,6 +382,7 @@ void TransportAnalyzer::corrupt_packet(Flow& f, const DecodedPacket& p, SeqPacke
   sp.corrupt = true;
   sp.anomaly = report_bad_crc(f, p, frame, out);
   if (origin) origin_.hold(*origin, {sp, facts_of(p), f.s.key});
+  if (origin && p.cm && info.valid) hold_cm(*origin, p, frame, sp.ts);
   Flow* seq = &f;  // the flow it is sequenced in
   if (f.s.packets == 1) {  // it made a flow of its own
     const bool ack = info.kind == OpKind::acknowledge || info.kind == OpKind::atomic_acknowledge;
@@ -429,11 +430,23 @@ void TransportAnalyzer::learn_icrc_origin(Flow& f, const DecodedPacket& p, const
     const IcrcOriginTracker::Direction* d = origin_.find(hosts);
     if (Anomaly* a = d->anomaly < log_.items().size() ? &log_.items()[d->anomaly] : nullptr) a->relate(frame);
   }
-  std::uint32_t taken = 0;
-  if (!info.valid || !psn_taken_by_answer(info.kind, p.ib.bth.psn, p.ib.aeth, taken)) return;
   FlowKey requests = hosts;
   std::swap(requests.src, requests.dst);
+  if (p.cm && info.valid && origin_.cm_answer(requests, p.cm->remote_comm_id, frame))
+    return withdraw_corrupt_verdicts(*origin_.find(requests), f);
+  std::uint32_t taken = 0;
+  if (!info.valid || !psn_taken_by_answer(info.kind, p.ib.bth.psn, p.ib.aeth, taken)) return;
   if (origin_.answer(requests, taken, frame)) withdraw_corrupt_verdicts(*origin_.find(requests), f);
+}
+
+// A CM message captured with a bad ICRC while its direction is undecided.
+void TransportAnalyzer::hold_cm(IcrcOriginTracker::Direction& d, const DecodedPacket& p, std::uint64_t frame,
+                                double ts) {
+  IcrcOriginTracker::HeldCm m;
+  m.cm = *p.cm;
+  m.frame = frame;
+  m.ts = ts;
+  if (endpoint_addresses(p, m.ends)) origin_.hold_cm(d, m);
 }
 
 // The direction's captured ICRCs were not the ones its receiver checked: the
@@ -441,7 +454,13 @@ void TransportAnalyzer::learn_icrc_origin(Flow& f, const DecodedPacket& p, const
 // counts mended), and one note says so, counting them and every later one.
 void TransportAnalyzer::withdraw_corrupt_verdicts(IcrcOriginTracker::Direction& d, Flow& answer_flow) {
   Flow* first = nullptr;
+  std::size_t cm = 0;  // held CM messages go to the CM pairing in capture order with the packets
+  auto cms_upto = [&](std::uint64_t frame) {
+    for (; cm < d.cms.size() && d.cms[cm].frame <= frame; ++cm)
+      cm_message(d.cms[cm].cm, d.cms[cm].ends, d.cms[cm].frame, d.cms[cm].ts, true);
+  };
   for (const IcrcOriginTracker::Held& h : d.held) {
+    cms_upto(h.sp.frame);
     log_.retract(h.sp.anomaly);
     const std::uint32_t slot = flows_.find(h.flow);
     if (slot == decltype(flows_)::kNone) continue;
@@ -450,6 +469,7 @@ void TransportAnalyzer::withdraw_corrupt_verdicts(IcrcOriginTracker::Direction& 
     if (g->s.faults().icrc_bad) --g->s.faults_for_update().icrc_bad;
     replay_intact(*g, h);
   }
+  cms_upto(UINT64_MAX);
   Anomaly a{AnomalyKind::icrc_not_wire};
   a.frame = d.first_bad_frame;
   a.psn = d.held.empty() ? 0 : d.held.front().sp.psn;
@@ -465,6 +485,7 @@ void TransportAnalyzer::withdraw_corrupt_verdicts(IcrcOriginTracker::Direction& 
 // (its per-packet verdict was given; the flow's state and log are mended).
 void TransportAnalyzer::replay_intact(Flow& f, const IcrcOriginTracker::Held& h) {
   const OpcodeInfo& info = opcode_info(h.facts.opcode);
+  if (info.valid && info.service == TransportService::ud) ++f.s.requests;  // (not sequenced: corrupt or not)
   if (!info.valid || info.service == TransportService::ud || info.service == TransportService::uc) return;
   SeqPacket sp = h.sp;
   sp.corrupt = false;
@@ -744,9 +765,16 @@ TransportAnalyzer::Flow* TransportAnalyzer::infer_peer(Flow& resp, std::uint32_t
 
 // CM REQ/REP pair the two QPs of a connection and give both starting PSNs (IBA 12.6, 12.7.2/12.7.8).
 void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame, double ts) {
-  const CmMessage& cm = *p.cm;
   FlowKey ends;
-  if (!endpoint_addresses(p, ends)) return;
+  if (endpoint_addresses(p, ends)) cm_message(*p.cm, ends, frame, ts, false);
+}
+
+// `ends`: the message's addresses (transport set). `replayed`: a message held
+// as corrupt until its direction's ICRCs were found not the wire's (icrc_origin.h),
+// taken now, later than its place: flows its REP makes that carried packets
+// since keep their sequence (no restart).
+void TransportAnalyzer::cm_message(const CmMessage& cm, const FlowKey& ends, std::uint64_t frame, double ts,
+                                   bool replayed) {
   if (cm.type == CmMessageType::req) {
     if (cm_reqs_.size() > 65536) cm_reqs_.clear();
     cm_reqs_[cm.local_comm_id] = CmSide{ends, cm.local_qpn, cm.starting_psn, cm.path_mtu};
@@ -764,7 +792,7 @@ void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame, 
   // REQ sender A (QPN qa) and REP sender B (QPN qb); flow ab is A's packets to qb.
   auto make = [&](bool a_to_b) -> Flow& {
     FlowKey k = req.from;
-    k.transport = p.transport;
+    k.transport = ends.transport;
     if (!a_to_b) std::swap(k.src, k.dst);
     k.dest_qp = a_to_b ? cm.local_qpn : req.qpn;
     k.src_qp = 0;
@@ -776,10 +804,12 @@ void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame, 
   Flow& ab = make(true);
   Flow& ba = make(false);
   auto start = [&](Flow& f, std::uint32_t psn) {
-    RequesterState& q = f.requester();
-    q.spur.open = false;  // a new connection: no verdict on the old one's resend
-    q.restart(psn);
-    q.msg.kind = MessageState::Kind::none;
+    if (!replayed || f.s.packets == 0) {
+      RequesterState& q = f.requester();
+      q.spur.open = false;  // a new connection: no verdict on the old one's resend
+      q.restart(psn);
+      q.msg.kind = MessageState::Kind::none;
+    }
     if (req.mtu_code >= 1 && req.mtu_code <= 5) {
       f.s.pmtu = 256u << (req.mtu_code - 1);
       f.s.pmtu_from_cm = true;

@@ -134,6 +134,8 @@ class TransportAnalyzer {
   void unreliable(Flow& f, const DecodedPacket& p, const SeqPacket& sp, PacketAnalysis& out);
   void set_span(const Flow& f, const SeqFacts& p, SeqPacket& sp) const;
   void cm_message(const DecodedPacket& p, std::uint64_t frame, double ts);
+  void cm_message(const CmMessage& cm, const FlowKey& ends, std::uint64_t frame, double ts, bool replayed);
+  void hold_cm(IcrcOriginTracker::Direction& d, const DecodedPacket& p, std::uint64_t frame, double ts);
   void note_cm_id(std::vector<std::uint32_t>& ids, std::uint32_t id);
   Flow* peer_requester(Flow& resp, std::uint32_t psn);
   Flow* one_bit_from(const Flow& f, const DecodedPacket& p);

@@ -169,6 +169,46 @@ def check_source(src, tmp):
           len(note["related_frames"]) == 2 and note["related_frames"][1] <= first_intact, str(note["related_frames"]))
 
 
+CM_SOURCES = ["rxe_send_lat_rdmacm.pcap", "lab_rxe_send_lat_rdmacm_near_psn.pcap"]
+
+
+def cm_answer_oracle(path, sender):
+    """tshark's frame of the first CM message from the other host naming, as its
+    Remote Communication ID, the Local one of a REQ or REP `sender` sent before it."""
+    rows = [l.split("\t") for l in tshark(path, "-Y", "infiniband.cm.req || infiniband.cm.rep || "
+                                          "infiniband.cm.rtu.localcommid || infiniband.cm.rej.localcommid",
+                                          "-T", "fields", "-e", "frame.number", "-e", "ip.src",
+                                          "-e", "infiniband.cm.req", "-e", "infiniband.cm.rep",
+                                          "-e", "infiniband.cm.rep.remotecommid", "-e", "infiniband.cm.rtu.remotecommid",
+                                          "-e", "infiniband.cm.rej.remotecommid").split("\n") if l]
+    introduced = set()
+    for frame, src, req, rep, *remote in rows:
+        if src == sender:
+            introduced |= {x for x in (req, rep) if x}
+        elif any(r and r in introduced for r in remote):
+            return int(frame)
+    return None
+
+
+def check_cm_source(src, tmp):
+    """Connections set up by the CM (rdma_cm): while a sender's direction is
+    undecided its CM REQ or REP is held as corrupt. The peer's intact answer to
+    it (a REP naming the REQ's Local Communication ID, an RTU naming the REP's)
+    decides, and the held messages reach the CM pairing (before: pairing
+    inferred, no path MTU, flows starting at their first RC packet)."""
+    path = os.path.join(pcaps, src)
+    original = report(path)
+    check(src + ": the untouched file's RC flows are paired by the CM",
+          any(f.get("pairing") == "cm" for f in original["flows"]))
+    for sender in sorted({l for l in tshark(path, "-Y", "infiniband.cm.req || infiniband.cm.rep", "-T", "fields", "-e", "ip.src").split()}):
+        fixture = os.path.join(tmp, "cm.pcap")
+        frames = rewrite(path, fixture, bytes(int(x) for x in sender.split(".")), False)
+        note = check_fixture("%s, %s's ICRCs zeroed" % (src, sender), fixture, original, frames)
+        answer = cm_answer_oracle(path, sender)
+        check("%s, %s's ICRCs zeroed: decided by the peer's CM answer (tshark: frame %s)" % (src, sender, answer),
+              answer is not None and note["related_frames"][:1] == [answer], str(note["related_frames"]))
+
+
 def damaged_fragment_headers(path):
     """IPv4 headers with a fragment bit set whose RFC 1071 checksum fails (a bit error made them fragments)."""
     _, _, recs = dp.read_pcap(path)
@@ -202,6 +242,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for src in SOURCES:
             check_source(src, tmp)
+        for src in CM_SOURCES:
+            check_cm_source(src, tmp)
     check_real_corruption()
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0

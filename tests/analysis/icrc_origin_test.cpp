@@ -106,3 +106,32 @@ TEST(IcrcOrigin, MemoryIsBounded) {
 }
 
 }  // namespace
+
+// IBA 12.6: a REQ and a REP introduce their sender's Local Communication ID; the
+// peer's later messages name it as their Remote one. Naming a REQ's or REP's
+// held only corrupt shows the peer's CM took it; an RTU introduces nothing.
+TEST(IcrcOrigin, ACmAnswerNamingAHeldReqOrRepMeansTheyAreNot) {
+  IcrcOriginTracker t;
+  const FlowKey ab = hosts(1, 2);
+  IcrcOriginTracker::Direction* d = t.bad_packet(ab, 7);
+  ASSERT_NE(d, nullptr);
+  IcrcOriginTracker::HeldCm rtu;
+  rtu.cm.type = CmMessageType::rtu;
+  rtu.cm.local_comm_id = 0x1111;
+  t.hold_cm(*d, rtu);
+  EXPECT_FALSE(t.cm_answer(ab, 0x1111, 8));  // an RTU's ID was introduced by an earlier REQ/REP
+  EXPECT_FALSE(t.cm_answer(ab, 0, 8));
+  IcrcOriginTracker::HeldCm req;
+  req.cm.type = CmMessageType::req;
+  req.cm.local_comm_id = 0x98498c7f;
+  req.frame = 7;
+  t.hold_cm(*d, req);
+  EXPECT_FALSE(t.cm_answer(hosts(2, 1), 0x98498c7f, 8));  // not the direction that sent it
+  EXPECT_TRUE(t.cm_answer(ab, 0x98498c7f, 8));
+  EXPECT_EQ(d->origin, IcrcOrigin::not_wire);
+  EXPECT_EQ(d->evidence, 8u);
+  EXPECT_EQ(d->cms.size(), 2u);  // kept for the replay until settled
+  t.settle(*d);
+  EXPECT_TRUE(d->cms.empty());
+  EXPECT_FALSE(t.cm_answer(ab, 0x98498c7f, 9));  // decided already
+}
