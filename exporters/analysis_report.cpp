@@ -69,6 +69,7 @@ Json flows_json(const TransportAnalyzer& t) {
     j["dst"] = address_string(f.key, false);
     j["dest_qp"] = f.key.dest_qp;
     if (f.key.src_qp) j["src_qp"] = f.key.src_qp;
+    if (f.key.point) j["capture_point"] = f.key.point - 1;
     j["transport_service"] = to_string(f.service);
     if (f.peer >= 0) {
       j["peer_flow"] = f.peer;
@@ -115,8 +116,14 @@ Json flows_json(const TransportAnalyzer& t) {
 }
 
 namespace {
-template <typename Explain>
-Json anomalies_json_with(const AnomalyLog& log, Explain explain_one) {
+// The capture point of an anomaly's flow, when the input has several (0: none).
+std::uint16_t point_of(const Anomaly& a, const TransportAnalyzer& t) {
+  const FlowSummary* f = is_iwarp_kind(a.kind) || is_pause_kind(a.kind) ? nullptr : flow_at(t, a.flow);
+  return f ? f->key.point : 0;
+}
+
+template <typename Explain, typename PointOf>
+Json anomalies_json_with(const AnomalyLog& log, Explain explain_one, PointOf point) {
   Json arr = Json::array();
   for (const Anomaly& a : log.items()) {
     if (a.retracted) continue;
@@ -125,6 +132,7 @@ Json anomalies_json_with(const AnomalyLog& log, Explain explain_one) {
     j["severity"] = to_string(severity_of(a.kind));
     j["frame"] = a.frame;
     if (a.flow != UINT32_MAX) j["flow"] = a.flow;
+    if (const std::uint16_t p = point(a)) j["capture_point"] = p - 1;
     if (is_pause_kind(a.kind)) {
       j["priority"] = a.priority;
       j["mac"] = mac_string(a.mac);
@@ -155,11 +163,18 @@ Json anomalies_json_with(const AnomalyLog& log, Explain explain_one) {
 }  // namespace
 
 Json anomalies_json(const AnomalyLog& log, const TransportAnalyzer& t) {
-  return anomalies_json_with(log, [&](const Anomaly& a) { return explain(a, t); });
+  return anomalies_json_with(
+      log, [&](const Anomaly& a) { return explain(a, t); }, [&](const Anomaly& a) { return point_of(a, t); });
 }
 
 Json anomalies_json(const Analyzer& analyzer) {
-  return anomalies_json_with(analyzer.anomalies(), [&](const Anomaly& a) { return explain(a, analyzer); });
+  const auto& iwarp_flows = analyzer.iwarp().flows();
+  return anomalies_json_with(
+      analyzer.anomalies(), [&](const Anomaly& a) { return explain(a, analyzer); },
+      [&](const Anomaly& a) -> std::uint16_t {
+        if (!is_iwarp_kind(a.kind)) return point_of(a, analyzer.transport());
+        return a.flow < iwarp_flows.size() ? iwarp_flows[a.flow].point : 0;
+      });
 }
 
 std::string explain(const Anomaly& a, const Analyzer& analyzer) {

@@ -171,6 +171,7 @@ Json iwarp_report_json(const IwarpAnalyzer& an) {
                               {"out_of_order_segments", f.tcp.out_of_order_segments},
                               {"holes_recovered", f.tcp.holes_recovered}, {"holes_lost", f.tcp.holes_lost},
                               {"bytes_lost", f.tcp.bytes_lost}}}});
+    if (f.point) flows.back()["capture_point"] = f.point - 1;
   }
   j["flows"] = flows;
   return j;
