@@ -17,7 +17,7 @@ PSN, count) tagged p are those of analysing point p's capture alone (whose
 verdicts the other tests check against tshark and the lab's ground truth); the
 RDMA packets per point are tshark's count of frames with a BTH (or a TCP
 payload, iWARP) per frame.interface_id; -j 2 prints the same report as -j 1;
-`convert` to pcapng keeps both interfaces.
+`convert` to pcapng keeps both interfaces and to pcap refuses to merge them.
 """
 import collections
 import json
@@ -133,6 +133,10 @@ def check_convert(both, tmp):
     out = os.path.join(tmp, "kept.pcapng")
     run(rdmadiag, "convert", both, out)
     check("convert to pcapng keeps both interfaces", sorted(per_interface(out, "frame")) == [0, 1])
+    flat = os.path.join(tmp, "flat.pcap")
+    r = subprocess.run([rdmadiag, "convert", both, flat], capture_output=True, text=True)
+    check("convert to pcap refuses to merge the points", r.returncode == 1 and "capture point" in r.stderr
+          and not os.path.exists(flat), r.stderr.strip())
 
 
 def main():
