@@ -213,7 +213,8 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
   if (is_pause_kind(a.kind)) return explain_pause(a);  // link level: no queue pair
   std::string who = fmt("QP 0x%06x", a.dest_qp);
   if (const FlowSummary* f = flow_at(t, a.flow))
-    who += fmt(" %s -> %s", address_string(f->key, true).c_str(), address_string(f->key, false).c_str());
+    who += fmt(" %s -> %s%s", address_string(f->key, true).c_str(), address_string(f->key, false).c_str(),
+               point_label(f->key.point).c_str());
   const std::string rel = frames(a);
   switch (a.kind) {
     case AnomalyKind::psn_gap:
@@ -339,7 +340,8 @@ void write_flow_table(std::ostream& out, const TransportAnalyzer& t) {
       if (l.count() && (!lat || l.count() > lat->count())) lat = &l;
     // A UD flow is keyed by its source QP (any destination QP): show that one.
     const std::string from = f->service == TransportService::ud ? fmt(" QP 0x%x", f->key.src_qp) : std::string();
-    const std::string ends = address_string(f->key, true) + from + " -> " + address_string(f->key, false);
+    const std::string ends =
+        address_string(f->key, true) + from + " -> " + address_string(f->key, false) + point_label(f->key.point);
     out << fmt("  %-4u 0x%06x %-33s %-5s %8llu %10llu %5llu %5llu %5llu %5llu %6llu %4llu %9s %9s %5llu %5llu\n", f->index,
                f->key.dest_qp, ends.c_str(), std::string(to_string(f->service)).c_str(),
                static_cast<unsigned long long>(f->packets), static_cast<unsigned long long>(f->bytes),

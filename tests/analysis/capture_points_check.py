@@ -16,7 +16,8 @@ packet counts, PSN counters, NAK counts and pairing, and the anomalies (kind,
 PSN, count) tagged p are those of analysing point p's capture alone (whose
 verdicts the other tests check against tshark and the lab's ground truth); the
 RDMA packets per point are tshark's count of frames with a BTH (or a TCP
-payload, iWARP) per frame.interface_id; -j 2 prints the same report as -j 1;
+payload, iWARP) per frame.interface_id; the text report names the interface
+of every flow and problem line (two flows of the same QP are told apart); -j 2 prints the same report as -j 1;
 `convert` to pcapng keeps both interfaces and to pcap refuses to merge them.
 """
 import collections
@@ -123,6 +124,11 @@ def check_source(name, flt, tmp):
     dup_alone = sum(1 for p in (a, b) for x in report(p)["anomalies"] if x["kind"] in ("psn_duplicate", "retransmission"))
     check(name + ": no duplicate/resend the points alone do not have", dup_merged == dup_alone,
           "%d vs %d" % (dup_merged, dup_alone))
+    text = run(rdmadiag, "analyze", both)
+    labelled = [l for l in text.splitlines() if "10.77.0." in l and "->" in l]
+    check(name + ": text names each flow's and problem's interface",
+          labelled and all("[interface 0]" in l or "[interface 1]" in l for l in labelled), labelled[0] if labelled else "")
+    check(name + ": no interface named for a one-point file", "[interface" not in run(rdmadiag, "analyze", a))
     j1 = run(rdmadiag, "analyze", "-q", "--json", "-", "-j", "1", both)
     j2 = run(rdmadiag, "analyze", "-q", "--json", "-", "-j", "2", both)
     check(name + ": -j 2 = -j 1", j1 == j2)
