@@ -76,6 +76,7 @@ void ShardPass::other_frame(const capture::Record& rec, std::uint32_t linktype, 
                             double ts) {
   if (pause_state) {  // pause state: every shard keeps it
     decode::decode_frame(linktype, rec.data, rec.wirelen, opts_, *pkt_);
+    pkt_->capture_point = point_;
     analyzer_->add_pause_state(*pkt_, frame_, rec.ts_ns());
   }
   // One analyzer sweeps idle flows after every kSweepFrames-th frame

@@ -18,7 +18,10 @@ verdicts the other tests check against tshark and the lab's ground truth); the
 RDMA packets per point are tshark's count of frames with a BTH (or a TCP
 payload, iWARP) per frame.interface_id; the text report names the interface
 of every flow and problem line (two flows of the same QP are told apart); -j 2 prints the same report as -j 1;
-`convert` to pcapng keeps both interfaces and to pcap refuses to merge them.
+`convert` to pcapng keeps both interfaces and to pcap refuses to merge them;
+a PFC capture seen at two points has each point's pause senders (tshark's
+MAC Control frames per interface and source) and no pause of one point's link
+holds back packets seen at the other.
 """
 import collections
 import json
@@ -135,6 +138,38 @@ def check_source(name, flt, tmp):
     return both
 
 
+def sender_sig(s):
+    """A pause sender without frame numbers (the merged file numbers its frames anew)."""
+    prios = [{k: v for k, v in p.items() if not k.endswith("_frame")} for p in s["priorities"]]
+    return (s["mac"], s["pause_frames"], s["pfc_frames"], json.dumps(prios, sort_keys=True))
+
+
+def check_pause(tmp):
+    """A PFC capture seen at two points: each point's pause senders are its own."""
+    name = "pfc/pfc_storm.pcap"
+    a, b, both = os.path.join(tmp, "pa.pcapng"), os.path.join(tmp, "pb.pcapng"), os.path.join(tmp, "pboth.pcapng")
+    run("editcap", "-F", "pcapng", os.path.join(pcaps, name), a)
+    run("editcap", "-F", "pcapng", "-t", "0.000004", os.path.join(pcaps, name), b)
+    run("mergecap", "-I", "none", "-w", both, a, b)
+    rows = run("tshark", "-r", both, "-Y", "eth.type == 0x8808", "-T", "fields", "-e", "frame.interface_id",
+               "-e", "eth.src").split("\n")
+    theirs = collections.Counter(tuple(r.split("\t")) for r in rows if r)
+    merged = report(both, "--link-speed", "100")["pfc"]
+    ours = collections.Counter()
+    for s in merged["senders"]:
+        ours[(str(s.get("capture_point")), s["mac"])] += s["pause_frames"] + s["pfc_frames"]
+    check(name + ": pause frames per point and sender = tshark's", ours == theirs, "%s vs %s" % (dict(ours), dict(theirs)))
+    for point, alone_path in ((0, a), (1, b)):
+        alone = report(alone_path, "--link-speed", "100")["pfc"]
+        got = sorted(sender_sig(s) for s in merged["senders"] if s.get("capture_point") == point)
+        check("%s point %d: senders as alone" % (name, point), got == sorted(sender_sig(s) for s in alone["senders"]))
+    by_prio = merged["roce"]["by_priority"]
+    alone = report(a, "--link-speed", "100")["pfc"]["roce"]["by_priority"]
+    check(name + ": RoCE sent while paused = the two points' sum",
+          [(x["sent_while_paused"], x["qps_while_paused"]) for x in by_prio] ==
+          [(2 * x["sent_while_paused"], 2 * x["qps_while_paused"]) for x in alone])
+
+
 def check_convert(both, tmp):
     out = os.path.join(tmp, "kept.pcapng")
     run(rdmadiag, "convert", both, out)
@@ -157,6 +192,7 @@ def main():
             os.mkdir(sub)
             merged.append(check_source(name, flt, sub))
         check_convert(merged[0], tmp)
+        check_pause(tmp)
     if failures:
         print("%d check(s) failed" % len(failures))
         return 1
