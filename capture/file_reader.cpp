@@ -99,6 +99,7 @@ bool FileReader::open(const std::string& path) {
   linktype_ = static_cast<std::uint32_t>(pcap_datalink(handle_));
   snaplen_ = static_cast<std::uint32_t>(pcap_snapshot(handle_));
   classic_pcap_ = pcap_major_version(handle_) == 2;  // pcapng's section header says 1
+  if (!classic_pcap_ && path != "-" && read_points_apart(path)) return true;
   if (path != "-") {
     // Classic pcap in a regular file: read records in place from a window of the file.
     FILE* f = pcap_file(handle_);
@@ -239,6 +240,19 @@ bool FileReader::next(Record& rec) {
                       "when given by name, not on standard input)";
   }
   return false;  // PCAP_ERROR_BREAK: end of file
+}
+
+// A pcapng file with more than one interface before its first record: read
+// by PcapngReader from the start, which says each record's interface.
+bool FileReader::read_points_apart(const std::string& path) {
+  PcapngReader probe;
+  Record first;
+  if (!probe.open(path) || !probe.next(first) || probe.interfaces().size() < 2) return false;
+  auto own = std::make_unique<PcapngReader>();
+  if (!own->open(path)) return false;
+  for (const PcapngInterface& i : probe.interfaces()) point_names_.push_back(i.name);
+  pcapng_ = std::move(own);
+  return true;
 }
 
 // libpcap 1.10 stopped at an interface whose link type or snap length differs

@@ -17,13 +17,23 @@
 // file (given by name) is read again from its start by capture::PcapngReader,
 // which continues after the records libpcap already handed out; each record
 // then has its own interface's link type (record_linktype()).
+//
+// A pcapng file (given by name) whose records start after more than one
+// interface description (two capture points merged by mergecap, a capture of
+// several interfaces) is read by PcapngReader from its start, so that each
+// record's interface is known (record_interface()): libpcap accepts such a
+// file when the interfaces share a link type but never says which one a
+// record came from. Only the interfaces described before the first record are
+// counted (mergecap and capture tools write them all there).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 struct pcap;
 
@@ -126,6 +136,16 @@ class FileReader {
   // by PcapngReader: libpcap does not tell), and that interface when known.
   std::uint32_t record_interface() const;
   const PcapngInterface* interface_info(std::uint32_t index) const;
+  // Interfaces described before the first record when more than one (the file
+  // is then read by PcapngReader); 1 otherwise (classic pcap, standard input).
+  std::uint32_t interfaces() const { return static_cast<std::uint32_t>(std::max<std::size_t>(1, point_names_.size())); }
+  // Their names (if_name, "" when absent), by interface index; empty when one.
+  const std::vector<std::string>& point_names() const { return point_names_; }
+  // The last record's capture point (decode::DecodedPacket::capture_point): 1 +
+  // its interface when the file has more than one, else 0.
+  std::uint16_t record_point() const {
+    return point_names_.size() > 1 ? static_cast<std::uint16_t>(std::min<std::uint32_t>(record_interface(), 0xfffe) + 1) : 0;
+  }
   const std::string& error() const { return error_; }
   // Empty when the whole file was read; otherwise why reading stopped early.
   const std::string& stop_reason() const { return stop_reason_; }
@@ -143,6 +163,7 @@ class FileReader {
   bool map_window(std::size_t pos);
   bool fall_back(Record& rec);
   bool take_over_pcapng(const std::string& refusal);
+  bool read_points_apart(const std::string& path);
   bool next_pcapng(Record& rec);
   void unmap();
 
@@ -167,6 +188,7 @@ class FileReader {
   bool prefetch_ahead_ = false;
   std::uint32_t linktype_ = 0;
   std::uint32_t snaplen_ = 0;
+  std::vector<std::string> point_names_;  // see interfaces()
   std::uint64_t records_ = 0;
   std::string path_;
   std::string error_;

@@ -53,6 +53,14 @@ void AnalysisSession::begin_input(const std::string& path, std::uint32_t linktyp
   linktype_ = linktype;
 }
 
+// Interface i of every input is point i + 1: a capture cut into several files
+// (ring buffer) keeps its interfaces in each.
+void AnalysisSession::capture_points(const std::vector<std::string>& names) {
+  auto& points = report_.capture_points;
+  for (std::size_t i = points.size(); i < names.size() && i < 0xffff; ++i)
+    points.push_back({static_cast<std::uint32_t>(i), names[i]});
+}
+
 void AnalysisSession::input_failed(const std::string& path, const std::string& error) {
   exporters::InputInfo info;
   info.path = path;
@@ -63,11 +71,12 @@ void AnalysisSession::input_failed(const std::string& path, const std::string& e
 void AnalysisSession::frame(const capture::Record& rec) { frame(rec, linktype_); }
 
 // Live capture interleaves interfaces, each with its own link type.
-void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype) {
+void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype, std::uint16_t point) {
   ++frame_;
   const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;
   if (std::isnan(first_ts_)) first_ts_ = ts;
   decode::decode_frame(linktype, rec.data, rec.wirelen, opts_.decode, pkt_);
+  pkt_.capture_point = point;
   decode::PacketAnalysis& pa = pa_;
   analyzer_->add(pkt_, frame_, ts, pa, rec.ts_ns());
   if (!replays_.empty())

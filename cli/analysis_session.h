@@ -39,7 +39,11 @@ class AnalysisSession {
   void begin_input(const std::string& path, std::uint32_t linktype, std::uint32_t snaplen);
   void input_failed(const std::string& path, const std::string& error);
   void frame(const capture::Record& rec);
-  void frame(const capture::Record& rec, std::uint32_t linktype);
+  // `point`: the capture point that saw it (decode::DecodedPacket::capture_point).
+  void frame(const capture::Record& rec, std::uint32_t linktype, std::uint16_t point = 0);
+  // The input just begun holds several capture points (a pcapng file's
+  // interfaces): the report names them (exporters::CapturePoint).
+  void capture_points(const std::vector<std::string>& names);
   void end_input(std::uint64_t records, const std::string& stop_reason);
   // A top-level member added to the JSON report (e.g. capture statistics).
   void add_report_member(const std::string& key, exporters::Json value);

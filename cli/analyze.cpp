@@ -61,12 +61,13 @@ int analyze_serial(const AnalyzeOptions& o, AnalysisSession& session) {
       std::fprintf(stderr, "rdmadiag analyze: %s: link type %u is not one rdmadiag decodes; frames are counted only\n",
                    path.c_str(), reader.linktype());
     session.begin_input(path, reader.linktype(), reader.snaplen());
+    session.capture_points(reader.point_names());
     capture::Record rec;
     struct stat st {};
     const std::uint64_t file_size = path != "-" && ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
     exporters::ProgressBar progress(!o.quiet);
     while (reader.next(rec)) {
-      session.frame(rec, reader.record_linktype());  // a pcapng file's interfaces may differ
+      session.frame(rec, reader.record_linktype(), reader.record_point());  // a pcapng file's interfaces may differ
       if ((reader.records_read() & 255) == 0) heap.poll();  // 256 frames: < 1 MB of new flow state
       if (progress.on() && (reader.records_read() & 4095) == 0)
         progress.update(path, static_cast<std::uint64_t>(std::max<std::int64_t>(0, reader.file_offset())), file_size,
@@ -136,6 +137,7 @@ bool analyze_parallel(const AnalyzeOptions& o, unsigned jobs, const SessionOptio
       continue;
     }
     session.begin_input(in.path, in.linktype, in.snaplen);
+    session.capture_points(in.point_names);
     session.end_input(in.records, in.stop_reason);
   }
   session.adopt(std::move(r.analyzer), std::move(r.tally));
@@ -199,6 +201,7 @@ int run_analyze(const AnalyzeOptions& o) {
       capture::Record rec;
       while (reader.next(rec)) {
         decode::decode_frame(reader.record_linktype(), rec.data, rec.wirelen, so.decode, pkt);
+        pkt.capture_point = reader.record_point();
         first.add(pkt, ++frame, static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9, pa, rec.ts_ns());
       }
     }

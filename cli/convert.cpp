@@ -65,6 +65,7 @@ struct Copy {
   capture::CaptureWriter& writer;
   const ConvertOptions& o;
   bool to_erf = false;
+  bool one_interface = false;  // pcap (and ERF in pcap): a second capture point cannot be kept apart
   std::vector<std::size_t> out_iface = {0};  // the reader's interface -> the writer's
   std::uint64_t skipped = 0;    // too long for an ERF record
   std::string refused;          // an interface the output cannot hold
@@ -91,6 +92,12 @@ struct Copy {
     if (!writer.add_interface(d)) {
       refused = "interface " + std::to_string(in) + " has link type " + std::to_string(d.linktype) + ", interface 0 link type " +
                 std::to_string(reader.linktype()) + "; a pcap file holds one link type: convert to pcapng (--to pcapng)";
+      return kNone;
+    }
+    if (one_interface) {  // same link type: a pcap file would merge the two points into one
+      refused = "interface " + std::to_string(in) +
+                " is another capture point than interface 0; a pcap file cannot tell them apart: convert to pcapng "
+                "(--to pcapng)";
       return kNone;
     }
     if (out_iface.size() <= in) out_iface.resize(in + 1, kNone);
@@ -154,7 +161,7 @@ int run_convert(const ConvertOptions& o) {
     std::fprintf(stderr, "rdmadiag convert: %s\n", writer.error().c_str());
     return 1;
   }
-  Copy copy{reader, writer, o, to_erf, {0}, 0, {}};
+  Copy copy{reader, writer, o, to_erf, to != "pcapng", {0}, 0, {}};
   bool ok = copy.run();
   ok = writer.close() && ok;
   if (!copy.refused.empty()) {

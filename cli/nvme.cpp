@@ -47,6 +47,11 @@ int feed(const std::string& path, decode::Analyzer& transport, decode::NvmeAnaly
     std::cerr << "rdmadiag nvme: " << reader.error() << '\n';
     return 1;
   }
+  // The NVMe analysis keys queues by addresses only (docs/analysis.md, "Several capture points in one file").
+  if (reader.interfaces() > 1)
+    std::cerr << "rdmadiag nvme: " << path << ": " << reader.interfaces()
+              << " capture points (pcapng interfaces) analysed as one: a capsule seen at two points counts as resent; "
+                 "analyse each point's capture alone (tshark -Y 'frame.interface_id == N' -w FILE)\n";
   capture::Record rec;
   decode::DecodeOptions opts;
   decode::DecodedPacket pkt;

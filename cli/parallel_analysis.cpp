@@ -65,7 +65,8 @@ ShardPass::ShardPass(unsigned index, unsigned shards, const decode::DecodeOption
   pa_ = std::make_unique<decode::PacketAnalysis>();
 }
 
-void ShardPass::frame(const capture::Record& rec, std::uint32_t linktype) {
+void ShardPass::frame(const capture::Record& rec, std::uint32_t linktype, std::uint16_t point) {
+  point_ = point;
   frame_keyed(
       decode::shard_key(linktype, rec.data), linktype, [&] { return rec; },
       decode::is_pause_state_frame(linktype, rec.data));
@@ -75,6 +76,7 @@ void ShardPass::other_frame(const capture::Record& rec, std::uint32_t linktype, 
                             double ts) {
   if (pause_state) {  // pause state: every shard keeps it
     decode::decode_frame(linktype, rec.data, rec.wirelen, opts_, *pkt_);
+    pkt_->capture_point = point_;
     analyzer_->add_pause_state(*pkt_, frame_, rec.ts_ns());
   }
   // One analyzer sweeps idle flows after every kSweepFrames-th frame
@@ -93,6 +95,7 @@ void ShardPass::own_frame(const capture::Record& rec, std::uint32_t linktype, co
   }
   if (++frames_ == 1 && tally_) tally_->set_origin(origin_);
   decode::decode_frame(linktype, rec.data, rec.wirelen, opts_, *pkt_);
+  pkt_->capture_point = point_;
   analyzer_->add(*pkt_, frame_, ts, *pa_, rec.ts_ns());
   if (tally_) tally_->add(*pkt_, *pa_, frame_, ts);
   // The analysis keys this frame by the addresses the light parse read: every
@@ -121,13 +124,14 @@ ParallelAnalysis::Input read_input(ShardPass& pass, const std::string& path, boo
   }
   in.linktype = reader.linktype();
   in.snaplen = reader.snaplen();
+  in.point_names = reader.point_names();
   struct stat st {};
   const std::uint64_t file_size =
       progress && ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
   exporters::ProgressBar bar(progress);
   capture::Record rec;
   while (reader.next(rec)) {
-    pass.frame(rec, reader.record_linktype());
+    pass.frame(rec, reader.record_linktype(), reader.record_point());
     if (bar.on() && (reader.records_read() & 4095) == 0)
       bar.update(path, static_cast<std::uint64_t>(std::max<std::int64_t>(0, reader.file_offset())), file_size,
                  reader.records_read());

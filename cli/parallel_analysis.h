@@ -79,8 +79,9 @@ class ShardPass {
   ShardPass(unsigned index, unsigned shards, const decode::DecodeOptions& opts, std::uint32_t pmtu_override, bool tally,
             const decode::PfcOptions& pfc = {});
 
-  // The next record of the input (frames are numbered from 1 across all inputs).
-  void frame(const capture::Record& rec, std::uint32_t linktype);
+  // The next record of the input (frames are numbered from 1 across all inputs),
+  // seen at capture point `point` (decode::DecodedPacket::capture_point).
+  void frame(const capture::Record& rec, std::uint32_t linktype, std::uint16_t point = 0);
   // The same, its shard key already read: `read()` gives the record and is
   // called only when this shard needs its bytes or its time.
   template <class ReadRecord>
@@ -128,6 +129,7 @@ class ShardPass {
   double origin_ = 0;
   bool sweep_pending_ = false;
   double sweep_now_ = 0;
+  std::uint16_t point_ = 0;  // the capture point of the frame being read (frame())
 };
 
 template <class ReadRecord>
@@ -153,6 +155,7 @@ class ParallelAnalysis {
   struct Input {  // what the first shard's reader found in each input
     std::string path, error;
     std::uint32_t linktype = 0, snaplen = 0;
+    std::vector<std::string> point_names;  // capture::FileReader::point_names
     std::uint64_t records = 0;
     std::string stop_reason;
   };

@@ -164,6 +164,7 @@ FlowKey data_key(const DecodedPacket& p, bool reversed) {
   FlowKey k;
   k.transport = p.transport;
   k.addr_len = e.addr_len;
+  k.point = p.capture_point;
   k.src = reversed ? e.dst : e.src;
   k.dst = reversed ? e.src : e.dst;
   return k;

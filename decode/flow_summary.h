@@ -68,18 +68,20 @@ std::string_view to_string(Pairing p);
 struct FlowKey {
   Transport transport = Transport::other;
   std::uint8_t addr_len = 0;  // 2 (LID), 4 (IPv4), 16 (IPv6 / GID)
+  std::uint16_t point = 0;    // DecodedPacket::capture_point (0: the input's only one)
   std::array<std::uint8_t, 16> src{};
   std::array<std::uint8_t, 16> dst{};
   std::uint32_t dest_qp = 0;
   std::uint32_t src_qp = 0;  // UD only (from the DETH); 0 otherwise
-  // Sets transport and addr_len in one 2-byte store: the comparison below loads
-  // them as one word, which two 1-byte stores just before could not forward
+  // Sets transport, addr_len and point in one 4-byte store: the comparison below
+  // loads them as one word, which narrower stores just before could not forward
   // (a stall on every packet's look-up).
-  void set_kind(Transport t, std::uint8_t len);
+  void set_kind(Transport t, std::uint8_t len, std::uint16_t capture_point = 0);
   // Field by field as the defaulted one, the addresses as two 8-byte words each: the
   // defaulted comparison called memcmp twice per look-up (2 % of analyze's instructions).
   [[gnu::always_inline]] friend bool operator==(const FlowKey& a, const FlowKey& b) {
-    return a.transport == b.transport && a.addr_len == b.addr_len && a.dest_qp == b.dest_qp && a.src_qp == b.src_qp &&
+    return a.transport == b.transport && a.addr_len == b.addr_len && a.point == b.point && a.dest_qp == b.dest_qp &&
+           a.src_qp == b.src_qp &&
            same_16(a.src, b.src) && same_16(a.dst, b.dst);
   }
 
@@ -91,10 +93,12 @@ struct FlowKey {
     return ((a[0] ^ b[0]) | (a[1] ^ b[1])) == 0;
   }
 };
-static_assert(sizeof(Transport) == 1 && offsetof(FlowKey, addr_len) == offsetof(FlowKey, transport) + 1);
-inline void FlowKey::set_kind(Transport t, std::uint8_t len) {
-  const std::uint8_t bytes[2] = {static_cast<std::uint8_t>(t), len};
-  std::memcpy(reinterpret_cast<unsigned char*>(this) + offsetof(FlowKey, transport), bytes, 2);
+static_assert(sizeof(Transport) == 1 && offsetof(FlowKey, addr_len) == offsetof(FlowKey, transport) + 1 &&
+              offsetof(FlowKey, point) == offsetof(FlowKey, transport) + 2 && sizeof(FlowKey) == 44);
+inline void FlowKey::set_kind(Transport t, std::uint8_t len, std::uint16_t capture_point) {
+  std::uint8_t bytes[4] = {static_cast<std::uint8_t>(t), len};
+  std::memcpy(bytes + 2, &capture_point, 2);
+  std::memcpy(reinterpret_cast<unsigned char*>(this) + offsetof(FlowKey, transport), bytes, 4);
 }
 
 // Word-at-a-time (the key's own bytes, zero past addr_len): this runs once per
@@ -105,7 +109,8 @@ struct FlowKeyHash {
     std::memcpy(w, k.src.data(), 16);
     std::memcpy(w + 2, k.dst.data(), 16);
     std::uint64_t h =
-        (static_cast<std::uint64_t>(k.transport) << 56) ^ (static_cast<std::uint64_t>(k.src_qp) << 24) ^ k.dest_qp;
+        (static_cast<std::uint64_t>(k.transport) << 56) ^ (static_cast<std::uint64_t>(k.point) << 40) ^
+        (static_cast<std::uint64_t>(k.src_qp) << 24) ^ k.dest_qp;
     const auto mix = [&h](std::uint64_t x) { h = (h ^ x) * 0x9E3779B97F4A7C15ULL + (h >> 31); };
     mix(w[0]);
     mix(w[2]);

@@ -44,11 +44,11 @@ struct Endpoint {
 };
 
 // The connection's key whichever way the segment travels.
-IwarpConnKey connection_key(const Endpoint& src, const Endpoint& dst) {
+IwarpConnKey connection_key(const Endpoint& src, const Endpoint& dst, std::uint16_t point) {
   const bool src_low = src <= dst;
   const Endpoint& lo = src_low ? src : dst;
   const Endpoint& hi = src_low ? dst : src;
-  return IwarpConnKey{lo.addr, hi.addr, lo.port, hi.port};
+  return IwarpConnKey{lo.addr, hi.addr, lo.port, hi.port, point};
 }
 
 // The cheap checks a byte position must pass to be taken for an FPDU header
@@ -78,7 +78,8 @@ std::size_t IwarpConnKeyHash::operator()(const IwarpConnKey& k) const {
   for (auto b : k.lo_addr) h = (h ^ b) * 1099511628211ull;
   for (auto b : k.hi_addr) h = (h ^ b) * 1099511628211ull;
   h = (h ^ k.lo_port) * 1099511628211ull;
-  return static_cast<std::size_t>((h ^ k.hi_port) * 1099511628211ull);
+  h = (h ^ k.hi_port) * 1099511628211ull;
+  return static_cast<std::size_t>(k.point ? (h ^ k.point) * 1099511628211ull : h);
 }
 
 struct IwarpAnalyzer::Connection {
@@ -169,6 +170,7 @@ struct IwarpAnalyzer::Connection {
   bool have_request = false;
   MpaNegotiation request;
   std::uint32_t flow_base = UINT32_MAX;  // flows_[flow_base + direction]
+  std::uint16_t point = 0;               // the capture point that saw it (IwarpConnKey::point)
   std::uint64_t created_frame = 0;
   double last_ts = 0;  // of its last segment (the least recently active are retired at the cap)
   IwarpAnalyzer* an = nullptr;
@@ -196,6 +198,7 @@ struct IwarpAnalyzer::Connection {
       fi.src_port = dir[i]->src.port;
       fi.dst_port = dir[i]->dst.port;
       fi.ipv6 = ipv6;
+      fi.point = point;
       fi.first_frame = frame;
       an->flows_.push_back(fi);
       an->flow_order_keys_.push_back(an->log_.order_key());
@@ -946,6 +949,7 @@ IwarpAnalyzer::Connection& IwarpAnalyzer::connection_for(const IwarpConnKey& key
       this, from_lo ? lo : hi, from_lo ? hi : lo);
   Connection& c = *conns_.at(slot);
   c.ipv6 = ipv6;
+  c.point = key.point;
   c.created_frame = frame;
   return c;
 }
@@ -959,7 +963,7 @@ void IwarpAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, 
   last_ts_ns_ = ts_ns;
   const TcpHeader& t = *p.tcp;
   const Endpoint src = endpoint_of(p, true), dst = endpoint_of(p, false);
-  const IwarpConnKey key = connection_key(src, dst);
+  const IwarpConnKey key = connection_key(src, dst, p.capture_point);
   constexpr std::uint32_t kNone = decltype(conns_)::kNone;
   std::uint32_t slot = conns_.find(key);
   // A new SYN on a tuple in use starts a new connection.
@@ -991,7 +995,7 @@ bool IwarpAnalyzer::adopt_damaged_port(const DecodedPacket& p, std::uint64_t fra
   for (unsigned bit = 0; bit < 32; ++bit) {
     Endpoint s = src, d = dst;
     (bit < 16 ? s : d).port ^= static_cast<std::uint16_t>(1u << (bit % 16));
-    const std::uint32_t slot = conns_.find(connection_key(s, d));
+    const std::uint32_t slot = conns_.find(connection_key(s, d, p.capture_point));
     if (slot == decltype(conns_)::kNone || !tcp_checksum_holds_with_ports(p, s.port, d.port)) continue;
     Connection& c = *conns_.at(slot);
     c.dir[c.dir[0]->src == s ? 0 : 1]->damaged = {p.tcp->seq, p.tcp_payload_len, frame};

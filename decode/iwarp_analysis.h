@@ -115,6 +115,7 @@ struct IwarpFlowInfo {
   std::array<std::uint8_t, 16> src{}, dst{};
   bool ipv6 = false;
   std::uint16_t src_port = 0, dst_port = 0;
+  std::uint16_t point = 0;       // DecodedPacket::capture_point
   std::uint64_t first_frame = 0;
   bool initiator = false;        // sent the MPA Request
   bool negotiated = false;       // framing from an MPA Request/Reply seen in the capture
@@ -164,10 +165,12 @@ struct IwarpStats {
 //                          segment that filled it, then (fill corruption) the damaged copy
 //   rdmap_terminate        count = layer << 16 | error type << 8 | error code
 //   iwarp_resync           count = bytes skipped
-// A TCP connection's key: its two endpoints, the lower (address, then port) first.
+// A TCP connection's key: its two endpoints, the lower (address, then port)
+// first, and the capture point that saw it (DecodedPacket::capture_point).
 struct IwarpConnKey {
   std::array<std::uint8_t, 16> lo_addr{}, hi_addr{};  // IPv4 as IPv4-mapped IPv6
   std::uint16_t lo_port = 0, hi_port = 0;
+  std::uint16_t point = 0;
   bool operator==(const IwarpConnKey&) const = default;
 };
 struct IwarpConnKeyHash {

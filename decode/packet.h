@@ -62,6 +62,11 @@ struct DecodedPacket {
   std::uint32_t wirelen = 0;  // bytes on the wire
   Transport transport = Transport::other;
   bool truncated = false;     // the snap length cut the frame before the packet's end
+  // Which capture point saw the frame, when one input holds several (a pcapng
+  // file's interfaces: two hosts' captures merged): 1 + the interface's index;
+  // 0 when the input has one. Set by the reader after decode_frame; the flow
+  // keys include it, so a flow seen at two points is two flows.
+  std::uint16_t capture_point = 0;
 
   std::optional<ErfHeader> erf;
   std::optional<EthernetHeader> eth;

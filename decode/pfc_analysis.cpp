@@ -93,14 +93,23 @@ class PfcAnalyzer::StormLog final : public PauseSink {
   const PfcSender& sender_;
 };
 
-PfcSender* PfcAnalyzer::sender(const std::array<std::uint8_t, 6>& mac) {
+// One sender per MAC address and capture point: the same PAUSE seen at two points is two.
+PfcSender* PfcAnalyzer::sender(const std::array<std::uint8_t, 6>& mac, std::uint16_t point) {
   for (PfcSender& s : senders_)
-    if (s.mac == mac) return &s;
+    if (s.mac == mac && s.point == point) return &s;
   if (senders_.size() >= kMaxSenders) return nullptr;
   senders_.push_back(PfcSender{});
   senders_.back().mac = mac;
+  senders_.back().point = point;
   return &senders_.back();
 }
+
+namespace {
+// A queue pair at its capture point (queue_pair_key is the capture's, over every point).
+std::uint64_t point_qp_key(const DecodedPacket& p) {
+  return queue_pair_key(p) ^ (static_cast<std::uint64_t>(p.capture_point) << 40);
+}
+}  // namespace
 
 void PfcAnalyzer::add_mac_control(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns) {
   if (!p.mac_control || !p.eth) return;
@@ -110,7 +119,7 @@ void PfcAnalyzer::add_mac_control(const DecodedPacket& p, std::uint64_t frame, s
     ++other_opcode_frames_;
     return;
   }
-  PfcSender* s = sender(p.eth->src);
+  PfcSender* s = sender(p.eth->src, p.capture_point);
   if (!s) {
     ++untracked_frames_;
     return;
@@ -135,9 +144,11 @@ int PfcAnalyzer::priority_of(const DecodedPacket& p) const {
   return -1;
 }
 
-bool PfcAnalyzer::paused_at(std::size_t n, std::int64_t ts_ns, const std::array<std::uint8_t, 6>* except) const {
+bool PfcAnalyzer::paused_at(std::size_t n, std::int64_t ts_ns, const std::array<std::uint8_t, 6>* except,
+                            std::uint16_t point) const {
   if (ts_ns > horizon_ns_[n]) return false;  // no pause of n lasts this long
   for (const PfcSender& s : senders_) {
+    if (s.point != point) continue;  // another capture point's link
     if (except && s.mac == *except) continue;  // a sender's own frames are not paused by its pause
     if (s.state[n].runs_at(ts_ns)) return true;
   }
@@ -147,12 +158,12 @@ bool PfcAnalyzer::paused_at(std::size_t n, std::int64_t ts_ns, const std::array<
 // The pauses of priority n still running at ts_ns, and the gap they may explain.
 void PfcAnalyzer::check_stall(const DecodedPacket& p, std::size_t n, std::int64_t ts_ns, std::uint64_t frame) {
   // Per queue pair and priority: a pause of n holds back only n's packets.
-  const std::int64_t t0 = stalls_.long_gap_start(queue_pair_key(p) << 3 | n, ts_ns);
+  const std::int64_t t0 = stalls_.long_gap_start(point_qp_key(p) << 3 | n, ts_ns);
   if (t0 < 0) return;
   std::vector<PausedSpan> open;
   for (const PfcSender& s : senders_) {
     const PauseState& st = s.state[n];
-    if (!st.paused) continue;
+    if (!st.paused || s.point != p.capture_point) continue;
     const auto expiry = st.timer_ns + static_cast<std::int64_t>(st.timer_length_ns);
     open.push_back({s.mac, st.start_ns, std::min(ts_ns, expiry)});
   }
@@ -168,9 +179,9 @@ void PfcAnalyzer::add_roce(const DecodedPacket& p, std::int64_t ts_ns, std::uint
   const auto n = static_cast<std::size_t>(prio);
   ++roce_.packets[n];
   if (!opts_.link_bps) return;
-  if (paused_at(n, ts_ns, p.eth ? &p.eth->src : nullptr)) {
+  if (paused_at(n, ts_ns, p.eth ? &p.eth->src : nullptr, p.capture_point)) {
     ++roce_.while_paused[n];
-    paused_qps_.add(n, queue_pair_key(p));
+    paused_qps_.add(n, point_qp_key(p));
   }
   check_stall(p, n, ts_ns, frame);
 }

@@ -134,6 +134,7 @@ void close_open(PauseState& s, PriorityPauses& stats, std::size_t priority, cons
 
 struct PfcSender {
   std::array<std::uint8_t, 6> mac{};
+  std::uint16_t point = 0;          // the capture point that saw its frames (DecodedPacket::capture_point)
   std::uint64_t pause_frames = 0;   // 802.3x PAUSE
   std::uint64_t pfc_frames = 0;     // 802.1Qbb PFC
   std::array<PauseState, kPriorities> state{};
@@ -207,8 +208,10 @@ class PfcAnalyzer {
   int priority_of(const DecodedPacket& p) const;
 
  private:
-  PfcSender* sender(const std::array<std::uint8_t, 6>& mac);
-  bool paused_at(std::size_t priority, std::int64_t ts_ns, const std::array<std::uint8_t, 6>* except) const;
+  PfcSender* sender(const std::array<std::uint8_t, 6>& mac, std::uint16_t point);
+  // Pauses seen at capture point `point` only: another point's link has its own.
+  bool paused_at(std::size_t priority, std::int64_t ts_ns, const std::array<std::uint8_t, 6>* except,
+                 std::uint16_t point) const;
   class StormLog;
 
   AnomalyLog& log_;

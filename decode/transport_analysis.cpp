@@ -88,9 +88,10 @@ std::uint64_t fnv(std::uint64_t h, const std::uint8_t* b, std::size_t n) {
   return h;
 }
 
+// `point`: the capture point (FlowKey::point): the two ends seen at another point are another pair.
 std::uint64_t host_pair_hash(Transport t, const std::array<std::uint8_t, 16>& src, const std::array<std::uint8_t, 16>& dst,
-                             std::uint8_t len) {
-  std::uint64_t h = 0xcbf29ce484222325ULL ^ static_cast<std::uint64_t>(t);
+                             std::uint8_t len, std::uint16_t point) {
+  std::uint64_t h = 0xcbf29ce484222325ULL ^ static_cast<std::uint64_t>(t) ^ (std::uint64_t{point} << 32);
   h = fnv(h, src.data(), len);
   return fnv(h ^ 0xff, dst.data(), len);
 }
@@ -99,7 +100,7 @@ std::uint64_t host_pair_hash(Transport t, const std::array<std::uint8_t, 16>& sr
 std::uint64_t path_hash(const FlowKey& k) {
   const bool swap = std::lexicographical_compare(k.dst.begin(), k.dst.begin() + k.addr_len, k.src.begin(),
                                                  k.src.begin() + k.addr_len);
-  return host_pair_hash(k.transport, swap ? k.dst : k.src, swap ? k.src : k.dst, k.addr_len) ^ 0x5bd1e995ULL;
+  return host_pair_hash(k.transport, swap ? k.dst : k.src, swap ? k.src : k.dst, k.addr_len, k.point) ^ 0x5bd1e995ULL;
 }
 
 SeqFacts facts_of(const DecodedPacket& p) {
@@ -114,7 +115,7 @@ SeqFacts facts_of(const DecodedPacket& p) {
 
 // The two ends' addresses (the one rule, endpoints.h), into a zeroed key.
 bool endpoint_addresses(const DecodedPacket& p, FlowKey& k) {
-  return put_endpoints(p, k, [&](std::uint8_t len) { k.set_kind(p.transport, len); });
+  return put_endpoints(p, k, [&](std::uint8_t len) { k.set_kind(p.transport, len, p.capture_point); });
 }
 
 // The IBA path MTUs (256 << (code - 1)).
@@ -225,7 +226,7 @@ TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, std::u
   made.s.first_ts = ts;
   made.s.last_ts = ts;  // its packet's time (counted next), or the REP's for a flow a CM exchange made
   live_ts_floor_ = std::min(live_ts_floor_, ts);
-  made.host_pair = host_pair_hash(k.transport, k.src, k.dst, k.addr_len);
+  made.host_pair = host_pair_hash(k.transport, k.src, k.dst, k.addr_len, k.point);
   made.path = path;
   made.slot = slot;
   return made;
@@ -717,7 +718,7 @@ void TransportAnalyzer::unindex_unpaired(Flow& f) {
 // at the first bucket with a match: no flow between those ends is scanned.
 TransportAnalyzer::Flow* TransportAnalyzer::infer_peer(Flow& resp, std::uint32_t psn) {
   const FlowKey& k = resp.s.key;
-  const std::uint64_t reverse = host_pair_hash(k.transport, k.dst, k.src, k.addr_len);
+  const std::uint64_t reverse = host_pair_hash(k.transport, k.dst, k.src, k.addr_len, k.point);
   ++pair_probes_;
   const auto ends = unpaired_.find(reverse);
   if (ends == unpaired_.end()) return nullptr;
@@ -763,6 +764,12 @@ TransportAnalyzer::Flow* TransportAnalyzer::infer_peer(Flow& resp, std::uint32_t
   return nullptr;
 }
 
+namespace {
+// A REQ's place among those pending: its Communication ID at its capture point
+// (the same REQ seen at two points is two REQs, each answered by its point's REP).
+std::uint64_t cm_side_key(std::uint32_t comm_id, std::uint16_t point) { return std::uint64_t{point} << 32 | comm_id; }
+}  // namespace
+
 // CM REQ/REP pair the two QPs of a connection and give both starting PSNs (IBA 12.6, 12.7.2/12.7.8).
 void TransportAnalyzer::cm_message(const DecodedPacket& p, std::uint64_t frame, double ts) {
   FlowKey ends;
@@ -777,12 +784,12 @@ void TransportAnalyzer::cm_message(const CmMessage& cm, const FlowKey& ends, std
                                    bool replayed) {
   if (cm.type == CmMessageType::req) {
     if (cm_reqs_.size() > 65536) cm_reqs_.clear();
-    cm_reqs_[cm.local_comm_id] = CmSide{ends, cm.local_qpn, cm.starting_psn, cm.path_mtu};
+    cm_reqs_[cm_side_key(cm.local_comm_id, ends.point)] = CmSide{ends, cm.local_qpn, cm.starting_psn, cm.path_mtu};
     if (track_cm_ids_) note_cm_id(cm_req_ids_, cm.local_comm_id);
     return;
   }
   if (cm.type != CmMessageType::rep) return;
-  auto it = cm_reqs_.find(cm.remote_comm_id);
+  auto it = cm_reqs_.find(cm_side_key(cm.remote_comm_id, ends.point));
   if (it == cm_reqs_.end()) {
     if (track_cm_ids_) note_cm_id(cm_unmatched_reps_, cm.remote_comm_id);
     return;

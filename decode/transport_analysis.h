@@ -206,7 +206,7 @@ class TransportAnalyzer {
     std::uint32_t qpn = 0, psn = 0;
     std::uint8_t mtu_code = 0;
   };
-  std::unordered_map<std::uint32_t, CmSide> cm_reqs_;
+  std::unordered_map<std::uint64_t, CmSide> cm_reqs_;  // by Communication ID and capture point
   // Sharded analysis only (AnalyzerMerge::cm_split): the CM REQs seen and the
   // REPs that found no REQ, to tell when a REP answered a REQ sent between
   // other addresses (so in another shard). Bounded; past the bound the merge

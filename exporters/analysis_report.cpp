@@ -69,6 +69,7 @@ Json flows_json(const TransportAnalyzer& t) {
     j["dst"] = address_string(f.key, false);
     j["dest_qp"] = f.key.dest_qp;
     if (f.key.src_qp) j["src_qp"] = f.key.src_qp;
+    if (f.key.point) j["capture_point"] = f.key.point - 1;
     j["transport_service"] = to_string(f.service);
     if (f.peer >= 0) {
       j["peer_flow"] = f.peer;
@@ -115,8 +116,14 @@ Json flows_json(const TransportAnalyzer& t) {
 }
 
 namespace {
-template <typename Explain>
-Json anomalies_json_with(const AnomalyLog& log, Explain explain_one) {
+// The capture point of an anomaly's flow, when the input has several (0: none).
+std::uint16_t point_of(const Anomaly& a, const TransportAnalyzer& t) {
+  const FlowSummary* f = is_iwarp_kind(a.kind) || is_pause_kind(a.kind) ? nullptr : flow_at(t, a.flow);
+  return f ? f->key.point : 0;
+}
+
+template <typename Explain, typename PointOf>
+Json anomalies_json_with(const AnomalyLog& log, Explain explain_one, PointOf point) {
   Json arr = Json::array();
   for (const Anomaly& a : log.items()) {
     if (a.retracted) continue;
@@ -125,6 +132,7 @@ Json anomalies_json_with(const AnomalyLog& log, Explain explain_one) {
     j["severity"] = to_string(severity_of(a.kind));
     j["frame"] = a.frame;
     if (a.flow != UINT32_MAX) j["flow"] = a.flow;
+    if (const std::uint16_t p = point(a)) j["capture_point"] = p - 1;
     if (is_pause_kind(a.kind)) {
       j["priority"] = a.priority;
       j["mac"] = mac_string(a.mac);
@@ -155,11 +163,18 @@ Json anomalies_json_with(const AnomalyLog& log, Explain explain_one) {
 }  // namespace
 
 Json anomalies_json(const AnomalyLog& log, const TransportAnalyzer& t) {
-  return anomalies_json_with(log, [&](const Anomaly& a) { return explain(a, t); });
+  return anomalies_json_with(
+      log, [&](const Anomaly& a) { return explain(a, t); }, [&](const Anomaly& a) { return point_of(a, t); });
 }
 
 Json anomalies_json(const Analyzer& analyzer) {
-  return anomalies_json_with(analyzer.anomalies(), [&](const Anomaly& a) { return explain(a, analyzer); });
+  const auto& iwarp_flows = analyzer.iwarp().flows();
+  return anomalies_json_with(
+      analyzer.anomalies(), [&](const Anomaly& a) { return explain(a, analyzer); },
+      [&](const Anomaly& a) -> std::uint16_t {
+        if (!is_iwarp_kind(a.kind)) return point_of(a, analyzer.transport());
+        return a.flow < iwarp_flows.size() ? iwarp_flows[a.flow].point : 0;
+      });
 }
 
 std::string explain(const Anomaly& a, const Analyzer& analyzer) {
@@ -198,7 +213,8 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
   if (is_pause_kind(a.kind)) return explain_pause(a);  // link level: no queue pair
   std::string who = fmt("QP 0x%06x", a.dest_qp);
   if (const FlowSummary* f = flow_at(t, a.flow))
-    who += fmt(" %s -> %s", address_string(f->key, true).c_str(), address_string(f->key, false).c_str());
+    who += fmt(" %s -> %s%s", address_string(f->key, true).c_str(), address_string(f->key, false).c_str(),
+               point_label(f->key.point).c_str());
   const std::string rel = frames(a);
   switch (a.kind) {
     case AnomalyKind::psn_gap:
@@ -324,7 +340,8 @@ void write_flow_table(std::ostream& out, const TransportAnalyzer& t) {
       if (l.count() && (!lat || l.count() > lat->count())) lat = &l;
     // A UD flow is keyed by its source QP (any destination QP): show that one.
     const std::string from = f->service == TransportService::ud ? fmt(" QP 0x%x", f->key.src_qp) : std::string();
-    const std::string ends = address_string(f->key, true) + from + " -> " + address_string(f->key, false);
+    const std::string ends =
+        address_string(f->key, true) + from + " -> " + address_string(f->key, false) + point_label(f->key.point);
     out << fmt("  %-4u 0x%06x %-33s %-5s %8llu %10llu %5llu %5llu %5llu %5llu %6llu %4llu %9s %9s %5llu %5llu\n", f->index,
                f->key.dest_qp, ends.c_str(), std::string(to_string(f->service)).c_str(),
                static_cast<unsigned long long>(f->packets), static_cast<unsigned long long>(f->bytes),

@@ -171,6 +171,7 @@ Json iwarp_report_json(const IwarpAnalyzer& an) {
                               {"out_of_order_segments", f.tcp.out_of_order_segments},
                               {"holes_recovered", f.tcp.holes_recovered}, {"holes_lost", f.tcp.holes_lost},
                               {"bytes_lost", f.tcp.bytes_lost}}}});
+    if (f.point) flows.back()["capture_point"] = f.point - 1;
   }
   j["flows"] = flows;
   return j;
@@ -280,7 +281,8 @@ std::string explain_tcp_hole(const Anomaly& a, const std::string& who, unsigned 
 std::string explain_iwarp(const Anomaly& a, const IwarpAnalyzer& iw) {
   std::string who = "iWARP";
   if (a.flow < iw.flows().size())
-    who.append(" ").append(flow_address(iw.flows()[a.flow], true)).append(" -> ").append(flow_address(iw.flows()[a.flow], false));
+    who.append(" ").append(flow_address(iw.flows()[a.flow], true)).append(" -> ").append(flow_address(iw.flows()[a.flow], false))
+        .append(point_label(iw.flows()[a.flow].point));
   const auto fr = static_cast<unsigned long long>(a.frame);
   const unsigned long long rel = a.related_count ? a.related[0] : 0;
   switch (a.kind) {
@@ -376,8 +378,8 @@ void write_iwarp_text(std::ostream& out, const IwarpAnalyzer& an) {
                static_cast<unsigned long long>(s.tcp_bytes_lost));
   for (std::size_t i = 0; i < an.flows().size(); ++i) {
     const IwarpFlowInfo& f = an.flows()[i];
-    out << fmt("  [%zu] %s -> %s %s%s%s: %llu FPDUs, CRC %s\n", i, flow_address(f, true).c_str(),
-               flow_address(f, false).c_str(), f.negotiated ? (f.initiator ? "initiator" : "responder") : "mid-stream",
+    out << fmt("  [%zu] %s -> %s%s %s%s%s: %llu FPDUs, CRC %s\n", i, flow_address(f, true).c_str(),
+               flow_address(f, false).c_str(), point_label(f.point).c_str(), f.negotiated ? (f.initiator ? "initiator" : "responder") : "mid-stream",
                f.markers ? ", markers" : "", f.crc ? (f.crc_inferred ? ", CRC (inferred)" : ", CRC") : "",
                static_cast<unsigned long long>(f.fpdus), crc_counts_text(f.crc_counts).c_str());
   }

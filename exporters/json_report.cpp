@@ -226,6 +226,11 @@ Json report_members_json(const AnalyzeReport& report, const Json& extra) {
     }
     j["summary"] = std::move(summary);
   }
+  if (!report.capture_points.empty()) {
+    Json points = Json::array();
+    for (const CapturePoint& p : report.capture_points) points.push_back({{"interface", p.interface}, {"name", p.name}});
+    j["capture_points"] = std::move(points);
+  }
   if (report.analyzer) {
     j["flows"] = flows_json(report.analyzer->transport());
     j["anomalies"] = anomalies_json(*report.analyzer);

@@ -40,6 +40,7 @@ Json senders_json(const PfcAnalyzer& a) {
       if (s.priorities[n].frames) prios.push_back(priority_json(a, n, s.priorities[n]));
     arr.push_back({{"mac", mac_string(s.mac)}, {"pause_frames", s.pause_frames}, {"pfc_frames", s.pfc_frames},
                    {"priorities", prios}});
+    if (s.point) arr.back()["capture_point"] = s.point - 1;
   }
   return arr;
 }

@@ -10,7 +10,7 @@
 
 namespace rdmadiag::exporters {
 
-inline constexpr const char* kAnalyzeSchemaVersion = "1.7";  // 1.1: timeline, latency_histograms; 1.2: pfc; 1.3: congestion; 1.4: flows_retired_at_cap; 1.5: udp_dst_port; 1.6: congestion.flows_retired_at_cap; 1.7: icrc_not_wire
+inline constexpr const char* kAnalyzeSchemaVersion = "1.8";  // 1.1: timeline, latency_histograms; 1.2: pfc; 1.3: congestion; 1.4: flows_retired_at_cap; 1.5: udp_dst_port; 1.6: congestion.flows_retired_at_cap; 1.7: icrc_not_wire; 1.8: capture_points, capture_point on flows and anomalies
 
 struct InputInfo {
   std::string path;
@@ -21,8 +21,16 @@ struct InputInfo {
   std::string stop_reason;  // read up to damage
 };
 
+// A capture point of an input that holds several (a pcapng file's interfaces);
+// flows and anomalies name it by its interface index (decode::DecodedPacket::capture_point - 1).
+struct CapturePoint {
+  std::uint32_t interface = 0;
+  std::string name;  // if_name, "" when absent
+};
+
 struct AnalyzeReport {
   std::vector<InputInfo> inputs;
+  std::vector<CapturePoint> capture_points;  // empty: every input has one
   const decode::CaptureSummary* summary = nullptr;
   const decode::Analyzer* analyzer = nullptr;  // flows and anomalies, when the analysis ran
 };

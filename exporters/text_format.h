@@ -1,6 +1,7 @@
 // printf-style formatting into a std::string, for the report writers' fixed-width lines.
 #pragma once
 #include <cstdio>
+#include <cstdint>
 #include <string>
 
 namespace rdmadiag::exporters {
@@ -11,6 +12,12 @@ std::string fmt(const char* f, A... args) {
   char buf[512];
   std::snprintf(buf, sizeof buf, f, args...);
   return buf;
+}
+
+// Names a flow's capture point in text, when the input holds several
+// (decode::DecodedPacket::capture_point, 0: none): " [interface N]".
+inline std::string point_label(std::uint16_t point) {
+  return point ? fmt(" [interface %u]", static_cast<unsigned>(point - 1)) : std::string();
 }
 
 }  // namespace rdmadiag::exporters
