@@ -21,6 +21,10 @@ constexpr std::int64_t kTsSlackBefore = 60, kTsSlackAfter = 365LL * 86400;
 constexpr std::size_t kSlotsPerThread = 4;
 // A part is read this much at a time, as its walk goes.
 constexpr std::size_t kReadChunk = std::size_t{128} << 10;
+// Past the part's end, where the next part's walker reads too, at least this
+// much at a time: the rest of the part's last record (and a start probe's
+// bytes); a whole chunk there added 12 % to the bytes copied (session 27).
+constexpr std::size_t kPastEndRead = std::size_t{4} << 10;
 // Bytes past a candidate first record that its chain check may see.
 constexpr std::size_t kStartProbeBytes = std::size_t{64} << 10;
 }  // namespace
@@ -57,7 +61,8 @@ SplitRead::~SplitRead() = default;
 bool SplitRead::read_more(Part& part, std::size_t until) const {
   std::size_t have = part.map_base + part.map_len;
   const std::size_t limit = std::min(layout_.file_size, part.end + capture::kPcapRecordHeaderLen + layout_.max_caplen);
-  until = std::min(limit, std::max(until, have + kReadChunk));
+  const std::size_t step = have < part.end ? std::max(std::min(kReadChunk, part.end - have), kPastEndRead) : kPastEndRead;
+  until = std::min(limit, std::max(until, have + step));
   const std::size_t n = capture::read_at(layout_.fd, part.buffer.get() + part.map_len, until - have, have);
   part.map_len += n;
   return have + n == until;  // short: an I/O error, or the file shrank
