@@ -48,10 +48,11 @@ class SplitRead {
   // Files this size or larger are not split (the index packs offsets into kOffsetBits).
   static constexpr std::uint64_t kMaxFileBytes = std::uint64_t{1} << 54;
 
-  // 1 MiB: a part the walking thread has just read is still in its L2 (1 MiB
-  // per core here) when the threads analyse it; 2 MiB parts cost 3 % more CPU
-  // with -j 2 (docs/performance.md, session 15).
-  static constexpr std::size_t kPartBytes = std::size_t{1} << 20;
+  // 256 KiB, with 2 parts in flight per thread and a look-ahead of N - 1
+  // parts: a part is analysed soon after its walk read it, while it is in
+  // the cache (-j 2: 5 % less CPU than 1 MiB and 4 in flight, once a part no
+  // longer read 128 KiB past its end; docs/performance.md, session 27).
+  static constexpr std::size_t kPartBytes = std::size_t{256} << 10;
 
  private:
   struct Indexed {  // a record of a part
