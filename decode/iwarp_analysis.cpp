@@ -670,9 +670,9 @@ bool Dir::hunt_by_markers() {
 // Finds the next FPDU boundary without the negotiation's help. Returns true when
 // framing can go on (found), false when more bytes are needed.
 bool Dir::hunt() {
+  if (markers && marker_base_known) return hunt_by_markers();
   const ByteReader r(view());
   Fpdu f;
-  if (markers && marker_base_known) return hunt_by_markers();
   const bool known = conn->iwarp_known();
   std::size_t first_incomplete = SIZE_MAX;
   std::size_t i = hunt_from;

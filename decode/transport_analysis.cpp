@@ -431,13 +431,15 @@ void TransportAnalyzer::learn_icrc_origin(Flow& f, const DecodedPacket& p, const
     const IcrcOriginTracker::Direction* d = origin_.find(hosts);
     if (Anomaly* a = d->anomaly < log_.items().size() ? &log_.items()[d->anomaly] : nullptr) a->relate(frame);
   }
+  std::uint32_t taken = 0;
+  const bool names_cm = info.valid && p.cm;
+  const bool names_psn = info.valid && psn_taken_by_answer(info.kind, p.ib.bth.psn, p.ib.aeth, taken);
+  if (!names_cm && !names_psn) return;
   FlowKey requests = hosts;
   std::swap(requests.src, requests.dst);
-  if (p.cm && info.valid && origin_.cm_answer(requests, p.cm->remote_comm_id, frame))
-    return withdraw_corrupt_verdicts(*origin_.find(requests), f);
-  std::uint32_t taken = 0;
-  if (!info.valid || !psn_taken_by_answer(info.kind, p.ib.bth.psn, p.ib.aeth, taken)) return;
-  if (origin_.answer(requests, taken, frame)) withdraw_corrupt_verdicts(*origin_.find(requests), f);
+  if ((names_cm && origin_.cm_answer(requests, p.cm->remote_comm_id, frame)) ||
+      (names_psn && origin_.answer(requests, taken, frame)))
+    withdraw_corrupt_verdicts(*origin_.find(requests), f);
 }
 
 // A CM message captured with a bad ICRC while its direction is undecided.
