@@ -534,19 +534,17 @@ std::string latency_against_size(const Json& results, double smin, double smax) 
         ymax = std::max(ymax, v);
       }
     }
-  if (ymax > 0) {
-    SvgPlot plot(900, 400, {smin, smax, AxisScale::log2, "message size (bytes)"},
-                 {ymin / 1.3, ymax * 1.3, AxisScale::log10, "latency (\xC2\xB5s)"}, "latency against message size");
-    for (std::size_t i = 0; i < std::size(lines); ++i) {
-      std::vector<std::pair<double, double>> pts;
-      for (const Json& s : results)
-        if (num(s, lines[i].pointer, -1) > 0) pts.push_back({num(s, "/size"), num(s, lines[i].pointer)});
-      plot.line(pts, kColors[i], lines[i].name);
-      plot.markers(pts, kColors[i], "circle", "", 2.5);
-    }
-    return "<h2>Latency against size</h2>\n" + plot.svg();
+  if (ymax <= 0) return "";
+  SvgPlot plot(900, 400, {smin, smax, AxisScale::log2, "message size (bytes)"},
+               {ymin / 1.3, ymax * 1.3, AxisScale::log10, "latency (\xC2\xB5s)"}, "latency against message size");
+  for (std::size_t i = 0; i < std::size(lines); ++i) {
+    std::vector<std::pair<double, double>> pts;
+    for (const Json& s : results)
+      if (num(s, lines[i].pointer, -1) > 0) pts.push_back({num(s, "/size"), num(s, lines[i].pointer)});
+    plot.line(pts, kColors[i], lines[i].name);
+    plot.markers(pts, kColors[i], "circle", "", 2.5);
   }
-  return "";
+  return "<h2>Latency against size</h2>\n" + plot.svg();
 }
 
 // Against message size, when the run was a sweep.
@@ -631,7 +629,7 @@ std::string latency_distributions(const Json& results) {
     if (s.contains("histogram") && s["histogram"].contains("counts") && !s["histogram"]["counts"].empty()) with_hist.push_back(&s);
   if (with_hist.empty()) return "";
   return "<h2>Latency distribution per size</h2>\n<p class=\"note\">Histograms use the report's bins; the CDF uses every sample "
-       "when the report has them (<code>--samples</code>), else the histogram.</p>\n" +
+         "when the report has them (<code>--samples</code>), else the histogram.</p>\n" +
          latency_cdf_plot(with_hist) + latency_histograms(with_hist);
 }
 
