@@ -13,6 +13,7 @@ packages=(
   clang-14 libclang-rt-14-dev
   python3-jsonschema python3-prometheus-client python3-scapy
   prometheus chromium
+  universal-ctags
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -138,60 +138,29 @@ class Generator {
   std::uint64_t now_ns() const { return ts_ns_; }
 
   // ---------------------------------------------------------------- IB-family frames
-  void emit_ib(Encap e, const Host& src, const Host& dst, std::uint16_t sport, const IbPacket& ip) {
-    Frame f;
-    const std::uint32_t pad = (4 - (ip.payload & 3)) & 3;
-    std::size_t net_start = 0, udp_start = 0, lrh_start = 0;
-    if (e != Encap::ib) {  // Ethernet
-      std::memcpy(f.put(6), dst.mac.data(), 6);
-      std::memcpy(f.put(6), src.mac.data(), 6);
-      f.u16(e == Encap::roce_v2_ipv4 ? 0x0800 : e == Encap::roce_v2_ipv6 ? 0x86DD : 0x8915);
-    } else {
-      lrh_start = f.n;
-      f.u8(0x00);          // VL 0, LVer 0
-      f.u8(0x02);          // SL 0, LNH 2 (IBA local)
-      f.u16(dst.lid);
-      f.u16(0);            // packet length, set below
-      f.u16(src.lid);
-    }
-    const std::size_t ext = (ip.reth ? 16 : 0) + (ip.aeth ? 4 : 0) + (ip.atomic_eth ? 28 : 0) + (ip.atomic_ack ? 8 : 0);
-    const std::size_t ib_len = 12 + ext + ip.payload + pad + 4;  // BTH .. ICRC
-    net_start = f.n;
-    if (e == Encap::roce_v2_ipv4) {
-      std::uint8_t* h = f.put(20);
-      h[0] = 0x45;
-      h[1] = ip.ecn;
-      const std::uint16_t total = static_cast<std::uint16_t>(20 + 8 + ib_len);
-      h[2] = static_cast<std::uint8_t>(total >> 8);
-      h[3] = static_cast<std::uint8_t>(total);
-      const std::uint16_t id = ip_id_++;
-      h[4] = static_cast<std::uint8_t>(id >> 8);
-      h[5] = static_cast<std::uint8_t>(id);
-      h[6] = 0x40;  // DF
-      h[8] = 64;
-      h[9] = 17;
-      std::memcpy(h + 12, src.ip.data(), 4);
-      std::memcpy(h + 16, dst.ip.data(), 4);
-      const std::uint16_t c = ipv4_checksum(h);
-      h[10] = static_cast<std::uint8_t>(c >> 8);
-      h[11] = static_cast<std::uint8_t>(c);
-    } else if (e == Encap::roce_v2_ipv6 || e == Encap::roce_v1) {
-      // IPv6 header or GRH (same layout; next header UDP or IBA's 0x1B).
-      f.u32(0x60000000u | std::uint32_t{ip.ecn} << 20 | (sport & 0xFFFFFu));
-      f.u16(static_cast<std::uint16_t>(e == Encap::roce_v1 ? ib_len : 8 + ib_len));
-      f.u8(e == Encap::roce_v1 ? 0x1B : 17);
-      f.u8(64);
-      std::memcpy(f.put(16), src.ip.data(), 16);
-      std::memcpy(f.put(16), dst.ip.data(), 16);
-    }
-    if (e == Encap::roce_v2_ipv4 || e == Encap::roce_v2_ipv6) {
-      udp_start = f.n;
-      f.u16(sport);
-      f.u16(4791);
-      f.u16(static_cast<std::uint16_t>(8 + ib_len));
-      f.u16(0);  // no UDP checksum, as RoCE NICs send
-    }
-    const std::size_t bth_start = f.n;
+  // An IPv4 header (DF, TTL 64, UDP) for a RoCEv2 packet of ib_len bytes from the BTH on.
+  void put_ipv4(Frame& f, const Host& src, const Host& dst, std::uint8_t ecn, std::size_t ib_len) {
+    std::uint8_t* h = f.put(20);
+    h[0] = 0x45;
+    h[1] = ecn;
+    const std::uint16_t total = static_cast<std::uint16_t>(20 + 8 + ib_len);
+    h[2] = static_cast<std::uint8_t>(total >> 8);
+    h[3] = static_cast<std::uint8_t>(total);
+    const std::uint16_t id = ip_id_++;
+    h[4] = static_cast<std::uint8_t>(id >> 8);
+    h[5] = static_cast<std::uint8_t>(id);
+    h[6] = 0x40;  // DF
+    h[8] = 64;
+    h[9] = 17;
+    std::memcpy(h + 12, src.ip.data(), 4);
+    std::memcpy(h + 16, dst.ip.data(), 4);
+    const std::uint16_t c = ipv4_checksum(h);
+    h[10] = static_cast<std::uint8_t>(c >> 8);
+    h[11] = static_cast<std::uint8_t>(c);
+  }
+
+  // The BTH and the extension headers the packet has.
+  static void put_bth_and_extensions(Frame& f, const IbPacket& ip, std::uint32_t pad) {
     f.u8(ip.opcode);
     f.u8(static_cast<std::uint8_t>(pad << 4));
     f.u16(0xFFFF);  // default P_Key
@@ -215,6 +184,47 @@ class Generator {
       f.u64(1);  // add value
       f.u64(0);
     }
+  }
+
+  void emit_ib(Encap e, const Host& src, const Host& dst, std::uint16_t sport, const IbPacket& ip) {
+    Frame f;
+    const std::uint32_t pad = (4 - (ip.payload & 3)) & 3;
+    std::size_t net_start = 0, udp_start = 0, lrh_start = 0;
+    if (e != Encap::ib) {  // Ethernet
+      std::memcpy(f.put(6), dst.mac.data(), 6);
+      std::memcpy(f.put(6), src.mac.data(), 6);
+      f.u16(e == Encap::roce_v2_ipv4 ? 0x0800 : e == Encap::roce_v2_ipv6 ? 0x86DD : 0x8915);
+    } else {
+      lrh_start = f.n;
+      f.u8(0x00);          // VL 0, LVer 0
+      f.u8(0x02);          // SL 0, LNH 2 (IBA local)
+      f.u16(dst.lid);
+      f.u16(0);            // packet length, set below
+      f.u16(src.lid);
+    }
+    const std::size_t ext = (ip.reth ? 16 : 0) + (ip.aeth ? 4 : 0) + (ip.atomic_eth ? 28 : 0) + (ip.atomic_ack ? 8 : 0);
+    const std::size_t ib_len = 12 + ext + ip.payload + pad + 4;  // BTH .. ICRC
+    net_start = f.n;
+    if (e == Encap::roce_v2_ipv4) {
+      put_ipv4(f, src, dst, ip.ecn, ib_len);
+    } else if (e == Encap::roce_v2_ipv6 || e == Encap::roce_v1) {
+      // IPv6 header or GRH (same layout; next header UDP or IBA's 0x1B).
+      f.u32(0x60000000u | std::uint32_t{ip.ecn} << 20 | (sport & 0xFFFFFu));
+      f.u16(static_cast<std::uint16_t>(e == Encap::roce_v1 ? ib_len : 8 + ib_len));
+      f.u8(e == Encap::roce_v1 ? 0x1B : 17);
+      f.u8(64);
+      std::memcpy(f.put(16), src.ip.data(), 16);
+      std::memcpy(f.put(16), dst.ip.data(), 16);
+    }
+    if (e == Encap::roce_v2_ipv4 || e == Encap::roce_v2_ipv6) {
+      udp_start = f.n;
+      f.u16(sport);
+      f.u16(4791);
+      f.u16(static_cast<std::uint16_t>(8 + ib_len));
+      f.u16(0);  // no UDP checksum, as RoCE NICs send
+    }
+    const std::size_t bth_start = f.n;
+    put_bth_and_extensions(f, ip, pad);
     std::uint8_t* pay = f.put(ip.payload + pad);
     for (std::uint32_t i = 0; i < ip.payload; ++i) pay[i] = ip.cnp ? 0 : static_cast<std::uint8_t>(ip.psn + i);
     IcrcInput in{};

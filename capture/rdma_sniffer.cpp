@@ -61,6 +61,24 @@ const char* link_layer_name(std::uint8_t ll) {
 
 bool is_netdev(const std::string& name) { return if_nametoindex(name.c_str()) != 0; }
 
+// Opens the device named, into ctx: "" or what went wrong (after the source's name).
+std::string open_named_device(const std::string& device, ibv_context*& ctx) {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (!list) return std::string(": cannot list RDMA devices: ") + std::strerror(errno);
+  ibv_device* dev = nullptr;
+  std::string names;
+  for (int i = 0; i < n; ++i) {
+    names += (names.empty() ? "" : ", ") + std::string(ibv_get_device_name(list[i]));
+    if (device == ibv_get_device_name(list[i])) dev = list[i];
+  }
+  if (dev) ctx = ibv_open_device(dev);
+  ibv_free_device_list(list);
+  if (!dev) return ": no RDMA device named '" + device + "' (present: " + (names.empty() ? "none" : names) + ")";
+  if (!ctx) return std::string(": cannot open the RDMA device: ") + std::strerror(errno);
+  return "";
+}
+
 }  // namespace
 
 std::vector<RdmaDeviceInfo> list_rdma_devices(std::string& error) {
@@ -161,26 +179,8 @@ bool RdmaSnifferSource::open(const std::string& device, unsigned port, int snapl
   v_->device = device;
   v_->port = port;
   v_->snaplen = snaplen > 0 && snaplen < kReceiveSize ? snaplen : kReceiveSize;
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
-  if (!list) {
-    error_ = name_ + ": cannot list RDMA devices: " + std::strerror(errno);
-    return false;
-  }
-  ibv_device* dev = nullptr;
-  std::string names;
-  for (int i = 0; i < n; ++i) {
-    names += (names.empty() ? "" : ", ") + std::string(ibv_get_device_name(list[i]));
-    if (device == ibv_get_device_name(list[i])) dev = list[i];
-  }
-  if (dev) v_->ctx = ibv_open_device(dev);
-  ibv_free_device_list(list);
-  if (!dev) {
-    error_ = name_ + ": no RDMA device named '" + device + "' (present: " + (names.empty() ? "none" : names) + ")";
-    return false;
-  }
-  if (!v_->ctx) {
-    error_ = name_ + ": cannot open the RDMA device: " + std::strerror(errno);
+  if (const std::string why = open_named_device(device, v_->ctx); !why.empty()) {
+    error_ = name_ + why;
     return false;
   }
   ibv_port_attr pa{};

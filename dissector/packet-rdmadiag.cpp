@@ -673,7 +673,8 @@ const char* anomaly_summary(AnomalyKind k) {
   }
 }
 
-void register_protocol() {
+// The transport and its CRCs: ICRC, VCRC, MPA CRC32c.
+void register_crc_fields() {
   static hf_register_info hf[] = {
       HF(hf_transport, "Transport", "rdmadiag.transport", FT_STRING, BASE_NONE, nullptr, "ib, roce_v1, roce_v2 or iwarp"),
       HF(hf_icrc, "ICRC", "rdmadiag.icrc", FT_UINT32, BASE_HEX, nullptr, "Invariant CRC as on the wire"),
@@ -688,6 +689,13 @@ void register_protocol() {
       HF(hf_mpa_crc_status, "MPA CRC status", "rdmadiag.mpa_crc.status", FT_UINT8, BASE_NONE, VALS(crc_status_vals),
          nullptr),
       HF(hf_mpa_crc_computed, "MPA CRC computed", "rdmadiag.mpa_crc.computed", FT_UINT32, BASE_HEX, nullptr, nullptr),
+  };
+  proto_register_field_array(proto_rdmadiag, hf, array_length(hf));
+}
+
+// BTH and its extension headers.
+void register_header_fields() {
+  static hf_register_info hf[] = {
       HF(hf_bth_opcode, "Opcode", "rdmadiag.bth.opcode", FT_UINT8, BASE_HEX, nullptr, nullptr),
       HF(hf_bth_opcode_name, "Opcode name", "rdmadiag.bth.opcode_name", FT_STRING, BASE_NONE, nullptr, nullptr),
       HF(hf_bth_service, "Transport service", "rdmadiag.bth.service", FT_STRING, BASE_NONE, nullptr,
@@ -712,6 +720,13 @@ void register_protocol() {
       HF(hf_aeth_kind, "AETH", "rdmadiag.aeth.kind", FT_STRING, BASE_NONE, nullptr, "ack, rnr_nak, nak_..."),
       HF(hf_aeth_syndrome, "AETH syndrome", "rdmadiag.aeth.syndrome", FT_UINT8, BASE_HEX, nullptr, nullptr),
       HF(hf_aeth_msn, "AETH MSN", "rdmadiag.aeth.msn", FT_UINT24, BASE_DEC, nullptr, nullptr),
+  };
+  proto_register_field_array(proto_rdmadiag, hf, array_length(hf));
+}
+
+// ECN, CNPs, PAUSE/PFC and the congestion-control verdicts.
+void register_congestion_fields() {
+  static hf_register_info hf[] = {
       HF(hf_cnp, "Congestion notification packet", "rdmadiag.cnp", FT_BOOLEAN, BASE_NONE, nullptr, "RoCEv2 CNP"),
       HF(hf_ecn_ce, "ECN congestion experienced", "rdmadiag.ecn_ce", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
       HF(hf_pfc_opcode, "MAC Control opcode", "rdmadiag.pfc.opcode", FT_UINT16, BASE_HEX, nullptr,
@@ -727,6 +742,13 @@ void register_protocol() {
       HF(hf_cc_verdict, "Rate after the CNP", "rdmadiag.cc.verdict", FT_STRING, BASE_NONE, nullptr,
          "slowed or kept_rate: the sender's gaps after a CNP against those before it"),
       HF(hf_cc_cnp_frame, "CNP judged", "rdmadiag.cc.cnp_frame", FT_FRAMENUM, BASE_NONE, nullptr, nullptr),
+  };
+  proto_register_field_array(proto_rdmadiag, hf, array_length(hf));
+}
+
+// Flow and PSN sequence analysis.
+void register_sequence_fields() {
+  static hf_register_info hf[] = {
       HF(hf_flow, "Flow", "rdmadiag.flow", FT_UINT32, BASE_DEC, nullptr, "Index of the flow, as in rdmadiag analyze"),
       HF(hf_peer_qp, "Peer QP", "rdmadiag.peer_qp", FT_UINT24, BASE_HEX, nullptr, "QP at the source side of this flow"),
       HF(hf_psn_expected, "Expected PSN", "rdmadiag.psn.expected", FT_UINT24, BASE_DEC, nullptr, nullptr),
@@ -737,6 +759,13 @@ void register_protocol() {
       HF(hf_retransmission, "Retransmission", "rdmadiag.retransmission", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
       HF(hf_spurious, "Spurious retransmission", "rdmadiag.retransmission.spurious", FT_BOOLEAN, BASE_NONE, nullptr,
          "Resend of a packet that was not lost at the capture point"),
+  };
+  proto_register_field_array(proto_rdmadiag, hf, array_length(hf));
+}
+
+// NVMe-oF commands and their completions.
+void register_nvme_fields() {
+  static hf_register_info hf[] = {
       HF(hf_nvme_queue, "NVMe queue ID", "rdmadiag.nvme.queue", FT_UINT16, BASE_DEC, nullptr, "From the queue's Connect"),
       HF(hf_nvme_cid, "NVMe command ID", "rdmadiag.nvme.cid", FT_UINT16, BASE_HEX, nullptr, nullptr),
       HF(hf_nvme_command, "NVMe command", "rdmadiag.nvme.command", FT_STRING, BASE_NONE, nullptr, nullptr),
@@ -751,6 +780,13 @@ void register_protocol() {
       HF(hf_nvme_cause_frame, "First transport event in frame", "rdmadiag.nvme.cause.first_frame", FT_FRAMENUM, BASE_NONE,
          nullptr, nullptr),
       HF(hf_nvme_unanswered, "No completion in the capture", "rdmadiag.nvme.unanswered", FT_BOOLEAN, BASE_NONE, nullptr, nullptr),
+  };
+  proto_register_field_array(proto_rdmadiag, hf, array_length(hf));
+}
+
+// Request/response pairing and anomalies.
+void register_pairing_fields() {
+  static hf_register_info hf[] = {
       HF(hf_nak_gap_frame, "Gap answered by this NAK", "rdmadiag.nak.gap_frame", FT_FRAMENUM, BASE_NONE, nullptr, nullptr),
       HF(hf_request_frame, "Request in frame", "rdmadiag.request_frame", FT_FRAMENUM, BASE_NONE,
          FRAMENUM_TYPE(FT_FRAMENUM_REQUEST), nullptr),
@@ -759,6 +795,13 @@ void register_protocol() {
       HF(hf_latency, "Latency", "rdmadiag.latency", FT_RELATIVE_TIME, BASE_NONE, nullptr,
          "Request to response at the capture point"),
       HF(hf_anomalies, "Anomalies", "rdmadiag.anomalies", FT_UINT8, BASE_DEC, nullptr, "Anomalies raised at this frame"),
+  };
+  proto_register_field_array(proto_rdmadiag, hf, array_length(hf));
+}
+
+// iWARP units, and decode diagnostics.
+void register_iwarp_fields() {
+  static hf_register_info hf[] = {
       HF(hf_iwarp_unit, "iWARP unit", "rdmadiag.iwarp.unit", FT_STRING, BASE_NONE, nullptr, nullptr),
       HF(hf_iwarp_opcode, "RDMAP opcode", "rdmadiag.iwarp.opcode", FT_UINT8, BASE_HEX, nullptr, nullptr),
       HF(hf_iwarp_ulpdu_len, "ULPDU length", "rdmadiag.iwarp.ulpdu_len", FT_UINT16, BASE_DEC, nullptr, nullptr),
@@ -768,12 +811,11 @@ void register_protocol() {
          nullptr, nullptr),
       HF(hf_diag, "Decode diagnostic", "rdmadiag.diag", FT_STRING, BASE_NONE, nullptr, nullptr),
   };
-  static gint* ett[] = {&ett_rdmadiag, &ett_bth, &ett_analysis, &ett_iwarp, &ett_crc};
-
-  proto_rdmadiag = proto_register_protocol("rdmadiag RDMA analysis", "rdmadiag", "rdmadiag");
   proto_register_field_array(proto_rdmadiag, hf, array_length(hf));
-  proto_register_subtree_array(ett, array_length(ett));
+}
 
+// The expert infos of CRC, sequence, congestion, NVMe and decode findings.
+expert_module_t* register_experts() {
   static ei_register_info ei[] = {
       {&ei_icrc_bad, {"rdmadiag.icrc.bad", PI_CHECKSUM, PI_ERROR, "Bad ICRC", EXPFILL}},
       {&ei_vcrc_bad, {"rdmadiag.vcrc.bad", PI_CHECKSUM, PI_ERROR, "Bad VCRC", EXPFILL}},
@@ -808,47 +850,55 @@ void register_protocol() {
   };
   expert_module_t* expert = expert_register_protocol(proto_rdmadiag);
   expert_register_field_array(expert, ei, array_length(ei));
+  return expert;
+}
 
-  // One expert entry per kind of anomaly the analysis raises, named after it.
+// The expert group of an anomaly kind.
+int anomaly_expert_group(AnomalyKind kind) {
+  switch (kind) {
+    case AnomalyKind::psn_gap: case AnomalyKind::psn_duplicate: case AnomalyKind::psn_out_of_order:
+    case AnomalyKind::retransmission: case AnomalyKind::tcp_hole: case AnomalyKind::ddp_msn_gap:
+    case AnomalyKind::ddp_mo_discontinuity: case AnomalyKind::ddp_to_discontinuity:
+    case AnomalyKind::pause_storm: case AnomalyKind::cc_no_reaction:
+      return PI_SEQUENCE;
+    case AnomalyKind::nak_psn_seq_error: case AnomalyKind::nak_invalid_request: case AnomalyKind::nak_remote_access:
+    case AnomalyKind::nak_remote_op: case AnomalyKind::nak_invalid_rd_request: case AnomalyKind::rnr_nak:
+    case AnomalyKind::rdmap_terminate:
+      return PI_RESPONSE_CODE;
+    case AnomalyKind::icrc_bad: case AnomalyKind::vcrc_bad: case AnomalyKind::mpa_crc_bad:
+    case AnomalyKind::icrc_not_wire:
+      return PI_CHECKSUM;
+    case AnomalyKind::mpa_bad_framing: case AnomalyKind::mpa_marker_stride:
+      return PI_MALFORMED;
+    case AnomalyKind::iwarp_resync:
+      return PI_REASSEMBLE;
+    default:
+      return PI_PROTOCOL;
+  }
+}
+
+// The expert severity of an anomaly kind.
+int anomaly_expert_severity(AnomalyKind kind) {
+  int severity = PI_WARN;
+  switch (decode::severity_of(kind)) {
+    case decode::Severity::error: severity = PI_ERROR; break;
+    case decode::Severity::warning: severity = PI_WARN; break;
+    case decode::Severity::note: severity = PI_NOTE; break;
+  }
+  // The normal recovery signals: a NAK asking for a resend, an RNR NAK, the resend itself.
+  if (kind == AnomalyKind::nak_psn_seq_error || kind == AnomalyKind::rnr_nak || kind == AnomalyKind::retransmission)
+    severity = PI_NOTE;
+  return severity;
+}
+
+// One expert entry per kind of anomaly the analysis raises, named after it.
+void register_anomaly_experts(expert_module_t* expert) {
   static std::array<ei_register_info, static_cast<std::size_t>(AnomalyKind::count_)> ei_kinds;
   for (std::size_t k = 0; k < ei_kinds.size(); ++k) {
     const auto kind = static_cast<AnomalyKind>(k);
     const std::string_view name = decode::to_string(kind);
-    int group = PI_PROTOCOL;
-    switch (kind) {
-      case AnomalyKind::psn_gap: case AnomalyKind::psn_duplicate: case AnomalyKind::psn_out_of_order:
-      case AnomalyKind::retransmission: case AnomalyKind::tcp_hole: case AnomalyKind::ddp_msn_gap:
-      case AnomalyKind::ddp_mo_discontinuity: case AnomalyKind::ddp_to_discontinuity:
-      case AnomalyKind::pause_storm: case AnomalyKind::cc_no_reaction:
-        group = PI_SEQUENCE;
-        break;
-      case AnomalyKind::nak_psn_seq_error: case AnomalyKind::nak_invalid_request: case AnomalyKind::nak_remote_access:
-      case AnomalyKind::nak_remote_op: case AnomalyKind::nak_invalid_rd_request: case AnomalyKind::rnr_nak:
-      case AnomalyKind::rdmap_terminate:
-        group = PI_RESPONSE_CODE;
-        break;
-      case AnomalyKind::icrc_bad: case AnomalyKind::vcrc_bad: case AnomalyKind::mpa_crc_bad:
-      case AnomalyKind::icrc_not_wire:
-        group = PI_CHECKSUM;
-        break;
-      case AnomalyKind::mpa_bad_framing: case AnomalyKind::mpa_marker_stride:
-        group = PI_MALFORMED;
-        break;
-      case AnomalyKind::iwarp_resync:
-        group = PI_REASSEMBLE;
-        break;
-      default:
-        break;
-    }
-    int severity = PI_WARN;
-    switch (decode::severity_of(kind)) {
-      case decode::Severity::error: severity = PI_ERROR; break;
-      case decode::Severity::warning: severity = PI_WARN; break;
-      case decode::Severity::note: severity = PI_NOTE; break;
-    }
-    // The normal recovery signals: a NAK asking for a resend, an RNR NAK, the resend itself.
-    if (kind == AnomalyKind::nak_psn_seq_error || kind == AnomalyKind::rnr_nak || kind == AnomalyKind::retransmission)
-      severity = PI_NOTE;
+    const int group = anomaly_expert_group(kind);
+    const int severity = anomaly_expert_severity(kind);
     ei_anomaly[k] = EI_INIT;
     const char* summary = anomaly_summary(kind);
     ei_kinds[k] = ei_register_info{&ei_anomaly[k],
@@ -857,7 +907,9 @@ void register_protocol() {
                                     summary, EXPFILL}};
   }
   expert_register_field_array(expert, ei_kinds.data(), static_cast<int>(ei_kinds.size()));
+}
 
+void register_preferences() {
   module_t* prefs = prefs_register_protocol(proto_rdmadiag, apply_prefs);
   prefs_register_bool_preference(prefs, "analysis", "Run the PSN / sequence analysis",
                                  "Off: only CRC checks and header decode (faster on huge captures)", &pref_analysis);
@@ -875,6 +927,22 @@ void register_protocol() {
                                  "Turns PAUSE/PFC quanta into time for the pause analysis (storms, as rdmadiag analyze "
                                  "--link-speed); 0: pause times unknown",
                                  10, &pref_link_mbps);
+}
+
+void register_protocol() {
+  proto_rdmadiag = proto_register_protocol("rdmadiag RDMA analysis", "rdmadiag", "rdmadiag");
+  register_crc_fields();
+  register_header_fields();
+  register_congestion_fields();
+  register_sequence_fields();
+  register_nvme_fields();
+  register_pairing_fields();
+  register_iwarp_fields();
+  static gint* ett[] = {&ett_rdmadiag, &ett_bth, &ett_analysis, &ett_iwarp, &ett_crc};
+  proto_register_subtree_array(ett, array_length(ett));
+
+  register_anomaly_experts(register_experts());
+  register_preferences();
 
   frame_records = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), g_direct_hash, g_direct_equal);
   register_init_routine(init_file_state);

@@ -209,6 +209,70 @@ Json analysis_json(const PacketAnalysis& a) {
   return j;
 }
 
+namespace {
+std::string explain_retransmission(const Anomaly& a, const std::string& who, const std::string& rel) {
+  std::string s = fmt("%s retransmitted from PSN %u at frame %llu (%u packets resent, go-back-N)", who.c_str(), a.psn,
+                      static_cast<unsigned long long>(a.frame), a.count);
+  if (a.expected_psn == -2)
+    s += "; the ACK of the original never reached the capture point (lost): transport timeout";
+  else if (a.cause == ResendCause::answer_corrupt)
+    s += "; the ACK/response of the original was captured corrupt (bad ICRC, frame " + rel +
+         ") and dropped by the requester: transport timeout";
+  else if (a.cause == ResendCause::corrupt)
+    s += "; the original was corrupted (bad ICRC)" + (rel.empty() ? std::string() : ", frames " + rel);
+  else if (a.cause == ResendCause::response_loss)
+    s += "; READ re-issued: its response packets were lost before the capture point" +
+         (rel.empty() ? std::string() : " (frames " + rel + ")");
+  else if (a.cause == ResendCause::response_lost_after)
+    s += "; READ re-issued from a response the capture holds intact, in order: lost (or held up) after the "
+         "capture point, before the requester";
+  else if (a.cause == ResendCause::no_answer_captured)
+    s += "; no NAK before it, and no ACK, NAK or response of this queue pair is in the capture: a transport "
+         "timeout, or the capture does not see the responder's direction";
+  else
+    s += rel.empty() ? "; no NAK before it: transport timeout" : "; after frames " + rel;
+  if (a.duration_us >= 0) s += fmt("; recovered in %.0f us", a.duration_us);
+  return s;
+}
+
+// The NAKs that put the queue pair in the error state.
+std::string explain_fatal_nak(const Anomaly& a, const std::string& who, const std::string& rel) {
+  static const char* kWhat[] = {"invalid request", "remote access error (bad R_Key, address or permissions)",
+                                "remote operational error", "invalid RD request"};
+  const int i = a.kind == AnomalyKind::nak_invalid_request ? 0 : a.kind == AnomalyKind::nak_remote_access ? 1
+                : a.kind == AnomalyKind::nak_remote_op ? 2 : 3;
+  return fmt("%s NAK %s at frame %llu for PSN %u%s%s: the QP goes to the error state", who.c_str(), kWhat[i],
+             static_cast<unsigned long long>(a.frame), a.psn, rel.empty() ? "" : "; request at frame ", rel.c_str());
+}
+
+std::string explain_icrc_bad(const Anomaly& a, const std::string& who, const std::string& rel) {
+  if (a.count)  // decode's udp_port_bit_error: the port, not the payload, took the bit error
+    return fmt("%s ICRC bad at frame %llu (PSN %u): UDP destination port %u is 4791 with one bit flipped, its ICRC holds "
+               "with 4791: corrupted in flight (a bit error, not a drop); the receiver does not take it as RoCE%s%s",
+               who.c_str(), static_cast<unsigned long long>(a.frame), a.psn, a.count,
+               rel.empty() ? "" : "; NAK/resend at frames ", rel.c_str());
+  return fmt("%s ICRC bad at frame %llu (PSN %u): corrupted in flight (a bit error, not a drop); the receiver drops it%s%s",
+             who.c_str(), static_cast<unsigned long long>(a.frame), a.psn,
+             rel.empty() ? "" : "; NAK/resend at frames ", rel.c_str());
+}
+
+std::string explain_icrc_not_wire(const Anomaly& a, const std::string& who) {
+  std::string s = fmt("%s: this sender's ICRCs to this receiver are not the wire's: %u packets from frame %llu "
+                      "(PSN %u) on carry a bad ICRC in the capture, but the receiver took them (its answer at "
+                      "frame %llu names one); the capture sees them before the ICRC is computed (offload) or "
+                      "damaged its copies: not counted as corruption, and this direction's ICRCs are not checked",
+                      who.c_str(), a.count, static_cast<unsigned long long>(a.frame), a.psn,
+                      static_cast<unsigned long long>(a.related[0]));
+  if (a.expected_psn > 0)
+    s += fmt("; %lld more before that answer, past the bound on packets kept to analyse again, stay reported "
+             "as corrupt", static_cast<long long>(a.expected_psn));
+  if (a.related_count > 1)
+    s += fmt("; an intact packet at frame %llu contradicts it: checked again from there",
+             static_cast<unsigned long long>(a.related[1]));
+  return s;
+}
+}  // namespace
+
 std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
   if (is_pause_kind(a.kind)) return explain_pause(a);  // link level: no queue pair
   std::string who = fmt("QP 0x%06x", a.dest_qp);
@@ -229,30 +293,8 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
     case AnomalyKind::psn_out_of_order:
       return fmt("%s PSN %u arrived late at frame %llu (after PSN %lld was expected): reordered on the path",
                  who.c_str(), a.psn, static_cast<unsigned long long>(a.frame), static_cast<long long>(a.expected_psn) - 1);
-    case AnomalyKind::retransmission: {
-      std::string s = fmt("%s retransmitted from PSN %u at frame %llu (%u packets resent, go-back-N)", who.c_str(), a.psn,
-                          static_cast<unsigned long long>(a.frame), a.count);
-      if (a.expected_psn == -2)
-        s += "; the ACK of the original never reached the capture point (lost): transport timeout";
-      else if (a.cause == ResendCause::answer_corrupt)
-        s += "; the ACK/response of the original was captured corrupt (bad ICRC, frame " + rel +
-             ") and dropped by the requester: transport timeout";
-      else if (a.cause == ResendCause::corrupt)
-        s += "; the original was corrupted (bad ICRC)" + (rel.empty() ? std::string() : ", frames " + rel);
-      else if (a.cause == ResendCause::response_loss)
-        s += "; READ re-issued: its response packets were lost before the capture point" +
-             (rel.empty() ? std::string() : " (frames " + rel + ")");
-      else if (a.cause == ResendCause::response_lost_after)
-        s += "; READ re-issued from a response the capture holds intact, in order: lost (or held up) after the "
-             "capture point, before the requester";
-      else if (a.cause == ResendCause::no_answer_captured)
-        s += "; no NAK before it, and no ACK, NAK or response of this queue pair is in the capture: a transport "
-             "timeout, or the capture does not see the responder's direction";
-      else
-        s += rel.empty() ? "; no NAK before it: transport timeout" : "; after frames " + rel;
-      if (a.duration_us >= 0) s += fmt("; recovered in %.0f us", a.duration_us);
-      return s;
-    }
+    case AnomalyKind::retransmission:
+      return explain_retransmission(a, who, rel);
     case AnomalyKind::nak_psn_seq_error:
       return fmt("%s NAK PSN sequence error at frame %llu: responder expects PSN %u%s%s", who.c_str(),
                  static_cast<unsigned long long>(a.frame), a.psn,
@@ -269,23 +311,10 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
     case AnomalyKind::nak_invalid_request:
     case AnomalyKind::nak_remote_access:
     case AnomalyKind::nak_remote_op:
-    case AnomalyKind::nak_invalid_rd_request: {
-      static const char* kWhat[] = {"invalid request", "remote access error (bad R_Key, address or permissions)",
-                                    "remote operational error", "invalid RD request"};
-      const int i = a.kind == AnomalyKind::nak_invalid_request ? 0 : a.kind == AnomalyKind::nak_remote_access ? 1
-                    : a.kind == AnomalyKind::nak_remote_op ? 2 : 3;
-      return fmt("%s NAK %s at frame %llu for PSN %u%s%s: the QP goes to the error state", who.c_str(), kWhat[i],
-                 static_cast<unsigned long long>(a.frame), a.psn, rel.empty() ? "" : "; request at frame ", rel.c_str());
-    }
+    case AnomalyKind::nak_invalid_rd_request:
+      return explain_fatal_nak(a, who, rel);
     case AnomalyKind::icrc_bad:
-      if (a.count)  // decode's udp_port_bit_error: the port, not the payload, took the bit error
-        return fmt("%s ICRC bad at frame %llu (PSN %u): UDP destination port %u is 4791 with one bit flipped, its ICRC holds "
-                   "with 4791: corrupted in flight (a bit error, not a drop); the receiver does not take it as RoCE%s%s",
-                   who.c_str(), static_cast<unsigned long long>(a.frame), a.psn, a.count,
-                   rel.empty() ? "" : "; NAK/resend at frames ", rel.c_str());
-      return fmt("%s ICRC bad at frame %llu (PSN %u): corrupted in flight (a bit error, not a drop); the receiver drops it%s%s",
-                 who.c_str(), static_cast<unsigned long long>(a.frame), a.psn,
-                 rel.empty() ? "" : "; NAK/resend at frames ", rel.c_str());
+      return explain_icrc_bad(a, who, rel);
     case AnomalyKind::vcrc_bad:
       return fmt("%s VCRC bad at frame %llu: corrupted on the last link", who.c_str(), static_cast<unsigned long long>(a.frame));
     case AnomalyKind::bad_opcode_sequence:
@@ -299,21 +328,8 @@ std::string explain(const Anomaly& a, const TransportAnalyzer& t) {
                  who.c_str(), static_cast<unsigned long long>(a.frame), a.count, static_cast<long long>(a.expected_psn));
     case AnomalyKind::cc_no_reaction:
       return explain_no_reaction(a, who);
-    case AnomalyKind::icrc_not_wire: {
-      std::string s = fmt("%s: this sender's ICRCs to this receiver are not the wire's: %u packets from frame %llu "
-                          "(PSN %u) on carry a bad ICRC in the capture, but the receiver took them (its answer at "
-                          "frame %llu names one); the capture sees them before the ICRC is computed (offload) or "
-                          "damaged its copies: not counted as corruption, and this direction's ICRCs are not checked",
-                          who.c_str(), a.count, static_cast<unsigned long long>(a.frame), a.psn,
-                          static_cast<unsigned long long>(a.related[0]));
-      if (a.expected_psn > 0)
-        s += fmt("; %lld more before that answer, past the bound on packets kept to analyse again, stay reported "
-                 "as corrupt", static_cast<long long>(a.expected_psn));
-      if (a.related_count > 1)
-        s += fmt("; an intact packet at frame %llu contradicts it: checked again from there",
-                 static_cast<unsigned long long>(a.related[1]));
-      return s;
-    }
+    case AnomalyKind::icrc_not_wire:
+      return explain_icrc_not_wire(a, who);
     case AnomalyKind::pkey_change:
       return fmt("%s P_Key changed to 0x%04x at frame %llu", who.c_str(), a.count, static_cast<unsigned long long>(a.frame));
     default:

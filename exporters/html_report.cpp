@@ -483,6 +483,156 @@ std::string render_analyze(const Json& r) {
 
 // ---------- perftest ----------
 
+// The results table: bandwidth columns, or latency statistics.
+std::string perftest_results_table(const Json& results, bool bandwidth) {
+  std::string h = "<h2>Results</h2>\n<table class=\"sortable\"><thead><tr><th>size</th><th>iterations</th>";
+  h += bandwidth ? "<th>BW peak MB/s</th><th>BW avg MB/s</th><th>Mpps</th>"
+                 : "<th>t_min &micro;s</th><th>t_typical</th><th>t_avg</th><th>p99</th><th>p99.9</th><th>t_max</th><th>stdev</th>";
+  h += "</tr></thead><tbody>";
+  for (const Json& s : results) {
+    h += "<tr>" + td_num(num(s, "/size"), size_label(num(s, "/size"))) + td_num(num(s, "/iterations"));
+    if (bandwidth)
+      for (const char* k : {"/bandwidth/bw_peak", "/bandwidth/bw_avg", "/bandwidth/msg_rate_mpps"}) h += td_num(num(s, k), fmt("%.3f", num(s, k)));
+    else
+      for (const char* k : {"/statistics/t_min", "/statistics/t_typical", "/statistics/t_avg", "/statistics/percentiles/p99",
+                            "/statistics/percentiles/p99.9", "/statistics/t_max", "/statistics/t_stdev"})
+        h += td_num(num(s, k, -1), fmt("%.2f", num(s, k, -1)));
+    h += "</tr>";
+  }
+  return h + "</tbody></table>\n";
+}
+
+std::string bandwidth_against_size(const Json& results, double smin, double smax) {
+  std::vector<std::pair<double, double>> avg, peak;
+  double ymax = 1;
+  for (const Json& s : results) {
+    avg.push_back({num(s, "/size"), num(s, "/bandwidth/bw_avg")});
+    peak.push_back({num(s, "/size"), num(s, "/bandwidth/bw_peak")});
+    ymax = std::max({ymax, num(s, "/bandwidth/bw_avg"), num(s, "/bandwidth/bw_peak")});
+  }
+  SvgPlot plot(900, 380, {smin, smax, AxisScale::log2, "message size (bytes)"}, {0, ymax * 1.1, AxisScale::linear, "MB/s"},
+               "bandwidth against message size");
+  plot.line(avg, kColors[0], "average");
+  plot.markers(avg, kColors[0], "circle", "", 3);
+  plot.line(peak, kColors[1], "peak");
+  return "<h2>Bandwidth against size</h2>\n" + plot.svg();
+}
+
+std::string latency_against_size(const Json& results, double smin, double smax) {
+  double ymin = 1e300, ymax = 0;
+  struct Line {
+    const char* pointer;
+    const char* name;
+  };
+  const Line lines[] = {{"/statistics/t_min", "t_min"}, {"/statistics/t_typical", "t_typical (median)"},
+                        {"/statistics/percentiles/p99", "p99"}, {"/statistics/t_max", "t_max"}};
+  for (const Json& s : results)
+    for (const Line& l : lines) {
+      const double v = num(s, l.pointer, -1);
+      if (v > 0) {
+        ymin = std::min(ymin, v);
+        ymax = std::max(ymax, v);
+      }
+    }
+  if (ymax <= 0) return "";
+  SvgPlot plot(900, 400, {smin, smax, AxisScale::log2, "message size (bytes)"},
+               {ymin / 1.3, ymax * 1.3, AxisScale::log10, "latency (\xC2\xB5s)"}, "latency against message size");
+  for (std::size_t i = 0; i < std::size(lines); ++i) {
+    std::vector<std::pair<double, double>> pts;
+    for (const Json& s : results)
+      if (num(s, lines[i].pointer, -1) > 0) pts.push_back({num(s, "/size"), num(s, lines[i].pointer)});
+    plot.line(pts, kColors[i], lines[i].name);
+    plot.markers(pts, kColors[i], "circle", "", 2.5);
+  }
+  return "<h2>Latency against size</h2>\n" + plot.svg();
+}
+
+// Against message size, when the run was a sweep.
+std::string size_sweep_plot(const Json& results, bool bandwidth) {
+  if (results.size() < 2) return "";
+  const double smin = num(results.front(), "/size", 1), smax = num(results.back(), "/size", 2);
+  return bandwidth ? bandwidth_against_size(results, smin, smax) : latency_against_size(results, smin, smax);
+}
+
+// The CDFs of all sizes in one plot (log latency axis).
+std::string latency_cdf_plot(const std::vector<const Json*>& with_hist) {
+  double xmin = 1e300, xmax = 0;
+  std::vector<std::vector<std::pair<double, double>>> cdfs;
+  for (const Json* s : with_hist) {
+    std::vector<std::pair<double, double>> cdf;
+    if (s->contains("samples_usec") && !(*s)["samples_usec"].empty()) {
+      std::vector<double> v = (*s)["samples_usec"].get<std::vector<double>>();
+      std::sort(v.begin(), v.end());
+      for (std::size_t i = 0; i < v.size(); ++i) cdf.push_back({std::max(v[i], 1e-3), static_cast<double>(i + 1) / static_cast<double>(v.size())});
+    } else {
+      const Json& hg = (*s)["histogram"];
+      const double low = num(hg, "/low_usec"), width = num(hg, "/bin_width_usec", 1);
+      double total = 0, acc = 0;
+      for (const Json& c : hg["counts"]) total += c.get<double>();
+      for (std::size_t i = 0; i < hg["counts"].size(); ++i) {
+        acc += hg["counts"][i].get<double>();
+        if (total > 0) cdf.push_back({std::max(low + width * static_cast<double>(i + 1), 1e-3), acc / total});
+      }
+    }
+    for (const auto& p : cdf) {
+      xmin = std::min(xmin, p.first);
+      xmax = std::max(xmax, p.first);
+    }
+    cdfs.push_back(std::move(cdf));
+  }
+  if (xmax > 0) {
+    SvgPlot cdf_plot(900, 420, {xmin / 1.2, xmax * 1.2, AxisScale::log10, "latency (\xC2\xB5s)"},
+                     {0, 1, AxisScale::linear, "fraction of samples"}, "latency CDF per message size");
+    for (std::size_t i = 0; i < cdfs.size(); ++i) {
+      // A step line: each sample raises the fraction.
+      std::vector<std::pair<double, double>> steps;
+      double prev = 0;
+      for (const auto& [x, y] : cdfs[i]) {
+        steps.push_back({x, prev});
+        steps.push_back({x, y});
+        prev = y;
+      }
+      cdf_plot.line(steps, kColors[i % std::size(kColors)], size_label(num(*with_hist[i], "/size")) + " B", 1.3);
+    }
+    return cdf_plot.svg();
+  }
+  return "";
+}
+
+// One small histogram per size, from the report's bins.
+std::string latency_histograms(const std::vector<const Json*>& with_hist) {
+  std::string h = "<div class=\"plots\">\n";
+  for (const Json* s : with_hist) {
+    const Json& hg = (*s)["histogram"];
+    const double low = num(hg, "/low_usec"), width = num(hg, "/bin_width_usec", 1);
+    std::vector<std::pair<std::pair<double, double>, double>> bars;
+    double ymax = 1, hi = low + width;
+    for (std::size_t i = 0; i < hg["counts"].size(); ++i) {
+      const double c = hg["counts"][i].get<double>();
+      const double x0 = low + width * static_cast<double>(i);
+      if (c > 0) hi = x0 + width;
+      bars.push_back({{x0, x0 + width}, c});
+      ymax = std::max(ymax, c);
+    }
+    SvgPlot plot(330, 230, {low, hi, AxisScale::linear, "latency (\xC2\xB5s)"}, {0, ymax * 1.15, AxisScale::linear, "samples"},
+                 size_label(num(*s, "/size")) + " B: " + short_number(num(*s, "/statistics/sample_count")) + " samples");
+    plot.bars(bars, "#2ca02c");
+    h += plot.svg();
+  }
+  return h + "</div>\n";
+}
+
+// Latency distributions per size: histogram (from the report's histogram) and CDF.
+std::string latency_distributions(const Json& results) {
+  std::vector<const Json*> with_hist;
+  for (const Json& s : results)
+    if (s.contains("histogram") && s["histogram"].contains("counts") && !s["histogram"]["counts"].empty()) with_hist.push_back(&s);
+  if (with_hist.empty()) return "";
+  return "<h2>Latency distribution per size</h2>\n<p class=\"note\">Histograms use the report's bins; the CDF uses every sample "
+         "when the report has them (<code>--samples</code>), else the histogram.</p>\n" +
+         latency_cdf_plot(with_hist) + latency_histograms(with_hist);
+}
+
 std::string render_perftest(const Json& r) {
   const Json& info = r.value("test_info", Json::object());
   const Json& results = r.value("results", Json::array());
@@ -503,138 +653,9 @@ std::string render_perftest(const Json& r) {
       for (const Json& w : r[key]) h += "<li>" + html_escape(w.is_string() ? w.get<std::string>() : json_text(w)) + "</li>";
       h += "</ul>";
     }
-  h += "<h2>Results</h2>\n<table class=\"sortable\"><thead><tr><th>size</th><th>iterations</th>";
-  h += bandwidth ? "<th>BW peak MB/s</th><th>BW avg MB/s</th><th>Mpps</th>"
-                 : "<th>t_min &micro;s</th><th>t_typical</th><th>t_avg</th><th>p99</th><th>p99.9</th><th>t_max</th><th>stdev</th>";
-  h += "</tr></thead><tbody>";
-  for (const Json& s : results) {
-    h += "<tr>" + td_num(num(s, "/size"), size_label(num(s, "/size"))) + td_num(num(s, "/iterations"));
-    if (bandwidth)
-      for (const char* k : {"/bandwidth/bw_peak", "/bandwidth/bw_avg", "/bandwidth/msg_rate_mpps"}) h += td_num(num(s, k), fmt("%.3f", num(s, k)));
-    else
-      for (const char* k : {"/statistics/t_min", "/statistics/t_typical", "/statistics/t_avg", "/statistics/percentiles/p99",
-                            "/statistics/percentiles/p99.9", "/statistics/t_max", "/statistics/t_stdev"})
-        h += td_num(num(s, k, -1), fmt("%.2f", num(s, k, -1)));
-    h += "</tr>";
-  }
-  h += "</tbody></table>\n";
-
-  // Against message size, when the run was a sweep.
-  if (results.size() >= 2) {
-    const double smin = num(results.front(), "/size", 1), smax = num(results.back(), "/size", 2);
-    if (bandwidth) {
-      std::vector<std::pair<double, double>> avg, peak;
-      double ymax = 1;
-      for (const Json& s : results) {
-        avg.push_back({num(s, "/size"), num(s, "/bandwidth/bw_avg")});
-        peak.push_back({num(s, "/size"), num(s, "/bandwidth/bw_peak")});
-        ymax = std::max({ymax, num(s, "/bandwidth/bw_avg"), num(s, "/bandwidth/bw_peak")});
-      }
-      SvgPlot plot(900, 380, {smin, smax, AxisScale::log2, "message size (bytes)"}, {0, ymax * 1.1, AxisScale::linear, "MB/s"},
-                   "bandwidth against message size");
-      plot.line(avg, kColors[0], "average");
-      plot.markers(avg, kColors[0], "circle", "", 3);
-      plot.line(peak, kColors[1], "peak");
-      h += "<h2>Bandwidth against size</h2>\n" + plot.svg();
-    } else {
-      double ymin = 1e300, ymax = 0;
-      struct Line {
-        const char* pointer;
-        const char* name;
-      };
-      const Line lines[] = {{"/statistics/t_min", "t_min"}, {"/statistics/t_typical", "t_typical (median)"},
-                            {"/statistics/percentiles/p99", "p99"}, {"/statistics/t_max", "t_max"}};
-      for (const Json& s : results)
-        for (const Line& l : lines) {
-          const double v = num(s, l.pointer, -1);
-          if (v > 0) {
-            ymin = std::min(ymin, v);
-            ymax = std::max(ymax, v);
-          }
-        }
-      if (ymax > 0) {
-        SvgPlot plot(900, 400, {smin, smax, AxisScale::log2, "message size (bytes)"},
-                     {ymin / 1.3, ymax * 1.3, AxisScale::log10, "latency (\xC2\xB5s)"}, "latency against message size");
-        for (std::size_t i = 0; i < std::size(lines); ++i) {
-          std::vector<std::pair<double, double>> pts;
-          for (const Json& s : results)
-            if (num(s, lines[i].pointer, -1) > 0) pts.push_back({num(s, "/size"), num(s, lines[i].pointer)});
-          plot.line(pts, kColors[i], lines[i].name);
-          plot.markers(pts, kColors[i], "circle", "", 2.5);
-        }
-        h += "<h2>Latency against size</h2>\n" + plot.svg();
-      }
-    }
-  }
-
-  // Latency distributions per size: histogram (from the report's histogram) and CDF.
-  std::vector<const Json*> with_hist;
-  for (const Json& s : results)
-    if (s.contains("histogram") && s["histogram"].contains("counts") && !s["histogram"]["counts"].empty()) with_hist.push_back(&s);
-  if (!with_hist.empty()) {
-    h += "<h2>Latency distribution per size</h2>\n<p class=\"note\">Histograms use the report's bins; the CDF uses every sample "
-         "when the report has them (<code>--samples</code>), else the histogram.</p>\n";
-    // CDFs of all sizes in one plot (log latency axis).
-    double xmin = 1e300, xmax = 0;
-    std::vector<std::vector<std::pair<double, double>>> cdfs;
-    for (const Json* s : with_hist) {
-      std::vector<std::pair<double, double>> cdf;
-      if (s->contains("samples_usec") && !(*s)["samples_usec"].empty()) {
-        std::vector<double> v = (*s)["samples_usec"].get<std::vector<double>>();
-        std::sort(v.begin(), v.end());
-        for (std::size_t i = 0; i < v.size(); ++i) cdf.push_back({std::max(v[i], 1e-3), static_cast<double>(i + 1) / static_cast<double>(v.size())});
-      } else {
-        const Json& hg = (*s)["histogram"];
-        const double low = num(hg, "/low_usec"), width = num(hg, "/bin_width_usec", 1);
-        double total = 0, acc = 0;
-        for (const Json& c : hg["counts"]) total += c.get<double>();
-        for (std::size_t i = 0; i < hg["counts"].size(); ++i) {
-          acc += hg["counts"][i].get<double>();
-          if (total > 0) cdf.push_back({std::max(low + width * static_cast<double>(i + 1), 1e-3), acc / total});
-        }
-      }
-      for (const auto& p : cdf) {
-        xmin = std::min(xmin, p.first);
-        xmax = std::max(xmax, p.first);
-      }
-      cdfs.push_back(std::move(cdf));
-    }
-    if (xmax > 0) {
-      SvgPlot cdf_plot(900, 420, {xmin / 1.2, xmax * 1.2, AxisScale::log10, "latency (\xC2\xB5s)"},
-                       {0, 1, AxisScale::linear, "fraction of samples"}, "latency CDF per message size");
-      for (std::size_t i = 0; i < cdfs.size(); ++i) {
-        // A step line: each sample raises the fraction.
-        std::vector<std::pair<double, double>> steps;
-        double prev = 0;
-        for (const auto& [x, y] : cdfs[i]) {
-          steps.push_back({x, prev});
-          steps.push_back({x, y});
-          prev = y;
-        }
-        cdf_plot.line(steps, kColors[i % std::size(kColors)], size_label(num(*with_hist[i], "/size")) + " B", 1.3);
-      }
-      h += cdf_plot.svg();
-    }
-    h += "<div class=\"plots\">\n";
-    for (const Json* s : with_hist) {
-      const Json& hg = (*s)["histogram"];
-      const double low = num(hg, "/low_usec"), width = num(hg, "/bin_width_usec", 1);
-      std::vector<std::pair<std::pair<double, double>, double>> bars;
-      double ymax = 1, hi = low + width;
-      for (std::size_t i = 0; i < hg["counts"].size(); ++i) {
-        const double c = hg["counts"][i].get<double>();
-        const double x0 = low + width * static_cast<double>(i);
-        if (c > 0) hi = x0 + width;
-        bars.push_back({{x0, x0 + width}, c});
-        ymax = std::max(ymax, c);
-      }
-      SvgPlot plot(330, 230, {low, hi, AxisScale::linear, "latency (\xC2\xB5s)"}, {0, ymax * 1.15, AxisScale::linear, "samples"},
-                   size_label(num(*s, "/size")) + " B: " + short_number(num(*s, "/statistics/sample_count")) + " samples");
-      plot.bars(bars, "#2ca02c");
-      h += plot.svg();
-    }
-    h += "</div>\n";
-  }
+  h += perftest_results_table(results, bandwidth);
+  h += size_sweep_plot(results, bandwidth);
+  h += latency_distributions(results);
   return h + page_tail();
 }
 

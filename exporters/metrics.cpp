@@ -111,125 +111,135 @@ void congestion_metrics(Exposition& x, const CongestionAnalyzer& cc) {
   x.sample("rdmadiag_cc_cnp_response_seconds_count", "", static_cast<double>(t.responses));
 }
 
+void analyzer_metrics(Exposition& x, const decode::Analyzer& a) {
+  const CaptureSummary& s = a.summary();
+  x.family("rdmadiag_packets_total", "counter", "Frames read, of every kind.");
+  x.sample("rdmadiag_packets_total", "", static_cast<double>(s.packets));
+  x.family("rdmadiag_bytes_total", "counter", "Wire bytes of every frame read.");
+  x.sample("rdmadiag_bytes_total", "", static_cast<double>(s.bytes));
+  x.family("rdmadiag_transport_packets_total", "counter", "Frames by transport.");
+  for (std::size_t i = 0; i < s.by_transport.size(); ++i)
+    x.sample("rdmadiag_transport_packets_total", "transport=\"" + std::string(to_string(static_cast<Transport>(i))) + "\"",
+             static_cast<double>(s.by_transport[i].packets));
+  x.family("rdmadiag_icrc_checks_total", "counter", "ICRC verdicts (bad: corrupted in flight).");
+  x.sample("rdmadiag_icrc_checks_total", "result=\"ok\"", static_cast<double>(s.icrc.ok));
+  // A sender's bad ICRCs found not the wire's (icrc_not_wire) are their own result, not corruption.
+  const std::uint64_t not_wire = a.transport().icrc_not_wire_packets();
+  x.sample("rdmadiag_icrc_checks_total", "result=\"bad\"", static_cast<double>(s.icrc.bad - std::min(not_wire, s.icrc.bad)));
+  x.sample("rdmadiag_icrc_checks_total", "result=\"not_wire\"", static_cast<double>(not_wire));
+  x.sample("rdmadiag_icrc_checks_total", "result=\"unverifiable\"", static_cast<double>(s.icrc.unverifiable));
+  x.family("rdmadiag_queue_pairs", "gauge", "Distinct queue pairs seen.");
+  x.sample("rdmadiag_queue_pairs", "", static_cast<double>(s.queue_pairs()));
+  x.family("rdmadiag_anomalies_total", "counter", "Anomalies found by the analysis, by kind.");
+  const AnomalyLog& log = a.anomalies();
+  for (std::size_t k = 0; k < static_cast<std::size_t>(AnomalyKind::count_); ++k)
+    x.sample("rdmadiag_anomalies_total", "kind=\"" + std::string(to_string(static_cast<AnomalyKind>(k))) + "\"",
+             static_cast<double>(log.count(static_cast<AnomalyKind>(k))));
+  if (a.pfc().any()) pause_metrics(x, a.pfc());
+  if (a.congestion().any()) congestion_metrics(x, a.congestion());
+}
+
+// Per-flow series: the first max_flow_series flows by appearance keep
+// their own (stable across scrapes); the others are summed into one,
+// counted in aggregated.
+std::vector<Series> flow_series(const MetricsInput& in, std::size_t& aggregated) {
+  std::vector<Series> series;
+  Series other;
+  other.labels = "flow=\"other\",qp=\"\",src=\"\",dst=\"\",transport=\"\"";
+  for (const FlowDetail& d : in.tally->flows()) {
+    if (series.size() < in.max_flow_series) {
+      char qp[16];
+      std::snprintf(qp, sizeof qp, "0x%06x", d.dest_qp);
+      series.push_back({"flow=\"" + std::to_string(d.flow) + "\",qp=\"" + qp + "\",src=\"" + escape_label(d.src) +
+                            "\",dst=\"" + escape_label(d.dst) + "\",transport=\"" + escape_label(d.transport) + "\"",
+                        d.counters});
+    } else {
+      other.counters.add(d.counters);
+      ++aggregated;
+    }
+  }
+  aggregated += in.tally->flows_not_detailed();
+  other.counters.add(in.tally->not_detailed());
+  if (aggregated) series.push_back(other);
+  return series;
+}
+
+void flow_metrics(Exposition& x, const std::vector<Series>& series) {
+  struct Counter {
+    const char* name;
+    const char* help;
+    std::uint64_t FlowCounters::*field;
+  };
+  static const Counter kCounters[] = {
+      {"rdmadiag_flow_packets_total", "RDMA transport packets of the flow (one direction to one QP).", &FlowCounters::packets},
+      {"rdmadiag_flow_bytes_total", "Wire bytes of the flow.", &FlowCounters::bytes},
+      {"rdmadiag_psn_gaps_total", "PSN gaps (packets lost before the capture point).", &FlowCounters::psn_gaps},
+      {"rdmadiag_psn_missing_total", "PSNs missing in the gaps.", &FlowCounters::psn_missing},
+      {"rdmadiag_psn_duplicates_total", "Duplicate PSNs.", &FlowCounters::duplicates},
+      {"rdmadiag_psn_out_of_order_total", "Packets that arrived after a later PSN.", &FlowCounters::out_of_order},
+      {"rdmadiag_retransmissions_total", "Packets resent (go-back-N).", &FlowCounters::retransmissions},
+      {"rdmadiag_icrc_bad_total", "Packets with a bad ICRC.", &FlowCounters::icrc_bad},
+      {"rdmadiag_ecn_ce_total", "Packets marked ECN Congestion Experienced.", &FlowCounters::ecn_ce},
+      {"rdmadiag_cnp_total", "RoCEv2 Congestion Notification Packets.", &FlowCounters::cnp},
+      {"rdmadiag_acks_total", "ACKs.", &FlowCounters::acks},
+      {"rdmadiag_rnr_naks_total", "RNR NAKs (receiver not ready).", &FlowCounters::rnr_naks},
+  };
+  for (const Counter& c : kCounters) {
+    x.family(c.name, "counter", c.help);
+    for (const Series& s : series) x.sample(c.name, s.labels, static_cast<double>(s.counters.*(c.field)));
+  }
+  x.family("rdmadiag_naks_total", "counter", "NAKs by NAK code.");
+  for (const Series& s : series)
+    for (std::size_t k = 0; k < s.counters.naks.size(); ++k)
+      x.sample("rdmadiag_naks_total", join(s.labels, "code=\"" + std::string(nak_code_name(k)) + "\""),
+               static_cast<double>(s.counters.naks[k]));
+  x.family("rdmadiag_wire_latency_seconds", "histogram",
+           "Request to response at the capture point, on the flow carrying the response.");
+  for (const Series& s : series) {
+    const LatencyHistogram& h = s.counters.latency;
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < h.counts.size(); ++i) {
+      cumulative += h.counts[i];
+      const std::string le = i < kLatencyBucketsUs.size() ? number(kLatencyBucketsUs[i] * 1e-6) : "+Inf";
+      x.sample("rdmadiag_wire_latency_seconds_bucket", join(s.labels, "le=\"" + le + "\""), static_cast<double>(cumulative));
+    }
+    x.sample("rdmadiag_wire_latency_seconds_sum", s.labels, h.sum_us * 1e-6);
+    x.sample("rdmadiag_wire_latency_seconds_count", s.labels, static_cast<double>(h.count));
+  }
+}
+
+void source_metrics(Exposition& x, const MetricsInput& in) {
+  x.family("rdmadiag_capture_received_total", "counter", "Packets the capture source received (libpcap ps_recv).");
+  for (const auto& s : in.sources)
+    if (s.known) x.sample("rdmadiag_capture_received_total", "source=\"" + escape_label(s.source) + "\"", static_cast<double>(s.received));
+  x.family("rdmadiag_kernel_drops_total", "counter", "Packets the kernel dropped (buffer full: rdmadiag too slow).");
+  for (const auto& s : in.sources)
+    if (s.known) x.sample("rdmadiag_kernel_drops_total", "source=\"" + escape_label(s.source) + "\"", static_cast<double>(s.dropped));
+  x.family("rdmadiag_interface_drops_total", "counter", "Packets the interface or driver dropped.");
+  for (const auto& s : in.sources)
+    if (s.known) x.sample("rdmadiag_interface_drops_total", "source=\"" + escape_label(s.source) + "\"", static_cast<double>(s.if_dropped));
+  x.family("rdmadiag_packets_not_analysed_total", "counter",
+           "Packets captured and written but not analysed: the analysis fell behind and its queue was full.");
+  x.sample("rdmadiag_packets_not_analysed_total", "", static_cast<double>(in.not_analysed));
+  x.family("rdmadiag_capture_running", "gauge", "1 while the capture runs, 0 once it has stopped.");
+  x.sample("rdmadiag_capture_running", "", in.running ? 1 : 0);
+}
+
 }  // namespace
 
 std::string render_metrics(const MetricsInput& in) {
   Exposition x;
-  if (in.analyzer) {
-    const CaptureSummary& s = in.analyzer->summary();
-    x.family("rdmadiag_packets_total", "counter", "Frames read, of every kind.");
-    x.sample("rdmadiag_packets_total", "", static_cast<double>(s.packets));
-    x.family("rdmadiag_bytes_total", "counter", "Wire bytes of every frame read.");
-    x.sample("rdmadiag_bytes_total", "", static_cast<double>(s.bytes));
-    x.family("rdmadiag_transport_packets_total", "counter", "Frames by transport.");
-    for (std::size_t i = 0; i < s.by_transport.size(); ++i)
-      x.sample("rdmadiag_transport_packets_total", "transport=\"" + std::string(to_string(static_cast<Transport>(i))) + "\"",
-               static_cast<double>(s.by_transport[i].packets));
-    x.family("rdmadiag_icrc_checks_total", "counter", "ICRC verdicts (bad: corrupted in flight).");
-    x.sample("rdmadiag_icrc_checks_total", "result=\"ok\"", static_cast<double>(s.icrc.ok));
-    // A sender's bad ICRCs found not the wire's (icrc_not_wire) are their own result, not corruption.
-    const std::uint64_t not_wire = in.analyzer->transport().icrc_not_wire_packets();
-    x.sample("rdmadiag_icrc_checks_total", "result=\"bad\"", static_cast<double>(s.icrc.bad - std::min(not_wire, s.icrc.bad)));
-    x.sample("rdmadiag_icrc_checks_total", "result=\"not_wire\"", static_cast<double>(not_wire));
-    x.sample("rdmadiag_icrc_checks_total", "result=\"unverifiable\"", static_cast<double>(s.icrc.unverifiable));
-    x.family("rdmadiag_queue_pairs", "gauge", "Distinct queue pairs seen.");
-    x.sample("rdmadiag_queue_pairs", "", static_cast<double>(s.queue_pairs()));
-    x.family("rdmadiag_anomalies_total", "counter", "Anomalies found by the analysis, by kind.");
-    const AnomalyLog& log = in.analyzer->anomalies();
-    for (std::size_t k = 0; k < static_cast<std::size_t>(AnomalyKind::count_); ++k)
-      x.sample("rdmadiag_anomalies_total", "kind=\"" + std::string(to_string(static_cast<AnomalyKind>(k))) + "\"",
-               static_cast<double>(log.count(static_cast<AnomalyKind>(k))));
-    if (in.analyzer->pfc().any()) pause_metrics(x, in.analyzer->pfc());
-    if (in.analyzer->congestion().any()) congestion_metrics(x, in.analyzer->congestion());
-  }
-
+  if (in.analyzer) analyzer_metrics(x, *in.analyzer);
   if (in.tally) {
-    // Per-flow series: the first max_flow_series flows by appearance keep
-    // their own (stable across scrapes); the others are summed into one.
-    std::vector<Series> series;
-    Series other;
-    other.labels = "flow=\"other\",qp=\"\",src=\"\",dst=\"\",transport=\"\"";
     std::size_t aggregated = 0;
-    for (const FlowDetail& d : in.tally->flows()) {
-      if (series.size() < in.max_flow_series) {
-        char qp[16];
-        std::snprintf(qp, sizeof qp, "0x%06x", d.dest_qp);
-        series.push_back({"flow=\"" + std::to_string(d.flow) + "\",qp=\"" + qp + "\",src=\"" + escape_label(d.src) +
-                              "\",dst=\"" + escape_label(d.dst) + "\",transport=\"" + escape_label(d.transport) + "\"",
-                          d.counters});
-      } else {
-        other.counters.add(d.counters);
-        ++aggregated;
-      }
-    }
-    aggregated += in.tally->flows_not_detailed();
-    other.counters.add(in.tally->not_detailed());
-    if (aggregated) series.push_back(other);
-
+    const std::vector<Series> series = flow_series(in, aggregated);
     x.family("rdmadiag_metrics_flow_series_limit", "gauge", "Most flows exported with their own labels (--metrics-max-flows).");
     x.sample("rdmadiag_metrics_flow_series_limit", "", static_cast<double>(in.max_flow_series));
     x.family("rdmadiag_metrics_flows_aggregated", "gauge", "Flows over the limit, summed into flow=\"other\".");
     x.sample("rdmadiag_metrics_flows_aggregated", "", static_cast<double>(aggregated));
-
-    struct Counter {
-      const char* name;
-      const char* help;
-      std::uint64_t FlowCounters::*field;
-    };
-    static const Counter kCounters[] = {
-        {"rdmadiag_flow_packets_total", "RDMA transport packets of the flow (one direction to one QP).", &FlowCounters::packets},
-        {"rdmadiag_flow_bytes_total", "Wire bytes of the flow.", &FlowCounters::bytes},
-        {"rdmadiag_psn_gaps_total", "PSN gaps (packets lost before the capture point).", &FlowCounters::psn_gaps},
-        {"rdmadiag_psn_missing_total", "PSNs missing in the gaps.", &FlowCounters::psn_missing},
-        {"rdmadiag_psn_duplicates_total", "Duplicate PSNs.", &FlowCounters::duplicates},
-        {"rdmadiag_psn_out_of_order_total", "Packets that arrived after a later PSN.", &FlowCounters::out_of_order},
-        {"rdmadiag_retransmissions_total", "Packets resent (go-back-N).", &FlowCounters::retransmissions},
-        {"rdmadiag_icrc_bad_total", "Packets with a bad ICRC.", &FlowCounters::icrc_bad},
-        {"rdmadiag_ecn_ce_total", "Packets marked ECN Congestion Experienced.", &FlowCounters::ecn_ce},
-        {"rdmadiag_cnp_total", "RoCEv2 Congestion Notification Packets.", &FlowCounters::cnp},
-        {"rdmadiag_acks_total", "ACKs.", &FlowCounters::acks},
-        {"rdmadiag_rnr_naks_total", "RNR NAKs (receiver not ready).", &FlowCounters::rnr_naks},
-    };
-    for (const Counter& c : kCounters) {
-      x.family(c.name, "counter", c.help);
-      for (const Series& s : series) x.sample(c.name, s.labels, static_cast<double>(s.counters.*(c.field)));
-    }
-    x.family("rdmadiag_naks_total", "counter", "NAKs by NAK code.");
-    for (const Series& s : series)
-      for (std::size_t k = 0; k < s.counters.naks.size(); ++k)
-        x.sample("rdmadiag_naks_total", join(s.labels, "code=\"" + std::string(nak_code_name(k)) + "\""),
-                 static_cast<double>(s.counters.naks[k]));
-    x.family("rdmadiag_wire_latency_seconds", "histogram",
-             "Request to response at the capture point, on the flow carrying the response.");
-    for (const Series& s : series) {
-      const LatencyHistogram& h = s.counters.latency;
-      std::uint64_t cumulative = 0;
-      for (std::size_t i = 0; i < h.counts.size(); ++i) {
-        cumulative += h.counts[i];
-        const std::string le = i < kLatencyBucketsUs.size() ? number(kLatencyBucketsUs[i] * 1e-6) : "+Inf";
-        x.sample("rdmadiag_wire_latency_seconds_bucket", join(s.labels, "le=\"" + le + "\""), static_cast<double>(cumulative));
-      }
-      x.sample("rdmadiag_wire_latency_seconds_sum", s.labels, h.sum_us * 1e-6);
-      x.sample("rdmadiag_wire_latency_seconds_count", s.labels, static_cast<double>(h.count));
-    }
+    flow_metrics(x, series);
   }
-
-  if (!in.sources.empty()) {
-    x.family("rdmadiag_capture_received_total", "counter", "Packets the capture source received (libpcap ps_recv).");
-    for (const auto& s : in.sources)
-      if (s.known) x.sample("rdmadiag_capture_received_total", "source=\"" + escape_label(s.source) + "\"", static_cast<double>(s.received));
-    x.family("rdmadiag_kernel_drops_total", "counter", "Packets the kernel dropped (buffer full: rdmadiag too slow).");
-    for (const auto& s : in.sources)
-      if (s.known) x.sample("rdmadiag_kernel_drops_total", "source=\"" + escape_label(s.source) + "\"", static_cast<double>(s.dropped));
-    x.family("rdmadiag_interface_drops_total", "counter", "Packets the interface or driver dropped.");
-    for (const auto& s : in.sources)
-      if (s.known) x.sample("rdmadiag_interface_drops_total", "source=\"" + escape_label(s.source) + "\"", static_cast<double>(s.if_dropped));
-    x.family("rdmadiag_packets_not_analysed_total", "counter",
-             "Packets captured and written but not analysed: the analysis fell behind and its queue was full.");
-    x.sample("rdmadiag_packets_not_analysed_total", "", static_cast<double>(in.not_analysed));
-    x.family("rdmadiag_capture_running", "gauge", "1 while the capture runs, 0 once it has stopped.");
-    x.sample("rdmadiag_capture_running", "", in.running ? 1 : 0);
-  }
+  if (!in.sources.empty()) source_metrics(x, in);
   return x.str();
 }
 

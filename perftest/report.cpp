@@ -210,6 +210,49 @@ std::string depth_lines(const TestOptions& o) {
   return out;
 }
 
+// The latency table: perftest's -D rows (then ours), or its fixed-iteration rows (then ours).
+std::string latency_rows(const TestResult& r, const TestOptions& o) {
+  std::ostringstream out;
+  const bool have_rows = !r.sizes.empty();
+  for (const auto& sr : r.sizes) out << sample_lists(sr, o, r.info.cycles_per_usec);
+  const bool duration_rows = have_rows && r.sizes.front().duration.has_value();
+  if (duration_rows) {
+    // perftest's -D table (t_avg over the measured window, transactions per second), then ours.
+    // perftest's CPU_Util column follows its own columns (--cpu_util), before rdmadiag's.
+    const bool cpu_column = cpu_column_wanted(o);
+    out << " #bytes        #iterations       t_avg[usec]    tps average" << (cpu_column ? "    CPU_Util[%]" : "")
+        << "    measured[s]   t_min[usec]  p50[usec]  p99[usec]  max[usec]  stdev[usec]  samples\n";
+    for (const auto& sr : r.sizes) {
+      if (!sr.duration) continue;
+      out << printf_string(" %-7lu       %" PRIu64 "            %-7.2f        %-7.2f", static_cast<unsigned long>(sr.size),
+                           sr.iterations, sr.duration->t_avg_usec, sr.duration->tps);
+      if (cpu_column) out << printf_string("\t    %-3.2f", sr.cpu_util ? sr.cpu_util->perftest_percent : 0.0);
+      if (sr.stats) {
+        const auto& st = *sr.stats;
+        out << printf_string("    %-11.3f   %-11.3f  %-9.3f  %-9.3f  %-9.3f  %-11.3f  %zu", sr.duration->seconds, st.min_usec,
+                             st.percentiles[0].usec, st.percentiles[2].usec, st.max_usec, st.stdev_usec, st.sample_count);
+      }
+      out << "\n";
+    }
+  } else if (have_rows) {
+    out << " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% "
+           "percentile[usec]   99.9% percentile[usec] "
+        << "   stdev[usec]  p50[usec]  p90[usec]  p99[usec]  p99.9[usec]  p99.99[usec]  max[usec]  samples\n";
+  }
+  for (const auto& sr : r.sizes) {
+    if (!sr.perftest || !sr.stats || sr.duration) continue;
+    const auto& f = *sr.perftest;
+    out << printf_string(" %-7lu %" PRIu64 "          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f",
+                         static_cast<unsigned long>(sr.size), sr.iterations, f.t_min, f.t_max, f.t_typical, f.t_avg,
+                         f.t_stdev, f.p99, f.p99_9);
+    const auto& st = *sr.stats;
+    out << printf_string("   %-10.3f   %-9.3f  %-9.3f  %-9.3f  %-11.3f  %-12.3f  %-9.3f  %zu\n", st.stdev_usec,
+                         st.percentiles[0].usec, st.percentiles[1].usec, st.percentiles[2].usec, st.percentiles[3].usec,
+                         st.percentiles[4].usec, st.max_usec, st.sample_count);
+  }
+  return out.str();
+}
+
 }  // namespace
 
 std::string rdmadiag_version() { return "0.1.0"; }
@@ -245,43 +288,7 @@ std::string format_text(const TestResult& r, const TestOptions& o) {
   }
   out << kRule;
   if (latency) {
-    const bool have_rows = !r.sizes.empty();
-    for (const auto& sr : r.sizes) out << sample_lists(sr, o, i.cycles_per_usec);
-    const bool duration_rows = have_rows && r.sizes.front().duration.has_value();
-    if (duration_rows) {
-      // perftest's -D table (t_avg over the measured window, transactions per second), then ours.
-      // perftest's CPU_Util column follows its own columns (--cpu_util), before rdmadiag's.
-      const bool cpu_column = cpu_column_wanted(o);
-      out << " #bytes        #iterations       t_avg[usec]    tps average" << (cpu_column ? "    CPU_Util[%]" : "")
-          << "    measured[s]   t_min[usec]  p50[usec]  p99[usec]  max[usec]  stdev[usec]  samples\n";
-      for (const auto& sr : r.sizes) {
-        if (!sr.duration) continue;
-        out << printf_string(" %-7lu       %" PRIu64 "            %-7.2f        %-7.2f", static_cast<unsigned long>(sr.size),
-                             sr.iterations, sr.duration->t_avg_usec, sr.duration->tps);
-        if (cpu_column) out << printf_string("\t    %-3.2f", sr.cpu_util ? sr.cpu_util->perftest_percent : 0.0);
-        if (sr.stats) {
-          const auto& st = *sr.stats;
-          out << printf_string("    %-11.3f   %-11.3f  %-9.3f  %-9.3f  %-9.3f  %-11.3f  %zu", sr.duration->seconds, st.min_usec,
-                               st.percentiles[0].usec, st.percentiles[2].usec, st.max_usec, st.stdev_usec, st.sample_count);
-        }
-        out << "\n";
-      }
-    } else if (have_rows) {
-      out << " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% "
-             "percentile[usec]   99.9% percentile[usec] "
-          << "   stdev[usec]  p50[usec]  p90[usec]  p99[usec]  p99.9[usec]  p99.99[usec]  max[usec]  samples\n";
-    }
-    for (const auto& sr : r.sizes) {
-      if (!sr.perftest || !sr.stats || sr.duration) continue;
-      const auto& f = *sr.perftest;
-      out << printf_string(" %-7lu %" PRIu64 "          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f",
-                           static_cast<unsigned long>(sr.size), sr.iterations, f.t_min, f.t_max, f.t_typical, f.t_avg,
-                           f.t_stdev, f.p99, f.p99_9);
-      const auto& st = *sr.stats;
-      out << printf_string("   %-10.3f   %-9.3f  %-9.3f  %-9.3f  %-11.3f  %-12.3f  %-9.3f  %zu\n", st.stdev_usec,
-                           st.percentiles[0].usec, st.percentiles[1].usec, st.percentiles[2].usec, st.percentiles[3].usec,
-                           st.percentiles[4].usec, st.max_usec, st.sample_count);
-    }
+    out << latency_rows(r, o);
     out << cpu_lines(r);
     out << counter_lines(r, o);
     if (o.peer.empty() && (o.verb == Verb::Read || o.verb == Verb::Atomic) && r.errors.empty())
@@ -299,7 +306,9 @@ std::string format_text(const TestResult& r, const TestOptions& o) {
   return out.str();
 }
 
-nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
+namespace {
+
+nlohmann::json test_info_json(const TestResult& r, const TestOptions& o) {
   const auto& i = r.info;
   nlohmann::json info{
       {"test", i.test},
@@ -350,76 +359,83 @@ nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
                                  {"report_gbits", o.report_gbits}, {"tx_depth", effective_tx_depth(o)},
                                  {"cq_mod", effective_cq_mod(o)}, {"post_list", std::max(o.post_list, 1)},
                                  {"no_peak", o.no_peak}};
+  return info;
+}
 
-  nlohmann::json results = nlohmann::json::array();
-  for (const auto& sr : r.sizes) {
-    nlohmann::json j{{"size", sr.size}, {"iterations", sr.iterations}, {"elapsed_usec", sr.elapsed_usec}};
-    if (sr.stats) {
-      j["statistics"] = statistics_json(*sr.stats);
-      j["histogram"] = histogram_json(sr.stats->histogram);
+// A bandwidth test's figures of one size: its own, the peer's, per QP.
+void add_bandwidth_json(nlohmann::json& j, const SizeResult& sr) {
+  j["bandwidth"] = {{"unit", "MB/s (2^20 bytes per second)"},
+                    {"bw_peak", sr.bw_peak_mb_per_sec},
+                    {"bw_avg", sr.bw_avg_mb_per_sec},
+                    {"msg_rate_mpps", sr.msg_rate_mpps}};
+  if (sr.min_window_seconds > 0)
+    j["bandwidth"].update({{"bw_min_window", sr.bw_min_window_mb_per_sec}, {"min_window_seconds", sr.min_window_seconds}});
+  if (sr.bidirectional && sr.remote_report)
+    j["bandwidth"].update({{"bidirectional", true},
+                           {"bw_peak_total", sr.bw_peak_mb_per_sec + sr.remote_report->bw_peak_mb_per_sec},
+                           {"bw_avg_total", sr.bw_avg_mb_per_sec + sr.remote_report->bw_avg_mb_per_sec},
+                           {"msg_rate_mpps_total", sr.msg_rate_mpps + sr.remote_report->msg_rate_mpps}});
+  if (!sr.per_qp.empty()) {
+    nlohmann::json qps = nlohmann::json::array();
+    for (const auto& q : sr.per_qp) {
+      nlohmann::json qj{{"qpn", q.qpn}, {"messages", q.messages}, {"bw_avg", q.bw_avg_mb_per_sec}};
+      if (q.completion_p50_usec > 0)
+        qj.update({{"completion_p50_usec", q.completion_p50_usec}, {"completion_p99_usec", q.completion_p99_usec}});
+      qps.push_back(qj);
     }
-    if (sr.perftest_in_cycles) j["perftest_figures_unit"] = "cycles";
-    if (sr.perftest) {
-      const auto& f = *sr.perftest;
-      j["perftest_figures"] = {{"t_min", f.t_min},         {"t_max", f.t_max},   {"t_typical", f.t_typical},
-                               {"t_avg", f.t_avg},         {"t_stdev", f.t_stdev}, {"p99", f.p99},
-                               {"p99_9", f.p99_9}};
-    }
-    if (!sr.samples_usec.empty()) j["samples_usec"] = sr.samples_usec;
-    if (sr.duration)
-      j["duration"] = {{"measured_seconds", sr.duration->seconds},
-                       {"t_avg_usec", sr.duration->t_avg_usec},
-                       {"tps", sr.duration->tps}};
-    if (sr.infinite) {
-      const auto& inf = *sr.infinite;
-      j["run_infinitely"] = {{"periods", inf.periods},
-                             {"total_messages", inf.messages},
-                             {"total_seconds", inf.seconds},
-                             {"total_bw_avg", inf.seconds > 0 ? static_cast<double>(sr.size) * static_cast<double>(inf.messages) /
-                                                                    inf.seconds / 1048576.0
-                                                              : 0.0},
-                             {"ended_by", inf.ended_by}};
-    }
-    if (sr.cpu_util)
-      j["cpu_util"] = {{"perftest_percent", sr.cpu_util->perftest_percent},
-                       {"busy_percent", sr.cpu_util->busy_percent},
-                       {"process_percent", sr.cpu_util->process_percent},
-                       {"seconds", sr.cpu_util->seconds}};
-    if (o.measure == Measure::Bandwidth) {
-      j["bandwidth"] = {{"unit", "MB/s (2^20 bytes per second)"},
-                        {"bw_peak", sr.bw_peak_mb_per_sec},
-                        {"bw_avg", sr.bw_avg_mb_per_sec},
-                        {"msg_rate_mpps", sr.msg_rate_mpps}};
-      if (sr.min_window_seconds > 0)
-        j["bandwidth"].update({{"bw_min_window", sr.bw_min_window_mb_per_sec}, {"min_window_seconds", sr.min_window_seconds}});
-      if (sr.bidirectional && sr.remote_report)
-        j["bandwidth"].update({{"bidirectional", true},
-                               {"bw_peak_total", sr.bw_peak_mb_per_sec + sr.remote_report->bw_peak_mb_per_sec},
-                               {"bw_avg_total", sr.bw_avg_mb_per_sec + sr.remote_report->bw_avg_mb_per_sec},
-                               {"msg_rate_mpps_total", sr.msg_rate_mpps + sr.remote_report->msg_rate_mpps}});
-      if (!sr.per_qp.empty()) {
-        nlohmann::json qps = nlohmann::json::array();
-        for (const auto& q : sr.per_qp) {
-          nlohmann::json qj{{"qpn", q.qpn}, {"messages", q.messages}, {"bw_avg", q.bw_avg_mb_per_sec}};
-          if (q.completion_p50_usec > 0)
-            qj.update({{"completion_p50_usec", q.completion_p50_usec}, {"completion_p99_usec", q.completion_p99_usec}});
-          qps.push_back(qj);
-        }
-        j["per_qp"] = qps;
-      }
-      if (sr.completion_latency)
-        j["completion_latency"] = {{"statistics", statistics_json(*sr.completion_latency)},
-                                   {"histogram", histogram_json(sr.completion_latency->histogram)}};
-      if (sr.remote_report)
-        j["remote_report"] = {{"size", sr.remote_report->size},
-                              {"iterations", sr.remote_report->iterations},
-                              {"bw_peak", sr.remote_report->bw_peak_mb_per_sec},
-                              {"bw_avg", sr.remote_report->bw_avg_mb_per_sec},
-                              {"msg_rate_mpps", sr.remote_report->msg_rate_mpps}};
-    }
-    results.push_back(j);
+    j["per_qp"] = qps;
   }
+  if (sr.completion_latency)
+    j["completion_latency"] = {{"statistics", statistics_json(*sr.completion_latency)},
+                               {"histogram", histogram_json(sr.completion_latency->histogram)}};
+  if (sr.remote_report)
+    j["remote_report"] = {{"size", sr.remote_report->size},
+                          {"iterations", sr.remote_report->iterations},
+                          {"bw_peak", sr.remote_report->bw_peak_mb_per_sec},
+                          {"bw_avg", sr.remote_report->bw_avg_mb_per_sec},
+                          {"msg_rate_mpps", sr.remote_report->msg_rate_mpps}};
+}
 
+// One size's results.
+nlohmann::json size_json(const SizeResult& sr, const TestOptions& o) {
+  nlohmann::json j{{"size", sr.size}, {"iterations", sr.iterations}, {"elapsed_usec", sr.elapsed_usec}};
+  if (sr.stats) {
+    j["statistics"] = statistics_json(*sr.stats);
+    j["histogram"] = histogram_json(sr.stats->histogram);
+  }
+  if (sr.perftest_in_cycles) j["perftest_figures_unit"] = "cycles";
+  if (sr.perftest) {
+    const auto& f = *sr.perftest;
+    j["perftest_figures"] = {{"t_min", f.t_min},         {"t_max", f.t_max},   {"t_typical", f.t_typical},
+                             {"t_avg", f.t_avg},         {"t_stdev", f.t_stdev}, {"p99", f.p99},
+                             {"p99_9", f.p99_9}};
+  }
+  if (!sr.samples_usec.empty()) j["samples_usec"] = sr.samples_usec;
+  if (sr.duration)
+    j["duration"] = {{"measured_seconds", sr.duration->seconds},
+                     {"t_avg_usec", sr.duration->t_avg_usec},
+                     {"tps", sr.duration->tps}};
+  if (sr.infinite) {
+    const auto& inf = *sr.infinite;
+    j["run_infinitely"] = {{"periods", inf.periods},
+                           {"total_messages", inf.messages},
+                           {"total_seconds", inf.seconds},
+                           {"total_bw_avg", inf.seconds > 0 ? static_cast<double>(sr.size) * static_cast<double>(inf.messages) /
+                                                                  inf.seconds / 1048576.0
+                                                            : 0.0},
+                           {"ended_by", inf.ended_by}};
+  }
+  if (sr.cpu_util)
+    j["cpu_util"] = {{"perftest_percent", sr.cpu_util->perftest_percent},
+                     {"busy_percent", sr.cpu_util->busy_percent},
+                     {"process_percent", sr.cpu_util->process_percent},
+                     {"seconds", sr.cpu_util->seconds}};
+  if (o.measure == Measure::Bandwidth) add_bandwidth_json(j, sr);
+  return j;
+}
+
+// The port counters before and after, and what grew.
+nlohmann::json port_counters_json(const TestResult& r) {
   nlohmann::json counters{{"before", r.counters_before}, {"after", r.counters_after}};
   nlohmann::json delta = nlohmann::json::object();
   for (const auto& [k, after] : r.counters_after) {
@@ -427,11 +443,19 @@ nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
     if (it != r.counters_before.end() && after >= it->second && after != it->second) delta[k] = after - it->second;
   }
   counters["delta"] = delta;
+  return counters;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const TestResult& r, const TestOptions& o) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& sr : r.sizes) results.push_back(size_json(sr, o));
   return {{"schema", "rdmadiag-perftest"},
           {"schema_version", kReportSchemaVersion},
-          {"test_info", info},
+          {"test_info", test_info_json(r, o)},
           {"results", results},
-          {"port_counters", counters},
+          {"port_counters", port_counters_json(r)},
           {"warnings", r.warnings},
           {"errors", r.errors},
           {"ok", r.errors.empty()}};

@@ -130,103 +130,124 @@ VerbsResources::VerbsResources(const ResourceRequest& req)
     device_name_ = ibv_get_device_name(context_->device);
     port_ = cm_id_->port_num;
   } else {
-    int n = 0;
-    ibv_device** list = ibv_get_device_list(&n);
-    if (!list || n == 0) {
-      if (list) ibv_free_device_list(list);
-      throw RunError(kNoDeviceMessage);
-    }
-    ibv_device* chosen = nullptr;
-    std::string names;
-    for (int i = 0; i < n; ++i) {
-      const std::string name = ibv_get_device_name(list[i]);
-      names += (names.empty() ? "" : ", ") + name;
-      if (req.device.empty() ? i == 0 : name == req.device) chosen = list[i];
-    }
-    if (!chosen) {
-      ibv_free_device_list(list);
-      throw RunError("RDMA device '" + req.device + "' not found; devices: " + names + " (see `rdmadiag devices`)");
-    }
-    device_name_ = ibv_get_device_name(chosen);
-    context_ = ibv_open_device(chosen);
-    ibv_free_device_list(list);
-    if (!context_) throw RunError("cannot open RDMA device " + device_name_ + ": " + errno_text());
+    open_device(req.device);
   }
   try {
-    if (ibv_query_device(context_, &device_attr_)) throw RunError("ibv_query_device failed: " + errno_text());
-    if (port_ < 1 || port_ > device_attr_.phys_port_cnt)
-      throw RunError("device " + device_name_ + " has no port " + std::to_string(port_) + " (it has " +
-                     std::to_string(device_attr_.phys_port_cnt) + ")");
-    if (ibv_query_port(context_, static_cast<std::uint8_t>(port_), &port_attr_))
-      throw RunError("ibv_query_port failed: " + errno_text());
-    if (port_attr_.state != IBV_PORT_ACTIVE)
-      throw RunError("port " + std::to_string(port_) + " of " + device_name_ + " is " + port_state_name(port_attr_.state) +
-                     ", not ACTIVE: check the link/cable, the netdev under it (ip link) or the subnet manager (IB)");
-
-    if (cm_id_) {
-      choose_gid_for_cm_address();
-    } else {
-      // GID: RoCE always needs one; IB uses LID addressing unless -x was given (as perftest).
-      const auto table = read_gid_table(device_name_, port_);
-      const bool ethernet = port_attr_.link_layer == IBV_LINK_LAYER_ETHERNET;
-      if (req.gid_index || ethernet) {
-        const int index = req.gid_index ? *req.gid_index : choose_gid_index(table);
-        const auto it = std::find_if(table.begin(), table.end(), [&](const GidEntry& e) { return e.index == index; });
-        if (it == table.end()) {
-          std::string valid;
-          for (const auto& e : table)
-            valid += "\n  " + std::to_string(e.index) + "  " + e.type + "  " + e.text() + (e.netdev.empty() ? "" : "  " + e.netdev);
-          throw RunError("GID index " + std::to_string(index) + " is not valid on " + device_name_ + " port " +
-                         std::to_string(port_) + (valid.empty() ? " (the GID table is empty: no IP address on the netdev?)"
-                                                                   : "; valid GIDs:" + valid));
-        }
-        gid_index_ = index;
-        gid_ = *it;
-      }
-    }
+    check_port();
+    choose_gid(req);
     out_reads_ = std::clamp(req.out_reads, 1, std::max(1, device_attr_.max_qp_rd_atom));
     if (req.probe_only) return;
-
-    pd_ = ibv_alloc_pd(context_);
-    if (!pd_) throw RunError("ibv_alloc_pd failed: " + errno_text());
-    const std::size_t grh_room = req.transport == Transport::UD ? kGrhSize : 0;
-    region_size_ = (std::max<std::size_t>(req.buffer_size + grh_room, 64) + kCreditRoom + 4095) / 4096 * 4096;
-    const int qp_count = std::max(req.qp_count, 1);
-    planned_qps_ = static_cast<std::size_t>(qp_count);
-    const std::size_t buffer_bytes = 2 * static_cast<std::size_t>(qp_count) * region_size_;
-    if (posix_memalign(reinterpret_cast<void**>(&buffer_), 4096, buffer_bytes) != 0)
-      throw RunError("cannot allocate " + std::to_string(buffer_bytes) + " bytes of buffer");
-    std::memset(buffer_, 0, buffer_bytes);
-    mr_ = ibv_reg_mr(pd_, buffer_, buffer_bytes,
-                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
-    if (!mr_) throw RunError("ibv_reg_mr of " + std::to_string(buffer_bytes) + " bytes failed: " + errno_text() +
-                             " (locked-memory limit? see ulimit -l)");
-    if (req.use_events) {
-      channel_ = ibv_create_comp_channel(context_);
-      if (!channel_) throw RunError("ibv_create_comp_channel failed: " + errno_text());
-    }
-    send_cq_ = ibv_create_cq(context_, req.send_queue_depth * qp_count + 1, nullptr, channel_, 0);
-    recv_cq_ = ibv_create_cq(context_, req.recv_queue_depth * qp_count + 1, nullptr, channel_, 0);
-    if (!send_cq_ || !recv_cq_) throw RunError("ibv_create_cq failed: " + errno_text());
-
-    ibv_qp_init_attr init{};
-    qp_ = create_qp(req, init, cm_id_);
-    // Inline only up to what was asked for (as perftest): providers round the capacity up
-    // (rxe grants 16 bytes for 0), and using it would change what is measured.
-    inline_size_ = std::min(static_cast<int>(init.cap.max_inline_data), std::max(req.max_inline, 0));
-
-    std::random_device rd;
-    psn_ = rd() & 0xffffff;
-    if (cm_id_) return;  // rdma_cm moves the QP through INIT, RTR and RTS when it connects
-    move_to_init(qp_);
-    for (int i = 1; i < qp_count; ++i) {
-      ibv_qp_init_attr extra_init{};
-      extra_qps_.push_back({create_qp(req, extra_init, nullptr), static_cast<std::uint32_t>(rd() & 0xffffff)});
-      move_to_init(extra_qps_.back().qp);
-    }
+    allocate_buffers(req);
+    create_queue_pairs(req);
   } catch (...) {
     release();  // the destructor does not run for a constructor that throws
     throw;
+  }
+}
+
+// The device asked for (the first one when none was), opened.
+void VerbsResources::open_device(const std::string& device) {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (!list || n == 0) {
+    if (list) ibv_free_device_list(list);
+    throw RunError(kNoDeviceMessage);
+  }
+  ibv_device* chosen = nullptr;
+  std::string names;
+  for (int i = 0; i < n; ++i) {
+    const std::string name = ibv_get_device_name(list[i]);
+    names += (names.empty() ? "" : ", ") + name;
+    if (device.empty() ? i == 0 : name == device) chosen = list[i];
+  }
+  if (!chosen) {
+    ibv_free_device_list(list);
+    throw RunError("RDMA device '" + device + "' not found; devices: " + names + " (see `rdmadiag devices`)");
+  }
+  device_name_ = ibv_get_device_name(chosen);
+  context_ = ibv_open_device(chosen);
+  ibv_free_device_list(list);
+  if (!context_) throw RunError("cannot open RDMA device " + device_name_ + ": " + errno_text());
+}
+
+// The device's attributes and the port's, which must be ACTIVE.
+void VerbsResources::check_port() {
+  if (ibv_query_device(context_, &device_attr_)) throw RunError("ibv_query_device failed: " + errno_text());
+  if (port_ < 1 || port_ > device_attr_.phys_port_cnt)
+    throw RunError("device " + device_name_ + " has no port " + std::to_string(port_) + " (it has " +
+                   std::to_string(device_attr_.phys_port_cnt) + ")");
+  if (ibv_query_port(context_, static_cast<std::uint8_t>(port_), &port_attr_))
+    throw RunError("ibv_query_port failed: " + errno_text());
+  if (port_attr_.state != IBV_PORT_ACTIVE)
+    throw RunError("port " + std::to_string(port_) + " of " + device_name_ + " is " + port_state_name(port_attr_.state) +
+                   ", not ACTIVE: check the link/cable, the netdev under it (ip link) or the subnet manager (IB)");
+}
+
+void VerbsResources::choose_gid(const ResourceRequest& req) {
+  if (cm_id_) {
+    choose_gid_for_cm_address();
+    return;
+  }
+  // GID: RoCE always needs one; IB uses LID addressing unless -x was given (as perftest).
+  const auto table = read_gid_table(device_name_, port_);
+  const bool ethernet = port_attr_.link_layer == IBV_LINK_LAYER_ETHERNET;
+  if (req.gid_index || ethernet) {
+    const int index = req.gid_index ? *req.gid_index : choose_gid_index(table);
+    const auto it = std::find_if(table.begin(), table.end(), [&](const GidEntry& e) { return e.index == index; });
+    if (it == table.end()) {
+      std::string valid;
+      for (const auto& e : table)
+        valid += "\n  " + std::to_string(e.index) + "  " + e.type + "  " + e.text() + (e.netdev.empty() ? "" : "  " + e.netdev);
+      throw RunError("GID index " + std::to_string(index) + " is not valid on " + device_name_ + " port " +
+                     std::to_string(port_) + (valid.empty() ? " (the GID table is empty: no IP address on the netdev?)"
+                                                               : "; valid GIDs:" + valid));
+    }
+    gid_index_ = index;
+    gid_ = *it;
+  }
+}
+
+// The protection domain, the registered buffer, the completion channel and queues.
+void VerbsResources::allocate_buffers(const ResourceRequest& req) {
+  pd_ = ibv_alloc_pd(context_);
+  if (!pd_) throw RunError("ibv_alloc_pd failed: " + errno_text());
+  const std::size_t grh_room = req.transport == Transport::UD ? kGrhSize : 0;
+  region_size_ = (std::max<std::size_t>(req.buffer_size + grh_room, 64) + kCreditRoom + 4095) / 4096 * 4096;
+  const int qp_count = std::max(req.qp_count, 1);
+  planned_qps_ = static_cast<std::size_t>(qp_count);
+  const std::size_t buffer_bytes = 2 * static_cast<std::size_t>(qp_count) * region_size_;
+  if (posix_memalign(reinterpret_cast<void**>(&buffer_), 4096, buffer_bytes) != 0)
+    throw RunError("cannot allocate " + std::to_string(buffer_bytes) + " bytes of buffer");
+  std::memset(buffer_, 0, buffer_bytes);
+  mr_ = ibv_reg_mr(pd_, buffer_, buffer_bytes,
+                   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+  if (!mr_) throw RunError("ibv_reg_mr of " + std::to_string(buffer_bytes) + " bytes failed: " + errno_text() +
+                           " (locked-memory limit? see ulimit -l)");
+  if (req.use_events) {
+    channel_ = ibv_create_comp_channel(context_);
+    if (!channel_) throw RunError("ibv_create_comp_channel failed: " + errno_text());
+  }
+  send_cq_ = ibv_create_cq(context_, req.send_queue_depth * qp_count + 1, nullptr, channel_, 0);
+  recv_cq_ = ibv_create_cq(context_, req.recv_queue_depth * qp_count + 1, nullptr, channel_, 0);
+  if (!send_cq_ || !recv_cq_) throw RunError("ibv_create_cq failed: " + errno_text());
+}
+
+void VerbsResources::create_queue_pairs(const ResourceRequest& req) {
+  const int qp_count = std::max(req.qp_count, 1);
+  ibv_qp_init_attr init{};
+  qp_ = create_qp(req, init, cm_id_);
+  // Inline only up to what was asked for (as perftest): providers round the capacity up
+  // (rxe grants 16 bytes for 0), and using it would change what is measured.
+  inline_size_ = std::min(static_cast<int>(init.cap.max_inline_data), std::max(req.max_inline, 0));
+
+  std::random_device rd;
+  psn_ = rd() & 0xffffff;
+  if (cm_id_) return;  // rdma_cm moves the QP through INIT, RTR and RTS when it connects
+  move_to_init(qp_);
+  for (int i = 1; i < qp_count; ++i) {
+    ibv_qp_init_attr extra_init{};
+    extra_qps_.push_back({create_qp(req, extra_init, nullptr), static_cast<std::uint32_t>(rd() & 0xffffff)});
+    move_to_init(extra_qps_.back().qp);
   }
 }
 

@@ -127,6 +127,12 @@ class VerbsResources {
   };
   void release();
   void choose_gid_for_cm_address();
+  // The constructor's steps, in order.
+  void open_device(const std::string& device);
+  void check_port();
+  void choose_gid(const ResourceRequest& req);
+  void allocate_buffers(const ResourceRequest& req);
+  void create_queue_pairs(const ResourceRequest& req);
   ibv_qp* create_qp(const ResourceRequest& req, ibv_qp_init_attr& init, rdma_cm_id* id);
   void move_to_init(ibv_qp* qp);
   std::uint32_t qp_psn(std::size_t index) const { return index == 0 ? psn_ : extra_qps_[index - 1].psn; }

@@ -39,6 +39,37 @@ struct Frame {
   double ts;
 };
 
+// The frames: [2-byte length (bit 15: cut by snap length)][ts step][bytes], at most 2048.
+std::vector<Frame> read_frames(fuzz::InputCursor& in) {
+  std::vector<Frame> frames;
+  double ts = 1.7e9;
+  while (!in.empty() && frames.size() < 2048) {
+    const std::uint16_t len_field = in.be16();
+    const std::uint8_t ts_step = in.u8();
+    const decode::Bytes bytes = in.take(len_field & 0x7fff);
+    const auto caplen = static_cast<std::uint32_t>(bytes.size());
+    ts += ts_step == 0xff ? -0.5 : ts_step * 1e-6;
+    frames.push_back({bytes, (len_field & 0x8000) ? caplen + 64 : caplen, ts});
+  }
+  return frames;
+}
+
+// The CRCs, BTH and diagnostics the tree shows: their bytes within the captured ones.
+void check_header_spans(const decode::DecodedPacket& p, std::uint32_t captured) {
+  if (p.icrc == decode::CrcStatus::ok || p.icrc == decode::CrcStatus::bad) {
+    require(p.icrc_offset <= captured && captured - p.icrc_offset >= 4);  // the plugin shows the ICRC's bytes
+    check_clip(captured, p.icrc_offset, 4);
+  }
+  if (p.vcrc == decode::CrcStatus::ok || p.vcrc == decode::CrcStatus::bad)
+    require(p.icrc_offset + 6 <= captured);
+  if (p.has_bth) {
+    require(p.opcode() != nullptr);
+    check_clip(captured, p.bth_offset, p.ib.header_len);
+    for (std::uint32_t off = p.bth_offset; off < p.bth_offset + p.ib.header_len + 4; ++off) check_clip(captured, off, 8);
+  }
+  for (const decode::Diagnostic& d : p.diags) check_clip(captured, d.offset, 1);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -51,16 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (prefs & 2) (void)options.add_roce_port(static_cast<std::uint16_t>(4791 + (prefs >> 4)));
   wireshark::PluginSession session(options, kPmtus[in.u8() % 8]);
 
-  std::vector<Frame> frames;
-  double ts = 1.7e9;
-  while (!in.empty() && frames.size() < 2048) {
-    const std::uint16_t len_field = in.be16();
-    const std::uint8_t ts_step = in.u8();
-    const decode::Bytes bytes = in.take(len_field & 0x7fff);
-    const auto caplen = static_cast<std::uint32_t>(bytes.size());
-    ts += ts_step == 0xff ? -0.5 : ts_step * 1e-6;
-    frames.push_back({bytes, (len_field & 0x8000) ? caplen + 64 : caplen, ts});
-  }
+  const std::vector<Frame> frames = read_frames(in);
 
   // First pass (Wireshark: !pinfo->fd->visited), frame numbers from 1.
   std::vector<wireshark::FrameRecord> records(frames.size() + 1);
@@ -90,19 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (std::size_t i = 0; i < frames.size(); ++i) {
     const std::uint64_t no = i + 1;
     decode::decode_frame(linktype, frames[i].bytes, frames[i].wire_len, session.options(), p);
-    const auto captured = static_cast<std::uint32_t>(frames[i].bytes.size());
-    if (p.icrc == decode::CrcStatus::ok || p.icrc == decode::CrcStatus::bad) {
-      require(p.icrc_offset <= captured && captured - p.icrc_offset >= 4);  // the plugin shows the ICRC's bytes
-      check_clip(captured, p.icrc_offset, 4);
-    }
-    if (p.vcrc == decode::CrcStatus::ok || p.vcrc == decode::CrcStatus::bad)
-      require(p.icrc_offset + 6 <= captured);
-    if (p.has_bth) {
-      require(p.opcode() != nullptr);
-      check_clip(captured, p.bth_offset, p.ib.header_len);
-      for (std::uint32_t off = p.bth_offset; off < p.bth_offset + p.ib.header_len + 4; ++off) check_clip(captured, off, 8);
-    }
-    for (const decode::Diagnostic& d : p.diags) check_clip(captured, d.offset, 1);
+    check_header_spans(p, static_cast<std::uint32_t>(frames[i].bytes.size()));
     if (const auto* link = session.response_of(no)) require(link->response_frame > no && link->response_frame <= frames.size());
     // What the display passes show as this frame's anomalies: listed ones, naming it.
     for (const std::uint32_t k : session.anomalies_at(no)) {
