@@ -335,19 +335,27 @@ CongestionAnalyzer::FrameFindings CongestionAnalyzer::add(const DecodedPacket& p
   return f;
 }
 
-void CongestionAnalyzer::retire(std::uint32_t slot, CcFlowState& s) {
+// The flow's results into results_ (past kMaxResults only counted).
+void CongestionAnalyzer::keep_result(std::uint32_t slot, CcFlowState& s) {
   if (s.episode) close_episode(s, CcVerdict::unjudged);  // the capture ended (or the flow idled) before the window
-  CcFlowResult r = s.result();
-  r.key = flows_.key_of(slot);
+  if (s.has_marks() && s.marks().r.kept_rate) ++totals_.kept_rate_flows;
+  if (results_.size() >= kMaxResults) {
+    ++totals_.flows_untracked;
+    return;
+  }
+  results_.push_back(s.result());
+  results_.back().key = flows_.key_of(slot);
+}
+
+void CongestionAnalyzer::retire(std::uint32_t slot, CcFlowState& s) {
+  keep_result(slot, s);
+  const FlowKey& key = flows_.key_of(slot);
   const bool bound = s.has_marks() && s.marks().qp_bound;
-  if (r.kept_rate) ++totals_.kept_rate_flows;
-  if (results_.size() < kMaxResults) results_.push_back(r);
-  else ++totals_.flows_untracked;
-  if (r.sender_qp_known) {
-    const FlowKey sender = with_qps(r.key, r.sender_qp);
+  if (s.has_marks() && s.marks().r.sender_qp_known) {
+    const FlowKey sender = with_qps(key, s.marks().r.sender_qp);
     if (by_sender_.find(sender) == slot) by_sender_.erase(sender);
   }
-  const auto it = by_pair_.find(with_qps(r.key));
+  const auto it = by_pair_.find(with_qps(key));
   if (it == by_pair_.end()) return;
   PairFlows& pf = it->second;
   if (!bound) {
@@ -373,8 +381,12 @@ void CongestionAnalyzer::sweep(std::int64_t now_ns) {
 
 namespace {
 
+// Results kept at the end come in slot order, which is creation order until
+// the first retirement: already sorted, then left as they are.
 void order_results(std::vector<CcFlowResult>& v) {
-  std::sort(v.begin(), v.end(), [](const CcFlowResult& a, const CcFlowResult& b) { return a.first_frame < b.first_frame; });
+  const auto by_first_frame = [](const CcFlowResult& a, const CcFlowResult& b) { return a.first_frame < b.first_frame; };
+  if (std::is_sorted(v.begin(), v.end(), by_first_frame)) return;
+  std::sort(v.begin(), v.end(), by_first_frame);
 }
 
 }  // namespace
@@ -382,8 +394,11 @@ void order_results(std::vector<CcFlowResult>& v) {
 void CongestionAnalyzer::finish() {
   if (finished_) return;
   finished_ = true;
-  flows_.for_each([this](std::uint32_t slot, CcFlowState& s) { retire(slot, s); });
-  flows_.clear();
+  // Only the results: the CNP-matching indexes are dropped whole, not flow by
+  // flow, and the live states stay allocated until the analyzer is destroyed
+  // (as TransportAnalyzer::finish: freeing each was a walk over every cell).
+  results_.reserve(std::min<std::size_t>(results_.size() + flows_.size(), kMaxResults));
+  flows_.for_each([this](std::uint32_t slot, CcFlowState& s) { keep_result(slot, s); });
   by_pair_.clear();
   by_sender_.clear();
   order_results(results_);

@@ -224,6 +224,7 @@ class CongestionAnalyzer {
   std::uint32_t flow_for_cnp(const DecodedPacket& p, const FlowKey& reversed, bool& by_mark);
   std::uint32_t create(const FlowKey& k, std::uint64_t hash, std::uint64_t frame, std::uint32_t flow);
   void step(std::uint32_t slot, CcFlowState& s, const CcPacket& p, FrameFindings& f);
+  void keep_result(std::uint32_t slot, CcFlowState& s);
   void retire(std::uint32_t slot, CcFlowState& s);
 
   AnomalyLog& log_;
