@@ -36,14 +36,13 @@ SplitRead::SplitRead(std::vector<std::unique_ptr<ShardPass>>& passes, const std:
       layout_(layout),
       linktype_(linktype),
       slots_(passes.size() * kSlotsPerThread),
-      next_walk_(passes.size()),
+      visited_(std::make_unique<std::atomic<std::uint64_t>[]>(passes.size())),
       assigner_(passes.at(0)->assigner()) {
   // For the tests: small parts, so that a small capture crosses many part boundaries.
   if (const char* bytes = std::getenv("RDMADIAG_JOBS_PART_BYTES"))
     part_bytes_ = std::max<std::size_t>(64, std::strtoull(bytes, nullptr, 10));
   const std::size_t body = layout_.file_size > kPcapFileHeaderLen ? layout_.file_size - kPcapFileHeaderLen : 0;
   parts_ = (body + part_bytes_ - 1) / part_bytes_;
-  for (std::size_t t = 0; t < next_walk_.size(); ++t) next_walk_[t] = t;
   last_landing_ = kPcapFileHeaderLen;
   std::uint8_t head[capture::kPcapRecordHeaderLen];
   if (body >= sizeof head && ::pread(layout_.fd, head, sizeof head, kPcapFileHeaderLen) == sizeof head)
@@ -93,19 +92,25 @@ void SplitRead::notify() {
   progress_.notify_all();
 }
 
-// Whether the slot of `part` holds nothing that a thread still reads.
+// Whether the slot of `part` holds nothing that a thread still reads: the
+// part one ring before it, walked and analysed by every thread (or nothing
+// yet). Checked by index, not by state alone: a thread that took the part
+// before this one but has not yet marked the slot must not be overtaken.
 bool SplitRead::slot_free(std::size_t part) const {
   const Part& slot = slots_[part % slots_.size()];
-  return slot.index.load(std::memory_order_relaxed) == kNone || (slot.walked.load(std::memory_order_acquire) &&
-                                 slot.analysed.load(std::memory_order_acquire) == passes_.size());
+  const std::size_t before = part >= slots_.size() ? part - slots_.size() : kNone;
+  if (slot.index.load(std::memory_order_acquire) != before) return false;
+  return before == kNone || (slot.walked.load(std::memory_order_acquire) &&
+                             slot.analysed.load(std::memory_order_acquire) == passes_.size());
 }
 
-// Thread t's next part, read and walked from its first plausible record
-// start, if its slot is free; false when there was nothing to do.
-bool SplitRead::walk_next(unsigned t) {
-  const std::size_t index = next_walk_[t];
-  if (index >= parts_ || index > last_part_.load(std::memory_order_acquire) || !slot_free(index)) return false;
-  next_walk_[t] += passes_.size();
+// The next part not yet taken, read and walked from its first plausible
+// record start, if its slot is free; false when there was nothing to do.
+bool SplitRead::walk_next() {
+  std::size_t index = next_walk_.load(std::memory_order_acquire);
+  do {
+    if (index >= parts_ || index > last_part_.load(std::memory_order_acquire) || !slot_free(index)) return false;
+  } while (!next_walk_.compare_exchange_weak(index, index + 1, std::memory_order_acq_rel));
   Part& part = slots_[index % slots_.size()];
   part.walked.store(false, std::memory_order_relaxed);
   part.analysed.store(0, std::memory_order_relaxed);
@@ -184,13 +189,13 @@ bool SplitRead::confirmed(std::size_t part) {
   return true;
 }
 
-// Waits until `part` is confirmed (or the split ended before it), walking this
-// thread's own next parts meanwhile: the part waited for may be one of them.
-void SplitRead::wait_confirmed(unsigned t, std::size_t part) {
+// Waits until `part` is confirmed (or the split ended before it), walking the
+// next parts meanwhile: the part waited for may be one of them.
+void SplitRead::wait_confirmed(std::size_t part) {
   for (;;) {
     const std::uint64_t seen = progress_.load(std::memory_order_acquire);
     if (confirmed(part)) return;
-    if (walk_next(t)) continue;
+    if (walk_next()) continue;
     progress_.wait(seen, std::memory_order_acquire);
   }
 }
@@ -214,6 +219,23 @@ void SplitRead::assign(Part& part) {
       part.visits[shard].push_back(i);
     }
   }
+  std::uint64_t total = 0;
+  for (std::size_t s = 0; s < passes_.size(); ++s) {
+    visited_[s].fetch_add(part.visits[s].size(), std::memory_order_relaxed);
+    total += part.visits[s].size();
+  }
+  visited_total_.fetch_add(total, std::memory_order_relaxed);
+}
+
+// Whether thread t walks parts ahead of its need: not when it has had clearly
+// more records to analyse than its share (1/8 over it), so that the lighter
+// threads walk for it. A capture of one address pair puts every record in one
+// shard: that thread then only analyses (-j 2 on it was slower than -j 1,
+// docs/performance.md, session 28). It still walks a part it waits for.
+bool SplitRead::walks_ahead(unsigned t) const {
+  const std::uint64_t mine = visited_[t].load(std::memory_order_relaxed);
+  const std::uint64_t total = visited_total_.load(std::memory_order_relaxed);
+  return mine * passes_.size() <= total + total / 8;
 }
 
 // Thread t's records of a confirmed part (and those it must see) through its
@@ -249,12 +271,14 @@ ParallelAnalysis::Input SplitRead::run(unsigned t, bool progress) {
   exporters::ProgressBar bar(progress);
   std::uint64_t frames = 0;
   for (std::size_t j = 0; j < parts_; ++j) {
-    // Its own parts up to a round ahead (the next N - 1 parts): walked while
-    // the others analyse, and the part after those not yet, so that the part
-    // read last is still in the cache when its turn comes.
-    while (next_walk_[t] < j + passes_.size() && walk_next(t)) {
+    // The parts up to a round ahead (the next N - 1 parts), those no other
+    // thread took yet: walked while the others analyse, and the part after
+    // those not yet, so that the part read last is still in the cache when its
+    // turn comes. A thread that analyses more than the others reaches this
+    // later and finds them taken: it walks less.
+    while (next_walk_.load(std::memory_order_relaxed) < j + passes_.size() && walks_ahead(t) && walk_next()) {
     }
-    wait_confirmed(t, j);
+    wait_confirmed(j);
     if (j > last_part_.load(std::memory_order_acquire)) break;
     Part& part = slots_[j % slots_.size()];
     analyse(t, part);

@@ -1,6 +1,8 @@
 // `analyze -j N` over one classic pcap file without any thread walking the
 // others' records (issue 16). The file's bytes are cut into parts of
-// kPartBytes, part j walked by thread j % N:
+// kPartBytes, each walked by the thread that takes it next (in part order;
+// a thread that has clearly more records to analyse than its share only walks
+// a part it waits for, so that one busy shard is left to analyse):
 //  - the walk starts at the first plausible record start in the part
 //    (capture::plausible_record_chain), runs to the first record starting past
 //    the part's end, and keeps each record's offset and shard key (16 bytes a
@@ -84,7 +86,7 @@ class SplitRead {
   };
 
   bool slot_free(std::size_t part) const;
-  bool walk_next(unsigned t);
+  bool walk_next();
   // Whether the part's bytes up to file offset `until` are read (reads them if not).
   bool load(Part& part, std::size_t until) const {
     return until <= part.map_base + part.map_len || read_more(part, until);
@@ -94,7 +96,8 @@ class SplitRead {
   void walk(Part& part, std::size_t from) const;
   bool confirmed(std::size_t part);
   void assign(Part& part);
-  void wait_confirmed(unsigned t, std::size_t part);
+  void wait_confirmed(std::size_t part);
+  bool walks_ahead(unsigned t) const;
   void analyse(unsigned t, Part& part);
   void finish(Part& part);
   void notify();
@@ -107,8 +110,14 @@ class SplitRead {
   std::size_t parts_ = 0;  // in the file
   std::int64_t first_ts_ = 0;
   std::vector<Part> slots_;
-  std::vector<std::size_t> next_walk_;  // per thread: its next part to walk
+  // The next part to walk, taken by whichever thread walks next: a thread
+  // with little of its own to analyse walks for the others (a capture of one
+  // address pair puts every frame in one shard; its thread then only analyses).
+  std::atomic<std::size_t> next_walk_{0};
   std::atomic<std::uint64_t> progress_{0};
+  // Records each thread analysed or must (assign's visits), and all of them.
+  std::unique_ptr<std::atomic<std::uint64_t>[]> visited_;
+  std::atomic<std::uint64_t> visited_total_{0};
   // Confirmation, in part order, under the mutex:
   std::mutex confirm_mutex_;
   std::size_t confirmed_ = 0;             // parts [0, confirmed_) confirmed
