@@ -79,6 +79,7 @@ void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype, 
   pkt_.capture_point = point;
   decode::PacketAnalysis& pa = pa_;
   analyzer_->add(pkt_, frame_, ts, pa, rec.ts_ns());
+  analyzer_->copies().add(rec.data, rec.ts_ns());
   if (!replays_.empty())
     if (auto it = replays_.find(frame_); it != replays_.end()) decode::apply_replay(it->second, pa);
   if (!forward_.empty()) {
@@ -115,8 +116,21 @@ void AnalysisSession::end_input(std::uint64_t records, const std::string& stop_r
   report_.inputs.back().stop_reason = stop_reason;
 }
 
+// Nearly every packet twice, the same bytes: two points on one interface.
+void AnalysisSession::merged_points_hint() {
+  const decode::CopyDetector& c = analyzer_->copies();
+  if (!c.looks_merged()) return;
+  const std::string hint = "this capture looks like two capture points merged onto one interface (" +
+                           std::to_string(c.copies()) + " of " + std::to_string(c.frames()) +
+                           " packets are exact copies of a packet seen within 1 ms); separate them "
+                           "(mergecap -I none) or capture at one point";
+  std::cerr << "rdmadiag: warning: " << hint << '\n';
+  extra_["merged_points"] = exporters::Json{{"exact_copies", c.copies()}, {"frames", c.frames()}, {"hint", hint}};
+}
+
 bool AnalysisSession::finish() {
   analyzer_->finish();
+  merged_points_hint();
   if (!revisions_applied_ && outputs_.tally()) {
     outputs_.tally()->revise(analyzer_->anomalies().revisions());
     outputs_.tally()->revise(analyzer_->anomalies().replay_revisions());

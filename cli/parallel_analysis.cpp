@@ -97,6 +97,7 @@ void ShardPass::own_frame(const capture::Record& rec, std::uint32_t linktype, co
   decode::decode_frame(linktype, rec.data, rec.wirelen, opts_, *pkt_);
   pkt_->capture_point = point_;
   analyzer_->add(*pkt_, frame_, ts, *pa_, rec.ts_ns());
+  analyzer_->copies().add(rec.data, rec.ts_ns());
   if (tally_) tally_->add(*pkt_, *pa_, frame_, ts);
   // The analysis keys this frame by the addresses the light parse read: every
   // frame of the pair is in this shard.

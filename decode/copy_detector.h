@@ -1,0 +1,48 @@
+// Exact copies of recent frames: the mark of two capture points merged onto one
+// interface (mergecap's default -I all merges identical interface descriptions;
+// a capture merged with its own copy). Each packet is then seen twice, the same
+// bytes a few microseconds apart, and the transport analysis calls half of the
+// traffic duplicates. A network duplicate (netem `duplicate`, a looping switch)
+// is also an exact copy, but of a few packets, not of about half of them: the
+// hint needs a quarter of the frames to be copies.
+//
+// Per frame: one hash of its length, its first 64 bytes and its last 8 (the
+// ICRC or MPA CRC and TCP checksum cover the rest) compared with the last
+// kRecent frames' within kWindowNs. Fixed memory, no heap.
+#pragma once
+#include <array>
+#include <cstdint>
+#include "decode/byte_reader.h"
+
+namespace rdmadiag::decode {
+
+class CopyDetector {
+ public:
+  static constexpr std::size_t kRecent = 16;
+  static constexpr std::int64_t kWindowNs = 1'000'000;  // 1 ms
+  static constexpr std::uint64_t kMinCopies = 8;
+
+  void add(Bytes frame, std::int64_t ts_ns);
+  // Adds another part's counts (analyze -j: a copy and its original go to the
+  // same shard, both having the same addresses).
+  void merge(const CopyDetector& o) {
+    frames_ += o.frames_;
+    copies_ += o.copies_;
+  }
+  std::uint64_t frames() const { return frames_; }
+  std::uint64_t copies() const { return copies_; }
+  // At least kMinCopies copies and a quarter of the frames.
+  bool looks_merged() const { return copies_ >= kMinCopies && copies_ * 4 >= frames_; }
+
+ private:
+  struct Seen {
+    std::uint64_t hash = 0;
+    std::int64_t ts_ns = 0;
+  };
+  std::array<Seen, kRecent> recent_{};
+  std::size_t next_ = 0;
+  std::uint64_t frames_ = 0;
+  std::uint64_t copies_ = 0;
+};
+
+}  // namespace rdmadiag::decode
