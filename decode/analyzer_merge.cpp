@@ -81,7 +81,6 @@ void AnalyzerMerge::merge(std::span<Analyzer* const> shards, Analyzer& out,
 
   // ---- capture summary: each shard's counts added.
   for (const Analyzer* a : shards) out.summary_.merge(a->summary_);
-  for (const Analyzer* a : shards) out.copies_.merge(a->copies_);
 
   // ---- IB/RoCE flows: merged index = creation order = (creating frame, order within its shard).
   std::vector<TransportAnalyzer*> transports;

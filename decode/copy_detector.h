@@ -23,12 +23,6 @@ class CopyDetector {
   static constexpr std::uint64_t kMinCopies = 8;
 
   void add(Bytes frame, std::int64_t ts_ns);
-  // Adds another part's counts (analyze -j: a copy and its original go to the
-  // same shard, both having the same addresses).
-  void merge(const CopyDetector& o) {
-    frames_ += o.frames_;
-    copies_ += o.copies_;
-  }
   std::uint64_t frames() const { return frames_; }
   std::uint64_t copies() const { return copies_; }
   // At least kMinCopies copies and a quarter of the frames.
