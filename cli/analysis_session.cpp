@@ -76,7 +76,7 @@ void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype, 
   const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;
   if (std::isnan(first_ts_)) first_ts_ = ts;
   decode::decode_frame(linktype, rec.data, rec.wirelen, opts_.decode, pkt_);
-  pkt_.capture_point = point;
+  if (point) pkt_.capture_point = point;  // else an SLL2 record's interface (decode_frame)
   decode::PacketAnalysis& pa = pa_;
   analyzer_->add(pkt_, frame_, ts, pa, rec.ts_ns());
   analyzer_->copies().add(rec.data, rec.ts_ns());
@@ -137,6 +137,8 @@ bool AnalysisSession::finish() {
   }
   report_.summary = &analyzer_->summary();
   report_.analyzer = analyzer_.get();
+  if (report_.capture_points.empty())  // `tcpdump -i any`: the interfaces its records name
+    for (std::uint32_t ifindex : analyzer_->summary().sll2_interfaces()) report_.capture_points.push_back({ifindex, ""});
   const exporters::Json tallied = outputs_.report_members();
   for (auto it = tallied.begin(); it != tallied.end(); ++it) extra_[it.key()] = it.value();
   if (json_) json_->finish(report_, extra_);
