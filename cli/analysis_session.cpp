@@ -122,7 +122,7 @@ void AnalysisSession::merged_points_hint() {
   if (!c.looks_merged()) return;
   const std::string hint = "this capture looks like two capture points merged onto one interface (" +
                            std::to_string(c.copies()) + " of " + std::to_string(c.frames()) +
-                           " packets are exact copies of a packet seen within 1 ms); separate them "
+                           " packets looked at are exact copies of a packet seen within 1 ms); separate them "
                            "(mergecap -I none) or capture at one point";
   std::cerr << "rdmadiag: warning: " << hint << '\n';
   extra_["merged_points"] = exporters::Json{{"exact_copies", c.copies()}, {"frames", c.frames()}, {"hint", hint}};

@@ -32,7 +32,8 @@ std::uint64_t frame_hash(Bytes f) {
 
 }  // namespace
 
-void CopyDetector::add(Bytes frame, std::int64_t ts_ns) {
+void CopyDetector::examine(Bytes frame, std::int64_t ts_ns) {
+  if (seen_ % kBlock == 1) recent_ = {};  // a new block: the frames before it are not recent
   ++frames_;
   const std::uint64_t h = frame_hash(frame);
   for (Seen& s : recent_) {
