@@ -76,9 +76,10 @@ void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype, 
   const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;
   if (std::isnan(first_ts_)) first_ts_ = ts;
   decode::decode_frame(linktype, rec.data, rec.wirelen, opts_.decode, pkt_);
-  pkt_.capture_point = point;
+  if (point) pkt_.capture_point = point;  // else an SLL2 record's interface (decode_frame)
   decode::PacketAnalysis& pa = pa_;
   analyzer_->add(pkt_, frame_, ts, pa, rec.ts_ns());
+  analyzer_->copies().add(rec.data, rec.ts_ns());
   if (!replays_.empty())
     if (auto it = replays_.find(frame_); it != replays_.end()) decode::apply_replay(it->second, pa);
   if (!forward_.empty()) {
@@ -115,14 +116,29 @@ void AnalysisSession::end_input(std::uint64_t records, const std::string& stop_r
   report_.inputs.back().stop_reason = stop_reason;
 }
 
+// Nearly every packet twice, the same bytes: two points on one interface.
+void AnalysisSession::merged_points_hint() {
+  const decode::CopyDetector& c = analyzer_->copies();
+  if (!c.looks_merged()) return;
+  const std::string hint = "this capture looks like two capture points merged onto one interface (" +
+                           std::to_string(c.copies()) + " of " + std::to_string(c.frames()) +
+                           " packets looked at are exact copies of a packet seen within 1 ms); separate them "
+                           "(mergecap -I none) or capture at one point";
+  std::cerr << "rdmadiag: warning: " << hint << '\n';
+  extra_["merged_points"] = exporters::Json{{"exact_copies", c.copies()}, {"frames", c.frames()}, {"hint", hint}};
+}
+
 bool AnalysisSession::finish() {
   analyzer_->finish();
+  merged_points_hint();
   if (!revisions_applied_ && outputs_.tally()) {
     outputs_.tally()->revise(analyzer_->anomalies().revisions());
     outputs_.tally()->revise(analyzer_->anomalies().replay_revisions());
   }
   report_.summary = &analyzer_->summary();
   report_.analyzer = analyzer_.get();
+  if (report_.capture_points.empty())  // `tcpdump -i any`: the interfaces its records name
+    for (std::uint32_t ifindex : analyzer_->summary().sll2_interfaces()) report_.capture_points.push_back({ifindex, ""});
   const exporters::Json tallied = outputs_.report_members();
   for (auto it = tallied.begin(); it != tallied.end(); ++it) extra_[it.key()] = it.value();
   if (json_) json_->finish(report_, extra_);

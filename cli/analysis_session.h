@@ -81,6 +81,7 @@ class AnalysisSession {
   std::uint64_t frames() const { return frame_; }
 
  private:
+  void merged_points_hint();  // the report member and warning when the capture looks merged
   SessionOptions opts_;
   std::string error_;
   std::ofstream json_file_;

@@ -76,7 +76,7 @@ void ShardPass::other_frame(const capture::Record& rec, std::uint32_t linktype, 
                             double ts) {
   if (pause_state) {  // pause state: every shard keeps it
     decode::decode_frame(linktype, rec.data, rec.wirelen, opts_, *pkt_);
-    pkt_->capture_point = point_;
+    if (point_) pkt_->capture_point = point_;
     analyzer_->add_pause_state(*pkt_, frame_, rec.ts_ns());
   }
   // One analyzer sweeps idle flows after every kSweepFrames-th frame
@@ -95,7 +95,7 @@ void ShardPass::own_frame(const capture::Record& rec, std::uint32_t linktype, co
   }
   if (++frames_ == 1 && tally_) tally_->set_origin(origin_);
   decode::decode_frame(linktype, rec.data, rec.wirelen, opts_, *pkt_);
-  pkt_->capture_point = point_;
+  if (point_) pkt_->capture_point = point_;
   analyzer_->add(*pkt_, frame_, ts, *pa_, rec.ts_ns());
   if (tally_) tally_->add(*pkt_, *pa_, frame_, ts);
   // The analysis keys this frame by the addresses the light parse read: every
@@ -204,6 +204,7 @@ ParallelAnalysis::Result ParallelAnalysis::merge(std::vector<std::unique_ptr<Sha
   r.analyzer = std::make_unique<decode::Analyzer>();
   std::vector<std::vector<std::uint32_t>> flow_index;
   decode::AnalyzerMerge::merge(analyzers, *r.analyzer, flow_index);
+  if (!passes.empty()) r.analyzer->copies() = passes[0]->assigner().copies();
   if (tally) {
     std::vector<const exporters::FlowTally*> tallies;
     for (auto& p : passes) tallies.push_back(p->tally());

@@ -63,11 +63,16 @@ class FrameAssigner {
     return assigner_.shard(assigned_, key);
   }
   std::uint64_t frames() const { return assigned_; }  // frames assigned so far (the last one's number)
+  // Exact copies among all frames, in frame order (whoever assigns feeds it):
+  // the same count as -j 1's, whatever the shards.
+  decode::CopyDetector& copies() { return copies_; }
+  const decode::CopyDetector& copies() const { return copies_; }
 
  private:
   ShardAssigner assigner_;
   std::uint64_t assigned_ = 0;       // frames assigned
   std::uint64_t bad_key_frame_ = 0;  // RDMADIAG_JOBS_TEST_BAD_KEY
+  decode::CopyDetector copies_;
 };
 
 // One shard's pass over the whole input: every frame goes through frame(), the
@@ -87,6 +92,10 @@ class ShardPass {
   template <class ReadRecord>
   void frame_keyed(decode::ShardKey key, std::uint32_t linktype, ReadRecord&& read, bool pause_state) {
     const bool own = assign(key);
+    if (index_ == 0) {  // every shard assigns every frame here; one counts the copies
+      const capture::Record& rec = read();
+      assigner_.copies().add(rec.data, rec.ts_ns());
+    }
     frame_assigned(own, key, linktype, read, pause_state);
   }
   // The two halves of frame_keyed: whether the next frame to be assigned is this

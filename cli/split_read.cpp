@@ -213,6 +213,8 @@ void SplitRead::assign(Part& part) {
     const std::uint64_t shard = assigner_.next(key);
     r.key_hash = key.hash;
     r.offset_flags |= shard << kShardShift;
+    const capture::Record rec = capture::record_at(part.at(r.offset_flags & kOffsetMask), layout_);
+    assigner_.copies().add(rec.data, rec.ts_ns());
     if (ShardPass::needs_frame(assigner_.frames(), (r.offset_flags & kPauseState) != 0)) {
       for (auto& v : part.visits) v.push_back(i);
     } else {

@@ -9,6 +9,7 @@
 #include "decode/anomaly.h"
 #include "decode/capture_summary.h"
 #include "decode/congestion_analysis.h"
+#include "decode/copy_detector.h"
 #include "decode/iwarp_analysis.h"
 #include "decode/packet.h"
 #include "decode/pfc_analysis.h"
@@ -96,6 +97,10 @@ class Analyzer {
   PfcAnalyzer& pfc() { return *pfc_; }  // e.g. to set the link speed
   const CongestionAnalyzer& congestion() const { return *cc_; }
   CongestionAnalyzer& congestion() { return *cc_; }
+  // Exact copies of recent frames (copy_detector.h): the front end feeds it
+  // each frame's bytes, which the decode result does not keep.
+  const CopyDetector& copies() const { return copies_; }
+  CopyDetector& copies() { return copies_; }
 
  private:
   CaptureSummary summary_;
@@ -104,6 +109,7 @@ class Analyzer {
   std::unique_ptr<IwarpAnalyzer> iwarp_;
   std::unique_ptr<PfcAnalyzer> pfc_;
   std::unique_ptr<CongestionAnalyzer> cc_;
+  CopyDetector copies_;
   void congestion(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, PacketAnalysis& out);
   friend class AnalyzerMerge;
 };

@@ -35,6 +35,7 @@ void CaptureSummary::add(const DecodedPacket& p, std::uint64_t frame, double ts,
   ++packets;
   bytes += p.wirelen;
   if (p.truncated) ++truncated_packets;
+  if (p.sll && p.linktype == linktype::kLinuxSll2 && p.capture_point == p.sll->ifindex + 1) sll2_points_.set(p.sll->ifindex);
   by_transport[static_cast<std::size_t>(p.transport)].add(p.wirelen);
   if (p.has_bth) {
     by_opcode[p.ib.bth.opcode].add(p.wirelen);
@@ -100,6 +101,15 @@ void CaptureSummary::merge(const CaptureSummary& o) {
     if (qps_.size() < kMaxTrackedQps) qps_.insert(qp);
   });
   qps_capped_ = qps_capped_ || o.qps_capped_;
+  sll2_points_ |= o.sll2_points_;
+}
+
+std::vector<std::uint32_t> CaptureSummary::sll2_interfaces() const {
+  std::vector<std::uint32_t> out;
+  if (sll2_points_.none()) return out;
+  for (std::uint32_t i = 0; i < sll2_points_.size(); ++i)
+    if (sll2_points_.test(i)) out.push_back(i);
+  return out;
 }
 
 }  // namespace rdmadiag::decode

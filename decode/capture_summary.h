@@ -4,6 +4,7 @@
 // distinct queue pairs (capped), never by the number of packets.
 #pragma once
 #include <array>
+#include <bitset>
 #include <cstdint>
 #include <vector>
 
@@ -73,9 +74,13 @@ class CaptureSummary {
   double duration_s() const { return packets ? latest_ts - earliest_ts : 0.0; }
   std::size_t queue_pairs() const { return qps_.size(); }
   bool queue_pairs_capped() const { return qps_capped_; }
+  // The interfaces (ifindex) LINUX_SLL2 records named as their capture points
+  // (DecodedPacket::capture_point), ascending.
+  std::vector<std::uint32_t> sll2_interfaces() const;
 
  private:
   KeySet qps_;
+  std::bitset<kMaxSll2Point> sll2_points_;  // ifindex i: bit i
   bool qps_capped_ = false;
 };
 

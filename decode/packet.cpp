@@ -128,6 +128,10 @@ class FrameDecoder {
     const auto st = lt == linktype::kLinuxSll ? parse_sll(frame_, h) : parse_sll2(frame_, h);
     if (st != ParseStatus::ok) return header_failed(st, 0, DiagCode::frame_too_short);
     p_.sll = h;
+    // SLL2 names the interface (`tcpdump -i any`): a packet that passes two of
+    // them (a VLAN device and its parent, a bond and its port) is captured once
+    // at each, and each is its own capture point.
+    if (lt == linktype::kLinuxSll2 && h.ifindex < kMaxSll2Point) p_.capture_point = static_cast<std::uint16_t>(h.ifindex + 1);
     ethertype(h.protocol, h.header_len);
   }
 

@@ -37,6 +37,10 @@ inline constexpr std::uint32_t kInfiniband = 247;
 inline constexpr std::uint32_t kLinuxSll2 = 276;
 }  // namespace linktype
 
+// Capture points from SLL2 interface indexes: 1 + ifindex below this bound
+// (Linux's are small); a larger one keeps the input's point.
+inline constexpr std::uint32_t kMaxSll2Point = 0xffff;
+
 bool linktype_supported(std::uint32_t lt);
 std::string_view linktype_name(std::uint32_t lt);
 
@@ -65,7 +69,9 @@ struct DecodedPacket {
   // Which capture point saw the frame, when one input holds several (a pcapng
   // file's interfaces: two hosts' captures merged): 1 + the interface's index;
   // 0 when the input has one. Set by the reader after decode_frame; the flow
-  // keys include it, so a flow seen at two points is two flows.
+  // keys include it, so a flow seen at two points is two flows. A LINUX_SLL2
+  // record (`tcpdump -i any`) names its interface: decode_frame sets 1 + its
+  // ifindex, which a reader's own point (pcapng interfaces) replaces.
   std::uint16_t capture_point = 0;
 
   std::optional<ErfHeader> erf;

@@ -10,7 +10,7 @@
 
 namespace rdmadiag::exporters {
 
-inline constexpr const char* kAnalyzeSchemaVersion = "1.8";  // 1.1: timeline, latency_histograms; 1.2: pfc; 1.3: congestion; 1.4: flows_retired_at_cap; 1.5: udp_dst_port; 1.6: congestion.flows_retired_at_cap; 1.7: icrc_not_wire; 1.8: capture_points, capture_point on flows and anomalies
+inline constexpr const char* kAnalyzeSchemaVersion = "1.9";  // 1.1: timeline, latency_histograms; 1.2: pfc; 1.3: congestion; 1.4: flows_retired_at_cap; 1.5: udp_dst_port; 1.6: congestion.flows_retired_at_cap; 1.7: icrc_not_wire; 1.8: capture_points, capture_point on flows and anomalies; 1.9: merged_points
 
 struct InputInfo {
   std::string path;
