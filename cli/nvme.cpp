@@ -47,29 +47,14 @@ int feed(const std::string& path, decode::Analyzer& transport, decode::NvmeAnaly
     std::cerr << "rdmadiag nvme: " << reader.error() << '\n';
     return 1;
   }
-  // The NVMe analysis keys queues by addresses only (docs/analysis.md, "Several capture points in one file").
-  if (reader.interfaces() > 1)
-    std::cerr << "rdmadiag nvme: " << path << ": " << reader.interfaces()
-              << " capture points (pcapng interfaces) analysed as one: a capsule seen at two points counts as resent; "
-                 "analyse each point's capture alone (tshark -Y 'frame.interface_id == N' -w FILE)\n";
   capture::Record rec;
   decode::DecodeOptions opts;
   decode::DecodedPacket pkt;
   auto pa = std::make_unique<decode::PacketAnalysis>();
-  std::uint16_t sll2_point = 0;  // the first interface an SLL2 record named (`tcpdump -i any`)
-  bool sll2_warned = false;
   while (reader.next(rec)) {
     ++frame;
     decode::decode_frame(reader.record_linktype(), rec.data, rec.wirelen, opts, pkt);
-    if (pkt.sll && pkt.capture_point && !sll2_warned) {
-      if (!sll2_point) sll2_point = pkt.capture_point;
-      if (pkt.capture_point != sll2_point) {
-        sll2_warned = true;
-        std::cerr << "rdmadiag nvme: " << path << ": several capture points (interfaces " << sll2_point - 1 << " and "
-                  << pkt.capture_point - 1 << " of `tcpdump -i any`) analysed as one: a capsule seen on two interfaces "
-                  << "counts as resent; analyse each interface alone (tshark -Y 'sll.ifindex == N' -w FILE)\n";
-      }
-    }
+    if (const std::uint16_t point = reader.record_point()) pkt.capture_point = point;  // else SLL2's, or none
     pa->reset();
     const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;
     transport.add(pkt, frame, ts, *pa, rec.ts_ns());

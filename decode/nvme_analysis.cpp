@@ -160,12 +160,12 @@ struct NvmeAnalyzer::Queue {
 };
 
 std::size_t NvmeAnalyzer::QpKeyHash::operator()(const NvmeQpKey& k) const {
-  const std::size_t h = mix(hash_address(0xCBF29CE484222325ULL, k.dst), k.qpn);
+  const std::size_t h = mix(mix(hash_address(0xCBF29CE484222325ULL, k.dst), k.qpn), k.point);
   return k.tcp ? hash_address(mix(h, 1), k.src) : h;
 }
 
 std::size_t NvmeAnalyzer::QueueKeyHash::operator()(const NvmeQueueKey& k) const {
-  return mix(hash_address(hash_address(0xCBF29CE484222325ULL, k.host), k.controller), k.qid);
+  return mix(mix(hash_address(hash_address(0xCBF29CE484222325ULL, k.host), k.controller), k.qid), k.point);
 }
 
 NvmeAnalyzer::NvmeAnalyzer() : qps_(kMaxQueuePairs), queues_(kMaxQueues) {}
@@ -190,13 +190,14 @@ void NvmeAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, std::int64_t
   if (p.cm) add_cm(p);
   const NvmeRdmaPayload c = classify_nvme_rdma(p);
   const Endpoints e = endpoints_of(p);
-  const Hop h{NvmeQpKey{e.dst, p.ib.bth.dest_qp}, e.src, e.dst, p.ib.bth.psn};
+  const NvmeQpKey to{e.dst, p.ib.bth.dest_qp, false, {}, p.capture_point};
+  const Hop h{to, e.src, e.dst, p.ib.bth.psn};
   if (c.role == NvmeRdmaRole::data)
     add_data(p, frame, ts_ns);
   else
     add_capsule(h, c, frame, ts_ns, analysis && (analysis->duplicate || analysis->retransmission));
   if (const std::uint8_t kinds = transport_event_kinds(p, analysis))
-    add_transport_event(NvmeQpKey{e.dst, p.ib.bth.dest_qp}, frame, ts_ns, kinds);
+    add_transport_event(to, frame, ts_ns, kinds);
 }
 
 void NvmeAnalyzer::add_capsule(const Hop& h, const NvmeRdmaPayload& c, std::uint64_t frame, std::int64_t ts_ns,
@@ -217,8 +218,8 @@ void NvmeAnalyzer::add_iwarp(const DecodedPacket& p, const IwarpFrame& units, st
   if ((units.empty() && !kinds) || (!to_controller && !from_controller && !assume_all_)) return;
   const Endpoints e = endpoints_of(p);
   const auto ports = [](std::uint16_t src, std::uint16_t dst) { return std::uint32_t{src} << 16 | dst; };
-  const Hop h{NvmeQpKey{e.dst, ports(p.tcp->src_port, p.tcp->dst_port), true, e.src}, e.src, e.dst};
-  const NvmeQpKey back{e.src, ports(p.tcp->dst_port, p.tcp->src_port), true, e.dst};
+  const Hop h{NvmeQpKey{e.dst, ports(p.tcp->src_port, p.tcp->dst_port), true, e.src, p.capture_point}, e.src, e.dst};
+  const NvmeQpKey back{e.src, ports(p.tcp->dst_port, p.tcp->src_port), true, e.dst, p.capture_point};
   if (to_controller || from_controller) mark_connection(to_controller ? back : h.qp, to_controller ? h.qp : back);
   for (const IwarpPdu& u : units) {
     if (u.kind != IwarpPdu::Kind::fpdu || !u.header_decoded) continue;
@@ -246,13 +247,14 @@ void NvmeAnalyzer::add_cm(const DecodedPacket& p) {
   const Endpoints e = endpoints_of(p);
   const CmMessage& cm = *p.cm;
   if (cm.type == CmMessageType::req && is_nvme_service(cm.service_id, port_)) {
-    if (pending_req_.size() < kMaxQueuePairs) pending_req_[cm.local_comm_id] = {e.src, cm.local_qpn};
+    if (pending_req_.size() < kMaxQueuePairs)
+      pending_req_[std::uint64_t{p.capture_point} << 32 | cm.local_comm_id] = {e.src, cm.local_qpn, false, {}, p.capture_point};
     return;
   }
   if (cm.type != CmMessageType::rep) return;
-  const auto it = pending_req_.find(cm.remote_comm_id);
+  const auto it = pending_req_.find(std::uint64_t{p.capture_point} << 32 | cm.remote_comm_id);
   if (it == pending_req_.end()) return;
-  mark_connection(NvmeQpKey{it->second.first, it->second.second}, NvmeQpKey{e.src, cm.local_qpn});
+  mark_connection(it->second, NvmeQpKey{e.src, cm.local_qpn, false, {}, p.capture_point});
   pending_req_.erase(it);
 }
 
@@ -361,9 +363,9 @@ void NvmeAnalyzer::add_command(const Hop& h, const NvmeRdmaPayload& c, std::uint
     return;
   }
   const bool copy = qp->copy_of_recent(h.psn, rec.cmd.cid);
-  if (rec.cmd.is(FabricsType::connect) && !copy) bind_connect(*qp, NvmeQueueKey{h.src, h.dst, rec.cmd.qid}, frame);
+  if (rec.cmd.is(FabricsType::connect) && !copy) bind_connect(*qp, NvmeQueueKey{h.src, h.dst, rec.cmd.qid, h.qp.point}, frame);
   const bool on_queue = qp->bound && frame >= qp->bound_frame;
-  rec.queue = on_queue ? qp->queue : NvmeQueueKey{h.src, h.dst, kNvmeUnknownQid};
+  rec.queue = on_queue ? qp->queue : NvmeQueueKey{h.src, h.dst, kNvmeUnknownQid, h.qp.point};
   NvmeCommandResult r = command_result(rec.cmd, rec.queue, frame, ts_ns);
   if (capsule_sink_) capsule_sink_(rec);
   if (copy) {  // submitted once, when its first copy was seen
@@ -422,7 +424,7 @@ void NvmeAnalyzer::bind_both(QueuePair& qp, const NvmeQueueKey& key, std::uint64
 }
 
 std::size_t NvmeAnalyzer::CidKeyHash::operator()(const CidKey& k) const {
-  std::uint64_t h = 0xcbf29ce484222325ULL ^ k.cid;
+  std::uint64_t h = 0xcbf29ce484222325ULL ^ k.cid ^ std::uint64_t{k.point} << 16;
   for (auto b : k.controller) h = (h ^ b) * 0x100000001b3ULL;
   for (auto b : k.host) h = (h ^ b) * 0x100000001b3ULL;
   return static_cast<std::size_t>(h);
@@ -452,7 +454,7 @@ void NvmeAnalyzer::list_holder(std::uint32_t slot, const QueuePair& qp, std::uin
     }
     cid_purge_at_ = 2 * cid_holders_.size();
   }
-  const CidKey k{qp.key.dst, qp.sender, cid};
+  const CidKey k{qp.key.dst, qp.sender, cid, qp.key.point};
   CidHolders& c = cid_holders_[k];
   if (std::find(c.slots.begin(), c.slots.begin() + c.n, slot) != c.slots.begin() + c.n) return;
   if (c.n == kCidHolders) drop_stale(k, c);
@@ -493,7 +495,7 @@ std::uint32_t NvmeAnalyzer::sole_holder(const CidKey& k) {
 void NvmeAnalyzer::find_peer(QueuePair& host, const Hop& h, std::uint16_t cid, std::uint64_t frame) {
   if (host.peer || host.peer_tries >= kPeerTries) return;
   ++host.peer_tries;
-  QueuePair* found = qps_.at(sole_holder(CidKey{h.src, h.dst, cid}));
+  QueuePair* found = qps_.at(sole_holder(CidKey{h.src, h.dst, cid, h.qp.point}));
   if (!found) return;
   host.peer = found->key;
   found->peer = host.key;
@@ -523,7 +525,7 @@ void NvmeAnalyzer::add_response(const Hop& h, const NvmeRdmaPayload& c, std::uin
     note_uncaptured(h.qp, frame, ts_ns);
     return;
   }
-  rec.queue = NvmeQueueKey{h.dst, h.src, rec.cqe.sqid};
+  rec.queue = NvmeQueueKey{h.dst, h.src, rec.cqe.sqid, h.qp.point};
   if (qp->copy_of_recent(h.psn, rec.cqe.cid)) {  // its first copy completed the command (or found none)
     ++totals_.resent_responses;
     if (capsule_sink_) capsule_sink_(rec);
@@ -618,7 +620,7 @@ void NvmeAnalyzer::note_uncaptured(const NvmeQpKey& host, std::uint64_t frame, s
 }
 
 void NvmeAnalyzer::add_data(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns) {
-  Queue* q = data_queue(NvmeQpKey{endpoints_of(p).dst, p.ib.bth.dest_qp}, frame, ts_ns);
+  Queue* q = data_queue(NvmeQpKey{endpoints_of(p).dst, p.ib.bth.dest_qp, false, {}, p.capture_point}, frame, ts_ns);
   if (!q) return;
   NvmeCommandResult* r = credit_data(*q, q->data.on_packet(p, sgl_finder(q->outstanding)), frame, ts_ns);
   const OpKind kind = p.opcode()->kind;

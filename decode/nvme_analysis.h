@@ -62,9 +62,12 @@ inline constexpr std::uint16_t kNvmeUnknownQid = 0xFFFF;
 
 using IpAddress = std::array<std::uint8_t, 16>;  // IPv4 in the first 4 bytes
 
+// `point`: the capture point that saw it (DecodedPacket::capture_point): a queue
+// seen at two points is two queues, each analysed as its point saw it.
 struct NvmeQueueKey {
   IpAddress host{}, controller{};
   std::uint16_t qid = kNvmeUnknownQid;
+  std::uint16_t point = 0;
   bool operator==(const NvmeQueueKey&) const = default;
 };
 
@@ -76,6 +79,7 @@ struct NvmeQpKey {
   std::uint32_t qpn = 0;
   bool tcp = false;
   IpAddress src{};
+  std::uint16_t point = 0;  // DecodedPacket::capture_point
   bool operator==(const NvmeQpKey&) const = default;
 };
 
@@ -293,6 +297,7 @@ class NvmeAnalyzer {
   struct CidKey {
     IpAddress controller{}, host{};
     std::uint16_t cid = 0;
+    std::uint16_t point = 0;
     bool operator==(const CidKey&) const = default;
   };
   struct CidKeyHash {
@@ -333,7 +338,7 @@ class NvmeAnalyzer {
   std::size_t cid_purge_at_ = 0;  // list_holder purges past max(this, 8 per queue pair + 4096)
   mutable std::uint64_t peer_probes_ = 0;
   // rdma_cm REQs for NVMe waiting for their REP: local comm ID -> (host address, host QPN).
-  std::unordered_map<std::uint32_t, std::pair<IpAddress, std::uint32_t>> pending_req_;
+  std::unordered_map<std::uint64_t, NvmeQpKey> pending_req_;  // by capture point << 32 | REQ's local comm ID
   NvmeTotals totals_;
   std::array<std::pair<std::uint64_t, std::int64_t>, kFrameTimes> frame_times_{};
   std::array<NvmeOpcodeStats, 4 * 256> by_opcode_{};

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "exporters/printable.h"
+#include "exporters/text_format.h"
 
 namespace rdmadiag::exporters {
 
@@ -48,8 +49,10 @@ std::string hex_field(std::uint64_t v, int width) {
 }
 
 Json queue_key_json(const NvmeQueueKey& k) {
-  return {{"host", address(k.host)}, {"controller", address(k.controller)},
-          {"qid", k.qid == decode::kNvmeUnknownQid ? Json(nullptr) : Json(k.qid)}};
+  Json j = {{"host", address(k.host)}, {"controller", address(k.controller)},
+            {"qid", k.qid == decode::kNvmeUnknownQid ? Json(nullptr) : Json(k.qid)}};
+  if (k.point) j["capture_point"] = k.point - 1;  // as analyze's flows (docs/json-schema.md)
+  return j;
 }
 
 // Transport events per kind (the kinds with any).
@@ -255,7 +258,7 @@ namespace {
 void write_queues_text(std::ostream& out, const NvmeAnalyzer& a) {
   for (const auto& q : a.queues()) {
     out << "  queue " << qid_text(q.key.qid) << "  host " << address(q.key.host) << " -> controller "
-        << address(q.key.controller) << "  sqsize "
+        << address(q.key.controller) << point_label(q.key.point) << "  sqsize "
         << (q.connect_seen ? std::to_string(q.sqsize) + " (" + std::to_string(q.sqsize + 1) + " entries)"
                         : "unknown (no Connect seen: QID from a completion)") << "  commands " << q.commands << "  completed "
         << q.completed << "  errors " << q.errors << "  unanswered " << q.unanswered << "  max outstanding "

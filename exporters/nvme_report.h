@@ -12,7 +12,7 @@
 
 namespace rdmadiag::exporters {
 
-inline constexpr const char* kNvmeSchemaVersion = "1.6";
+inline constexpr const char* kNvmeSchemaVersion = "1.7";  // 1.7: capture_point on queues, slowest, unanswered
 
 Json nvme_json(const decode::NvmeAnalyzer& a);
 void write_nvme_text(std::ostream& out, const decode::NvmeAnalyzer& a);

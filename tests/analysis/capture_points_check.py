@@ -193,11 +193,9 @@ def main():
             merged.append(check_source(name, flt, sub))
         check_convert(merged[0], tmp)
         check_pause(tmp)
+        # nvme separates the points (nvme_points_check.py checks its numbers).
         r = subprocess.run([rdmadiag, "nvme", merged[0]], capture_output=True, text=True)
-        check("nvme warns that it analyses the points as one", r.returncode == 0 and "2 capture points" in r.stderr,
-              r.stderr.strip())
-        r = subprocess.run([rdmadiag, "nvme", os.path.join(pcaps, SOURCES[0][0])], capture_output=True, text=True)
-        check("nvme: no warning for a one-point file", "capture points" not in r.stderr, r.stderr.strip())
+        check("nvme reads the two points", r.returncode == 0 and not r.stderr, r.stderr.strip())
     if failures:
         print("%d check(s) failed" % len(failures))
         return 1
