@@ -367,32 +367,16 @@ class FrameDecoder {
       computed = compute_icrc(icrc_in);
       wire = r_.le32(icrc_off);
     }
-    if (probe) {
-      if (!whole || !info.valid || t.bth.tver != 0) {
-        t = IbTransport{};
-        return;
-      }
-      if (computed == wire) {
-        p_.diags.add(DiagCode::roce_heuristic, Severity::note, off);
-      } else if (icrc_holds_on_roce_port(icrc_in, wire)) {
-        p_.diags.add(DiagCode::udp_port_bit_error, Severity::error, icrc_in.udp.data() - frame_.data() + 2);
-      } else {
-        t = IbTransport{};
-        return;
-      }
-      p_.transport = Transport::roce_v2;
+    if (probe && !probe_accepts(off, whole && info.valid && t.bth.tver == 0, computed, wire, icrc_in)) {
+      t = IbTransport{};
+      return;
     }
     p_.has_bth = true;
     p_.bth_offset = static_cast<std::uint32_t>(off);
     if (!info.valid) p_.diags.add(DiagCode::unknown_opcode, Severity::warning, off);
     if (t.bth.tver != 0) p_.diags.add(DiagCode::bad_tver, Severity::warning, off + 1);
     if (whole) {
-      p_.icrc_wire = wire;
-      p_.icrc_computed = computed;
-      p_.icrc_offset = static_cast<std::uint32_t>(icrc_off);
-      p_.icrc_input = icrc_in;
-      p_.icrc = computed == wire ? CrcStatus::ok : CrcStatus::bad;
-      if (p_.icrc == CrcStatus::bad) p_.diags.add(DiagCode::icrc_bad, Severity::error, icrc_off);
+      icrc_checked(icrc_off, computed, wire, icrc_in);
     } else {
       p_.icrc = CrcStatus::unverifiable;
       p_.truncated = true;
@@ -403,6 +387,37 @@ class FrameDecoder {
       else p_.diags.add(DiagCode::truncated, Severity::note, frame_.size());
       return;
     }
+    ib_payload(off, icrc_off, info);
+  }
+
+  // A BTH found on a UDP port other than 4791 (the heuristic): a RoCEv2 packet
+  // if its ICRC holds, or would with the port 4791 (a bit error in the port).
+  [[gnu::always_inline]] bool probe_accepts(std::size_t off, bool plausible, std::uint32_t computed, std::uint32_t wire,
+                                            const IcrcInput& icrc_in) {
+    if (!plausible) return false;
+    if (computed == wire)
+      p_.diags.add(DiagCode::roce_heuristic, Severity::note, off);
+    else if (icrc_holds_on_roce_port(icrc_in, wire))
+      p_.diags.add(DiagCode::udp_port_bit_error, Severity::error, icrc_in.udp.data() - frame_.data() + 2);
+    else
+      return false;
+    p_.transport = Transport::roce_v2;
+    return true;
+  }
+
+  [[gnu::always_inline]] void icrc_checked(std::size_t icrc_off, std::uint32_t computed, std::uint32_t wire,
+                                           const IcrcInput& icrc_in) {
+    p_.icrc_wire = wire;
+    p_.icrc_computed = computed;
+    p_.icrc_offset = static_cast<std::uint32_t>(icrc_off);
+    p_.icrc_input = icrc_in;
+    p_.icrc = computed == wire ? CrcStatus::ok : CrcStatus::bad;
+    if (p_.icrc == CrcStatus::bad) p_.diags.add(DiagCode::icrc_bad, Severity::error, icrc_off);
+  }
+
+  // The payload between the transport headers (p_.ib) and the pad and ICRC.
+  [[gnu::always_inline]] void ib_payload(std::size_t off, std::size_t icrc_off, const OpcodeInfo& info) {
+    const IbTransport& t = p_.ib;
     const std::size_t pay_off = off + t.header_len;
     p_.payload_offset = static_cast<std::uint32_t>(pay_off);
     std::size_t pay_len = icrc_off - pay_off;
@@ -417,18 +432,20 @@ class FrameDecoder {
     if (pay_len && info.valid && !info.carries_payload())
       p_.diags.add(DiagCode::payload_length_mismatch, Severity::warning, pay_off);
     // MADs: UD SEND to QP0 (SMI) or QP1 (GSI).
-    if (info.service == TransportService::ud && t.bth.dest_qp <= 1 && pay_len >= kMadHeaderLength) {
-      MadHeader mad;
-      const auto mst = parse_mad_header(p_.payload, mad);
-      if (mst == ParseStatus::ok) {
-        p_.mad = mad;
-        if (mad.mgmt_class == kMgmtClassCm) {
-          CmMessage cm;
-          if (parse_cm(p_.payload, mad, cm) == ParseStatus::ok) p_.cm = cm;
-        }
-      } else if (mst == ParseStatus::malformed) {
-        p_.diags.add(DiagCode::bad_mad, Severity::warning, pay_off);
+    if (info.service == TransportService::ud && t.bth.dest_qp <= 1 && pay_len >= kMadHeaderLength) mad_payload(pay_off);
+  }
+
+  void mad_payload(std::size_t pay_off) {
+    MadHeader mad;
+    const auto mst = parse_mad_header(p_.payload, mad);
+    if (mst == ParseStatus::ok) {
+      p_.mad = mad;
+      if (mad.mgmt_class == kMgmtClassCm) {
+        CmMessage cm;
+        if (parse_cm(p_.payload, mad, cm) == ParseStatus::ok) p_.cm = cm;
       }
+    } else if (mst == ParseStatus::malformed) {
+      p_.diags.add(DiagCode::bad_mad, Severity::warning, pay_off);
     }
   }
 

@@ -589,6 +589,35 @@ RequesterEvent classify(const RequesterState& q, const SeqPacket& p) {
 
 namespace {
 
+// A late original of PSNs a resend already counted as lost and resent: the loss
+// it belonged to is undone for them; the stream goes on from where it was.
+[[gnu::always_inline]] inline void apply_late_after_resend(RequesterState& q, const SeqPacket& p, SeqSink& sink) {
+  ++sink.stats().faults_for_update().out_of_order;
+  sink.verdict().out_of_order = true;
+  auto& l = const_cast<OpenLoss&>(*recovered_late(q, p));
+  Anomaly a{AnomalyKind::psn_out_of_order};
+  a.frame = p.frame;
+  a.psn = p.psn;
+  a.expected_psn = q.high_next;
+  a.relate(l.frame);
+  sink.report(a);
+  for (std::uint32_t i = 0; i < p.span; ++i) unlose(l, (p.psn + i) & kPsnMask, sink);
+  if (l.late == l.reported && sink.stats().faults().gaps_recovered) --sink.stats().faults_for_update().gaps_recovered;
+  q.recent.add(p.psn, p.ip_id, p.ts);
+}
+
+// An older copy than the resend in progress (a delayed packet): the sender did
+// send it again, but it changes nothing in the sequence. Needless only if the
+// responder took an earlier copy; else (the earlier copies came out of
+// sequence and were discarded) it is the copy the responder needed.
+[[gnu::always_inline]] inline void apply_stray(RequesterState& q, const SeqPacket& p, SeqSink& sink) {
+  PacketVerdict& v = sink.verdict();
+  v.retransmission = true;
+  v.spurious_retransmission = q.responder.holds(p.psn);
+  FlowFaults& f = sink.stats().faults_for_update();
+  ++(v.spurious_retransmission ? f.spurious_retransmissions : f.retransmissions);
+}
+
 void apply_step(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink) {
   // One PSN skipped right after a corrupt packet whose PSN could not be trusted:
   // the capture holds that packet, most likely with a damaged PSN. Not a loss.
@@ -619,40 +648,14 @@ void apply_step(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, 
       mark_seen(q, false, p.psn, p.span, p, sink, true);
       q.recent.add(p.psn, p.ip_id, p.ts);  // to know its network copies
       return;  // a late original: the stream goes on from where it was
-    case ReqStep::late_after_resend: {
-      ++sink.stats().faults_for_update().out_of_order;
-      v.out_of_order = true;
-      auto& l = const_cast<OpenLoss&>(*recovered_late(q, p));
-      Anomaly a{AnomalyKind::psn_out_of_order};
-      a.frame = p.frame;
-      a.psn = p.psn;
-      a.expected_psn = q.high_next;
-      a.relate(l.frame);
-      sink.report(a);
-      for (std::uint32_t i = 0; i < p.span; ++i) unlose(l, (p.psn + i) & kPsnMask, sink);
-      if (l.late == l.reported && sink.stats().faults().gaps_recovered)
-        --sink.stats().faults_for_update().gaps_recovered;
-      q.recent.add(p.psn, p.ip_id, p.ts);
-      return;  // the stream goes on from where it was
-    }
+    case ReqStep::late_after_resend: apply_late_after_resend(q, p, sink); return;
     case ReqStep::resend_early:
       // Part of the go-back-N under way, overtaken on the path by later packets of it.
       apply_resend(q, e, p, sink);
       mark_seen(q, false, p.psn, p.span, p, sink);
       q.recent.add(p.psn, p.ip_id, p.ts);
       return;
-    case ReqStep::stray:
-      // An older copy than the resend in progress (a delayed packet): the sender did
-      // send it again, but it changes nothing in the sequence. Needless only if the
-      // responder took an earlier copy; else (the earlier copies came out of
-      // sequence and were discarded) it is the copy the responder needed.
-      v.retransmission = true;
-      v.spurious_retransmission = q.responder.holds(p.psn);
-      {
-        FlowFaults& f = sink.stats().faults_for_update();
-        ++(v.spurious_retransmission ? f.spurious_retransmissions : f.retransmissions);
-      }
-      return;
+    case ReqStep::stray: apply_stray(q, p, sink); return;
     case ReqStep::restart:
       if (q.spur.open) spurious_verdict(q, sink, false);  // a new incarnation of the QP
       q.restart(p.psn);

@@ -17,12 +17,7 @@ import subprocess
 import sys
 
 # "path:function" entries allowed to exceed the limit (keep it short, say why).
-ALLOWED = {
-    # decode/ per-packet hot paths, being optimised elsewhere: split only with a
-    # perf stat comparison showing the split costs nothing.
-    "decode/packet.cpp:rdmadiag::decode::(anon)::FrameDecoder::ib_transport",
-    "decode/rc_requester.cpp:rdmadiag::decode::(anon)::apply_step",
-}
+ALLOWED: set = set()
 
 SOURCE_SUFFIXES = (".cpp", ".cc", ".h", ".hpp")
 
