@@ -139,18 +139,22 @@ std::uint32_t mtu_round_up(std::uint32_t bytes) {
 struct TransportAnalyzer::Flow {
   std::unique_ptr<RequesterState> req;     // requests sent on this flow
   std::unique_ptr<ResponseCursor> resp;    // responses sent on this flow (in the peer's PSN space)
-  std::unique_ptr<UnreliableState> unrel;  // UC / UD
+  // Read by every response (peer_requester) and written by every request
+  // (index_unpaired): here, not past the summary, they share the key's lines
+  // (at the cell's end they were one more line missed per packet with many flows).
+  std::int64_t peer_slot = -1;
+  static constexpr std::uint32_t kNotIndexed = UINT32_MAX;
+  std::uint32_t unpaired_bucket = kNotIndexed;  // its PSN bucket in the pairing index
+  std::uint32_t indexed_high_next = 0;          // req->high_next while indexed (index_unpaired)
   bool pkey_set = false;
   std::uint16_t pkey = 0;
   std::uint32_t cc_slot = UINT32_MAX;      // KeyedFlow::cc_slot (in the padding before the summary)
   FlowSummary s;  // its per-packet counters first: they share the key's lines
+  std::unique_ptr<UnreliableState> unrel;  // UC / UD
   std::uint32_t slot = 0;
-  std::int64_t peer_slot = -1;
   // What a search of the pairing index reads of each flow in a bucket's list,
-  // together (24 bytes): most flows are passed over on these alone.
-  static constexpr std::uint32_t kNotIndexed = UINT32_MAX;
-  std::uint32_t unpaired_bucket = kNotIndexed;  // its PSN bucket in the pairing index
-  std::uint32_t indexed_high_next = 0;          // req->high_next while indexed (index_unpaired)
+  // with unpaired_bucket and indexed_high_next above: most flows are passed
+  // over on those alone.
   std::uint32_t bucket_next = kNotIndexed, bucket_prev = kNotIndexed;  // its neighbours in that bucket's list
   std::uint64_t host_pair = 0;
   std::uint64_t path = 0;
