@@ -2,6 +2,7 @@
 // are tshark 4.0's decode of the same frames (tests/pcaps/*.tshark.tsv), not ours.
 #include <gtest/gtest.h>
 
+#include "decode/capture_summary.h"
 #include "decode/ib_opcodes.h"
 #include "decode/ip.h"
 #include "decode/packet.h"
@@ -181,6 +182,21 @@ TEST(LinkLayers, LinuxCookedAndRawIp) {
     EXPECT_EQ(p.ib.aeth.msn, 1u);
     EXPECT_EQ(p.icrc, CrcStatus::ok);
   }
+}
+
+// An SLL2 record's ifindex is its capture point (1 + ifindex), in the summary's
+// interfaces; one past the bound names none (ifindex 0xffffffff: + 1 wraps to 0,
+// which once set bit 4294967295 of the summary's set and threw, fuzz_analyzer).
+TEST(LinkLayers, Sll2InterfaceIsTheCapturePoint) {
+  fixtures::Frame f = fixtures::as_sll2(real_frames::kAck);  // ifindex 3 (bytes 4-7, big-endian)
+  CaptureSummary summary;
+  summary.add(decode(linktype::kLinuxSll2, f), 1, 0.0);
+  EXPECT_EQ(decode(linktype::kLinuxSll2, f).capture_point, 4);
+  for (int i = 4; i < 8; ++i) f[i] = 0xff;
+  const auto wide = decode(linktype::kLinuxSll2, f);
+  EXPECT_EQ(wide.capture_point, 0);
+  EXPECT_NO_THROW(summary.add(wide, 2, 0.0));
+  EXPECT_EQ(summary.sll2_interfaces(), std::vector<std::uint32_t>{3});
 }
 
 TEST(LinkLayers, UnsupportedLinkTypeIsADiagnostic) {
