@@ -76,7 +76,7 @@ void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype, 
   const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;
   if (std::isnan(first_ts_)) first_ts_ = ts;
   decode::decode_frame(linktype, rec.data, rec.wirelen, opts_.decode, pkt_);
-  if (point) pkt_.capture_point = point;  // else an SLL2 record's interface (decode_frame)
+  decode::take_reader_point(pkt_, point);
   decode::PacketAnalysis& pa = pa_;
   analyzer_->add(pkt_, frame_, ts, pa, rec.ts_ns());
   analyzer_->copies().add(rec.data, rec.ts_ns());

@@ -201,7 +201,7 @@ int run_analyze(const AnalyzeOptions& o) {
       capture::Record rec;
       while (reader.next(rec)) {
         decode::decode_frame(reader.record_linktype(), rec.data, rec.wirelen, so.decode, pkt);
-        if (const std::uint16_t point = reader.record_point()) pkt.capture_point = point;
+        decode::take_reader_point(pkt, reader.record_point());
         first.add(pkt, ++frame, static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9, pa, rec.ts_ns());
       }
     }

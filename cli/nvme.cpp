@@ -54,7 +54,7 @@ int feed(const std::string& path, decode::Analyzer& transport, decode::NvmeAnaly
   while (reader.next(rec)) {
     ++frame;
     decode::decode_frame(reader.record_linktype(), rec.data, rec.wirelen, opts, pkt);
-    if (const std::uint16_t point = reader.record_point()) pkt.capture_point = point;  // else SLL2's, or none
+    decode::take_reader_point(pkt, reader.record_point());
     pa->reset();
     const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;
     transport.add(pkt, frame, ts, *pa, rec.ts_ns());

@@ -76,7 +76,7 @@ void ShardPass::other_frame(const capture::Record& rec, std::uint32_t linktype, 
                             double ts) {
   if (pause_state) {  // pause state: every shard keeps it
     decode::decode_frame(linktype, rec.data, rec.wirelen, opts_, *pkt_);
-    if (point_) pkt_->capture_point = point_;
+    decode::take_reader_point(*pkt_, point_);
     analyzer_->add_pause_state(*pkt_, frame_, rec.ts_ns());
   }
   // One analyzer sweeps idle flows after every kSweepFrames-th frame
@@ -95,7 +95,7 @@ void ShardPass::own_frame(const capture::Record& rec, std::uint32_t linktype, co
   }
   if (++frames_ == 1 && tally_) tally_->set_origin(origin_);
   decode::decode_frame(linktype, rec.data, rec.wirelen, opts_, *pkt_);
-  if (point_) pkt_->capture_point = point_;
+  decode::take_reader_point(*pkt_, point_);
   analyzer_->add(*pkt_, frame_, ts, *pa_, rec.ts_ns());
   if (tally_) tally_->add(*pkt_, *pa_, frame_, ts);
   // The analysis keys this frame by the addresses the light parse read: every

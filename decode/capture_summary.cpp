@@ -35,9 +35,8 @@ void CaptureSummary::add(const DecodedPacket& p, std::uint64_t frame, double ts,
   ++packets;
   bytes += p.wirelen;
   if (p.truncated) ++truncated_packets;
-  // (An ifindex past the bound names no point: ifindex + 1 could wrap to 0.)
-  if (p.sll && p.linktype == linktype::kLinuxSll2 && p.sll->ifindex < kMaxSll2Point &&
-      p.capture_point == p.sll->ifindex + 1)
+  if (p.sll && p.linktype == linktype::kLinuxSll2 && p.capture_point &&
+      p.capture_point == sll2_capture_point(p.sll->ifindex))
     sll2_points_.set(p.sll->ifindex);
   by_transport[static_cast<std::size_t>(p.transport)].add(p.wirelen);
   if (p.has_bth) {

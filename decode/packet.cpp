@@ -131,7 +131,7 @@ class FrameDecoder {
     // SLL2 names the interface (`tcpdump -i any`): a packet that passes two of
     // them (a VLAN device and its parent, a bond and its port) is captured once
     // at each, and each is its own capture point.
-    if (lt == linktype::kLinuxSll2 && h.ifindex < kMaxSll2Point) p_.capture_point = static_cast<std::uint16_t>(h.ifindex + 1);
+    if (lt == linktype::kLinuxSll2) p_.capture_point = sll2_capture_point(h.ifindex);
     ethertype(h.protocol, h.header_len);
   }
 

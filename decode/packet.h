@@ -40,6 +40,10 @@ inline constexpr std::uint32_t kLinuxSll2 = 276;
 // Capture points from SLL2 interface indexes: 1 + ifindex below this bound
 // (Linux's are small); a larger one keeps the input's point.
 inline constexpr std::uint32_t kMaxSll2Point = 0xffff;
+// The capture point an SLL2 record's ifindex names (0: none, past the bound).
+inline std::uint16_t sll2_capture_point(std::uint32_t ifindex) {
+  return ifindex < kMaxSll2Point ? static_cast<std::uint16_t>(ifindex + 1) : 0;
+}
 
 bool linktype_supported(std::uint32_t lt);
 std::string_view linktype_name(std::uint32_t lt);
@@ -121,5 +125,11 @@ bool tcp_checksum_holds_with_ports(const DecodedPacket& p, std::uint16_t src_por
 // Decodes one frame. `wirelen` is the original length (>= frame.size() normally).
 void decode_frame(std::uint32_t linktype, Bytes frame, std::uint32_t wirelen, const DecodeOptions& opts,
                   DecodedPacket& out);
+// The reader's capture point for the frame just decoded (a pcapng interface:
+// 1 + its index; 0: the input has one): it takes precedence over the one an
+// SLL2 record names.
+inline void take_reader_point(DecodedPacket& p, std::uint16_t reader_point) {
+  if (reader_point) p.capture_point = reader_point;
+}
 
 }  // namespace rdmadiag::decode
