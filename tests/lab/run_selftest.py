@@ -32,16 +32,18 @@ failures = []
 with tempfile.TemporaryDirectory() as out:
     os.mkdir(os.path.join(out, "server"))
 
-    def case(what, stderr, server_rc, client_rc, tolerated):
+    def case(what, stderr, server_rc, client_rc, tolerated, mode="siw"):
         with open(os.path.join(out, "server", "step1.stderr"), "w") as f:
             f.write(stderr)
-        got = lab_run.siw_close_race(out, 1, {"server_rc": server_rc, "client_rc": client_rc})
+        got = lab_run.siw_close_race(mode, out, 1, {"server_rc": server_rc, "client_rc": client_rc})
         ok = bool(got) == tolerated
         print(f"{'ok  ' if ok else 'FAIL'} {what}: {got}")
         if not ok:
             failures.append(what)
 
     case("close race, client exit 0", RACE, 1, 0, True)
+    case("close race, siw built with MPA CRC", RACE, 1, 0, True, mode="siw-crc")
+    case("the same lines from rxe", RACE, 1, 0, False, mode="rxe")
     case("close race, capture output after it", RACE + "rdmadiag capture: 812 packets\n", 1, 0, True)
     case("close race but the client failed too", RACE, 1, 1, False)
     case("close race but the client never finished", RACE, 1, None, False)
