@@ -131,5 +131,14 @@ void decode_frame(std::uint32_t linktype, Bytes frame, std::uint32_t wirelen, co
 inline void take_reader_point(DecodedPacket& p, std::uint16_t reader_point) {
   if (reader_point) p.capture_point = reader_point;
 }
+// The reader point of a record when only its interface index is known, not
+// how many interfaces the file has (Wireshark's plugin): interface k > 0 is
+// 1 + k, as capture::FileReader::record_point numbers it; interface 0 keeps
+// the frame's own (an SLL2 ifindex, or none), as in a file of one interface.
+// A file of several interfaces then splits into the same capture points as
+// `analyze` splits it, only interface 0's label differs (unless it is SLL2).
+inline std::uint16_t interface_point(std::uint32_t interface) {
+  return interface == 0 ? 0 : static_cast<std::uint16_t>((interface < 0xfffe ? interface : 0xfffe) + 1);
+}
 
 }  // namespace rdmadiag::decode

@@ -586,6 +586,10 @@ int dissect_rdmadiag(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*)
   const guint8* bytes = caplen ? tvb_get_ptr(tvb, 0, static_cast<gint>(caplen)) : nullptr;
   static decode::DecodedPacket p;
   decode::decode_frame(lt, decode::Bytes(bytes, caplen), pinfo->fd->pkt_len, file_state->options(), p);
+  // A pcapng file's interfaces are capture points (two hosts' captures merged
+  // with mergecap -I none): each one's packets are analysed as it saw them.
+  if (pinfo->rec->presence_flags & WTAP_HAS_INTERFACE_ID)
+    decode::take_reader_point(p, decode::interface_point(pinfo->rec->rec_header.packet_header.interface_id));
 
   const FrameRecord* r = nullptr;
   if (!pinfo->fd->visited && pref_analysis)
