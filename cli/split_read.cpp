@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <utility>
 
 #include "decode/shard_key.h"
 #include "exporters/progress.h"
@@ -213,8 +214,12 @@ void SplitRead::assign(Part& part) {
     const std::uint64_t shard = assigner_.next(key);
     r.key_hash = key.hash;
     r.offset_flags |= shard << kShardShift;
-    const capture::Record rec = capture::record_at(part.at(r.offset_flags & kOffsetMask), layout_);
-    assigner_.copies().add(rec.data, rec.ts_ns());
+    // (the record's bytes only for the copy detector's sample: the others' are
+    // read only by the thread that analyses them, not here too)
+    assigner_.copies().add_lazy([&] {
+      const capture::Record rec = capture::record_at(part.at(r.offset_flags & kOffsetMask), layout_);
+      return std::pair{rec.data, rec.ts_ns()};
+    });
     if (ShardPass::needs_frame(assigner_.frames(), (r.offset_flags & kPauseState) != 0)) {
       for (auto& v : part.visits) v.push_back(i);
     } else {

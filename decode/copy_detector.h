@@ -31,6 +31,14 @@ class CopyDetector {
   void add(Bytes frame, std::int64_t ts_ns) {
     if (seen_++ % kBlock < kExamined) examine(frame, ts_ns);
   }
+  // The same, with the frame read (`read()`: its bytes and time) only when it
+  // is in the sample: most frames' bytes are then not touched here.
+  template <class ReadFrame>
+  void add_lazy(ReadFrame&& read) {
+    if (seen_++ % kBlock >= kExamined) return;
+    const auto [frame, ts_ns] = read();
+    examine(frame, ts_ns);
+  }
   // The frames looked at (the sample), and the copies among them.
   std::uint64_t frames() const { return frames_; }
   std::uint64_t copies() const { return copies_; }

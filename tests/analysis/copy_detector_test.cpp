@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "decode/copy_detector.h"
 
@@ -33,6 +34,26 @@ TEST(CopyDetector, CountsCopiesInTheSampledPartOfEachBlock) {
   EXPECT_EQ(d.frames(), 2 * CopyDetector::kExamined + 100);
   EXPECT_EQ(d.copies(), CopyDetector::kExamined + 50);
   EXPECT_TRUE(d.looks_merged());
+}
+
+// add_lazy (analyze -j's assign step) counts as add does, and reads only the sampled frames.
+TEST(CopyDetector, LazyAddReadsOnlyTheSample) {
+  CopyDetector eager, lazy;
+  std::uint64_t reads = 0;
+  constexpr std::uint64_t kPairs = CopyDetector::kBlock + 50;
+  for (std::uint64_t i = 0; i < kPairs; ++i) {
+    const auto f = frame(i);
+    for (std::int64_t ts : {static_cast<std::int64_t>(1000 * i), static_cast<std::int64_t>(1000 * i + 4)}) {
+      eager.add(f, ts);
+      lazy.add_lazy([&] {
+        ++reads;
+        return std::pair{rdmadiag::decode::Bytes(f), ts};
+      });
+    }
+  }
+  EXPECT_EQ(lazy.frames(), eager.frames());
+  EXPECT_EQ(lazy.copies(), eager.copies());
+  EXPECT_EQ(reads, 2 * CopyDetector::kExamined + 100);
 }
 
 TEST(CopyDetector, ABlockStartsAfresh) {
