@@ -141,6 +141,7 @@ bool analyze_parallel(const AnalyzeOptions& o, unsigned jobs, const SessionOptio
     session.end_input(in.records, in.stop_reason);
   }
   session.adopt(std::move(r.analyzer), std::move(r.tally));
+  par.keep_shards_until_exit();
   return true;
 }
 

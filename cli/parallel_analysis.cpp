@@ -190,6 +190,12 @@ ParallelAnalysis::Result ParallelAnalysis::run(const std::vector<std::string>& p
   return r;
 }
 
+void ParallelAnalysis::keep_shards_until_exit() {
+  static auto* kept = new std::vector<std::unique_ptr<ShardPass>>;  // never destroyed: no frees at exit
+  for (auto& p : passes_) kept->push_back(std::move(p));
+  passes_.clear();
+}
+
 ParallelAnalysis::Result ParallelAnalysis::merge(std::vector<std::unique_ptr<ShardPass>>& passes, bool tally) {
   Result r;
   std::vector<decode::Analyzer*> analyzers;
