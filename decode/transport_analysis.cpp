@@ -886,54 +886,34 @@ void TransportAnalyzer::settle_spurious(Flow& f) {
   spurious_verdict(*f.req, sink, f.req->spur.closing);
 }
 
-namespace {
-
-// Puts the summaries in creation order (their indexes are unique). Sorts
-// (index, position) pairs and moves each summary once: sorting the summaries
-// themselves moved 848-byte objects log2(n) times each (131,072 of them at the cap).
-void sort_by_index(std::vector<FlowSummary>& v) {
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> order(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) order[i] = {v[i].index, static_cast<std::uint32_t>(i)};
-  std::sort(order.begin(), order.end());
-  std::vector<bool> placed(v.size());
-  for (std::size_t start = 0; start < v.size(); ++start) {  // follow each cycle of the permutation
-    if (placed[start] || order[start].second == start) continue;  // in place (the flows live at the end come in slot order)
-    FlowSummary held = std::move(v[start]);
-    std::size_t at = start;
-    while (order[at].second != start) {
-      v[at] = std::move(v[order[at].second]);
-      placed[at] = true;
-      at = order[at].second;
-    }
-    v[at] = std::move(held);
-    placed[at] = true;
-  }
-}
-
-}  // namespace
-
 void TransportAnalyzer::finish() {
   if (finished_) return;
   finished_ = true;
-  // Room for the live flows' summaries at once: growing by doubling moved the
-  // first 4,096 again at each step, and the reserve for the full cap past them
-  // took 32 MB where a 16K-connection run keeps 32K summaries.
-  summaries_.reserve(std::min<std::size_t>(summaries_.size() + flows_.size(), kMaxRetiredFlows));
-  flows_.for_each([this](std::uint32_t, Flow& f) {
+  // The live flows' summaries are listed in their cells, not copied out
+  // (FlowList); past kMaxRetiredFlows in all they are only counted, as
+  // keep_summary counts the retired ones. Sorted as (index, summary) pairs,
+  // so that the sort does not read each summary again.
+  std::vector<std::pair<std::uint32_t, FlowSummary*>> order;
+  order.reserve(std::min<std::size_t>(summaries_.size() + flows_.size(), kMaxRetiredFlows));
+  for (FlowSummary& s : summaries_) order.emplace_back(s.index, &s);
+  flows_.for_each([this, &order](std::uint32_t, Flow& f) {
     settle_spurious(f);
-    keep_summary(std::move(f.s));
+    if (order.size() >= kMaxRetiredFlows) ++evicted_;
+    else order.emplace_back(f.s.index, &f.s);
   });
-  // The live flows' states are freed with the analyzer, not here: freeing each
-  // flow's parts was ~6 % of a 16K-connection run, and analyze leaves its
-  // analysis to the kernel at exit (AnalysisSession::keep_analysis_until_exit).
+  // The live flows' states stay allocated with the analyzer (their summaries
+  // are listed; analyze leaves its analysis to the kernel at exit,
+  // AnalysisSession::keep_analysis_until_exit).
   unpaired_by_psn_.clear();
   unpaired_.clear();
   paths_.clear();
-  sort_by_index(summaries_);
+  std::sort(order.begin(), order.end());  // creation order: indexes are unique
+  listed_.items_.reserve(order.size());
+  for (const auto& o : order) listed_.items_.push_back(o.second);
 }
 
 TransportAnalyzer::Bounds TransportAnalyzer::bounds() const {
-  return Bounds{evicted_ != 0 || flows_.cap_reached(), flows_.peak(), summaries_.size()};
+  return Bounds{evicted_ != 0 || flows_.cap_reached(), flows_.peak(), finished_ ? listed_.size() : summaries_.size()};
 }
 
 void TransportAnalyzer::merge(std::span<TransportAnalyzer* const> parts,
@@ -947,7 +927,7 @@ void TransportAnalyzer::merge(std::span<TransportAnalyzer* const> parts,
   for (std::size_t s = 0; s < parts.size(); ++s) {
     const TransportAnalyzer& x = *parts[s];
     flow_index[s].assign(x.next_index_, UINT32_MAX);
-    for (std::size_t i = 0; i < x.summaries_.size(); ++i) refs.push_back({x.summaries_[i].first_frame, s, i});
+    for (std::size_t i = 0; i < x.listed_.size(); ++i) refs.push_back({x.listed_[i].first_frame, s, i});
     evicted_ += x.evicted_;
     cap_retired_ += x.cap_retired_;
     icrc_not_wire_packets_ += x.icrc_not_wire_packets_;
@@ -959,7 +939,7 @@ void TransportAnalyzer::merge(std::span<TransportAnalyzer* const> parts,
   summaries_.clear();
   summaries_.reserve(refs.size());
   for (const FlowRef& r : refs) {
-    FlowSummary& f = parts[r.part]->summaries_[r.pos];
+    FlowSummary& f = *parts[r.part]->listed_.items_[r.pos];
     flow_index[r.part][f.index] = static_cast<std::uint32_t>(summaries_.size());
     summaries_.push_back(std::move(f));
   }
@@ -973,7 +953,13 @@ void TransportAnalyzer::merge(std::span<TransportAnalyzer* const> parts,
     }
   }
   next_index_ = static_cast<std::uint32_t>(summaries_.size());
-  for (TransportAnalyzer* x : parts) x->summaries_.clear();
+  for (TransportAnalyzer* x : parts) {
+    x->listed_.items_.clear();
+    x->summaries_.clear();
+  }
+  listed_.items_.clear();
+  for (FlowSummary& f : summaries_) listed_.items_.push_back(&f);
+  finished_ = true;  // listed_ is complete: no live flows here
 }
 
 }  // namespace rdmadiag::decode

@@ -3,6 +3,8 @@
 // running the analyzer.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "decode/analyzer.h"
 #include "decode/transport_analysis.h"
 #include "tests/analysis/two_hosts_packet.h"
@@ -668,6 +670,13 @@ TEST(TransportAnalysis, FlowsRetiredAtTheLiveCapAreCounted) {
   std::size_t qp1 = 0;
   for (const FlowSummary& f : t.flows()) qp1 += f.key.dest_qp == 1;
   EXPECT_EQ(qp1, 2u);
+  // One list in creation order: the retired flows' summaries (kept by the
+  // analyzer) and the live flows' (read in their cells) alike.
+  EXPECT_EQ(t.flows().end() - t.flows().begin(), static_cast<std::ptrdiff_t>(n + 1));
+  for (std::size_t i = 0; i <= n; ++i) ASSERT_EQ(t.flows()[i].index, i);
+  EXPECT_EQ(t.flows()[0].key.dest_qp, 1u);  // retired at the cap
+  EXPECT_EQ(t.flows()[n].key.dest_qp, 1u);  // its second incarnation, live at the end
+  EXPECT_THROW(static_cast<void>(t.flows().at(n + 1)), std::out_of_range);
   EXPECT_EQ(w.log().total(), 0u);
 
   Wire below;  // under the cap nothing is retired early
