@@ -826,7 +826,7 @@ void check_message(RequesterState& q, const RequesterEvent& e, const SeqPacket& 
       report(AnomalyKind::payload_length_mismatch, 0, m.payload_len);
   }
   if (is_first(k)) {
-    q.msg = MessageState{kind, m.payload_len, k == OpKind::write_first ? m.reth_len : 0};
+    q.msg = MessageState{.bytes = m.payload_len, .reth_len = k == OpKind::write_first ? m.reth_len : 0, .kind = kind};
   } else if (is_middle(k)) {
     q.msg.bytes += m.payload_len;
   } else if (is_last(k)) {

@@ -263,13 +263,14 @@ struct AnswersInOrder {
 };
 
 // Message structure (IBA 9.4: FIRST, MIDDLE..., LAST; or ONLY).
-struct MessageState {
-  enum class Kind : std::uint8_t { none, send, write, unknown } kind = Kind::unknown;
+struct MessageState {  // (the kind after the wider fields: 24 bytes, not 32)
+  enum class Kind : std::uint8_t { none, send, write, unknown };
   std::uint64_t bytes = 0;
   std::uint32_t reth_len = 0;
   // The PSN that continues the last packet checked; the next packet is checked
   // only if it is that PSN and nothing else came between (reordering breaks the view).
   std::uint32_t next = 0;
+  Kind kind = Kind::unknown;
   bool next_valid = false;
 };
 
@@ -300,50 +301,57 @@ struct RequesterState {
   // User-provided, so that make_unique does not zero the whole state first:
   // the PSN windows' bits stay unwritten (psn_window.h).
   RequesterState() {}
+  // What every request reads or writes comes first, in the state's first four
+  // lines (classify, apply, before_request, mark_seen, check_message on the
+  // in-order path; the ACK path's acked_* too); the rest is touched only on
+  // events (resends, NAKs, losses, READ answers). Spread over the state, the
+  // fields of an in-order request were 7-8 lines, each a miss on a flow not
+  // in the cache (docs/performance.md, session 31).
   bool started = false;
+  bool resending = false;
+  bool read_span_unknown = false;  // the last READ's span waits for the next PSN
+  bool corrupt_unplaced = false;   // the last packet was corrupt with a PSN that fit nowhere
+  bool acked_valid = false;
+  // An answer (ACK, NAK, response; intact or not) of this requester was captured:
+  // the capture sees the responder's direction. Kept across restarts.
+  bool answers_captured = false;
   std::uint32_t high_next = 0;    // one past the highest PSN a request used
   std::uint32_t resend_next = 0;  // during a resend: the next PSN it should carry
-  bool resending = false;
+  std::uint32_t acked_through = 0;  // the highest PSN an ACK or response covered
+  std::uint32_t read_psn = 0, read_len = 0;
+  std::int32_t high_ip_id = -1;    // IPv4 ID of the packet that carried the highest PSN (the sender's clock)
+  std::int32_t newest_ip_id = -1;  // the newest IPv4 ID of a request captured (by the sender's clock)
+  double high_ts = 0;              // when it was captured
+  double newest_ts = 0;
+  ResponderView responder;
+  MessageState msg;
+  PsnWindow sent;                   // request PSNs seen (a READ's reserved PSNs included)
+  FlowRing<PendingRequest> pending;
+  std::vector<OpenLoss> losses;
+  RecentCopies recent;
+  SpuriousCheck spur;  // (every request reads its first field, `open`)
+  // Events only.
   bool resend_after_nak = false;
   bool spurious_episode = false;
+  std::uint8_t recovered_next = 0;
   std::size_t episode_anomaly = SIZE_MAX;
   std::uint64_t nak_frame = 0;    // a NAK (or RNR NAK) not yet followed by its resend
   double nak_ts = 0;
   std::uint32_t nak_psn = 0;
   std::uint32_t nak_first_psn = 0;  // the lowest PSN NAKed since the last resend began
-  SpuriousCheck spur;
-  bool acked_valid = false;
-  // An answer (ACK, NAK, response; intact or not) of this requester was captured:
-  // the capture sees the responder's direction. Kept across restarts.
-  bool answers_captured = false;
-  std::uint32_t acked_through = 0;  // the highest PSN an ACK or response covered
-  PsnWindow sent;                   // request PSNs seen (a READ's reserved PSNs included)
   PsnWindow answered;               // READ response / atomic ACK PSNs seen
   std::unique_ptr<AnswersInOrder> in_order;  // allocated at the flow's first READ
-  FlowRing<PendingRequest> pending;
-  std::vector<OpenLoss> losses;
   // The last gaps a resend recovered (at most kMaxRecovered, allocated at the
   // first): their originals may still come, overtaken by the resend.
   std::vector<OpenLoss> recovered;
-  std::uint8_t recovered_next = 0;
-  RecentCopies recent;
-  ResponderView responder;
-  MessageState msg;
-  bool corrupt_unplaced = false;   // the last packet was corrupt with a PSN that fit nowhere
   std::uint64_t corrupt_ack_frame = 0;  // the last ACK captured corrupt, and the PSN it says
   std::uint32_t corrupt_ack_psn = 0;
-  std::int32_t high_ip_id = -1;    // IPv4 ID of the packet that carried the highest PSN (the sender's clock)
-  double high_ts = 0;              // when it was captured
-  std::int32_t newest_ip_id = -1;  // the newest IPv4 ID of a request captured (by the sender's clock)
-  double newest_ts = 0;
   std::int32_t nak_ip_id = -1;     // the newest one captured before the pending NAK: sent before the NAK arrived
   std::int32_t episode_ip_id = -1; // IPv4 ID of the packet that started the resend in progress
   double episode_ts = 0;
   std::uint32_t episode_psn = 0;   // and its PSN
   std::int32_t episode_newest_ip_id = -1;  // the newest packet of that resend (the sender's clock), and its PSN
   std::uint32_t episode_newest_psn = 0;
-  bool read_span_unknown = false;  // the last READ's span waits for the next PSN
-  std::uint32_t read_psn = 0, read_len = 0;
 
   // The open loss holding `psn` in the request (or response) PSNs, or nullptr.
   OpenLoss* loss_at(std::uint32_t psn, bool response);
