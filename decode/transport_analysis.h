@@ -153,8 +153,9 @@ class TransportAnalyzer {
   Bounds bounds() const;
 
   // Into this analyzer (one that saw no frame; finished by it): the flows of
-  // finished shards (moved out of them: their flows() are empty after), in creation order (the frame that created each; ties by shard),
-  // peers renumbered, totals added. flow_index[s][i]: the merged index of flow i of part s.
+  // finished shards (moved out of them: their flows() are empty after), in
+  // creation order (the frame that created each; ties by shard), peers
+  // renumbered, totals added. flow_index[s][i]: the merged index of flow i of part s.
   void merge(std::span<TransportAnalyzer* const> parts, std::vector<std::vector<std::uint32_t>>& flow_index);
 
   // Forward links found so far: request frame -> (response frame, latency µs).
