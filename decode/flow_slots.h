@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "decode/flow_table.h"
+#include "decode/prefetch.h"
 
 namespace rdmadiag::decode {
 
@@ -64,7 +65,7 @@ class FlowSlots {
   void prefetch(std::uint32_t slot) const {
     if (slot >= used_) return;
     const auto* c = reinterpret_cast<const char*>(&chunks_[slot >> kChunkShift][slot & kChunkMask]);
-    for (std::size_t off = 0; off < sizeof(Cell); off += 64) __builtin_prefetch(c + off, 1);
+    for (std::size_t off = 0; off < sizeof(Cell); off += 64) prefetch_line(c + off);
   }
 
   // The live state in `slot`, else nullptr.

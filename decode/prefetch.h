@@ -1,0 +1,20 @@
+// Starting the load of a cache line a while before it is read (the flow states
+// of a many-QP capture are misses: docs/performance.md, issue 16).
+#pragma once
+
+namespace rdmadiag::decode {
+
+// The instruction itself, not __builtin_prefetch: GCC (12, -O2 and above,
+// with LTO) deleted the builtin where the address is computed for the prefetch
+// alone, e.g. a flow's cell from its slot (FlowSlots::prefetch compiled to
+// nothing: session 32), as it did after a probe loop (session 13). Check the
+// disassembly of any new use (`objdump -d rdmadiag | grep prefetch`).
+inline void prefetch_line(const void* p) {
+#if defined(__x86_64__) || defined(__i386__)
+  asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p);
+#endif
+}
+
+}  // namespace rdmadiag::decode
