@@ -1,6 +1,7 @@
 #include "capture/file_reader.h"
 
 #include "capture/pcapng_reader.h"
+#include "decode/prefetch.h"
 
 #include <pcap/pcap.h>
 #include <sys/stat.h>
@@ -195,7 +196,7 @@ bool FileReader::next_mapped(Record& rec) {
       // Stays inside the window.
       const std::size_t until = std::min(map_pos_ + kPrefetchAhead, map_base_ + map_len_);
       if (prefetched_ < map_pos_ || prefetched_ > until) prefetched_ = map_pos_;
-      for (; prefetched_ < until; prefetched_ += 64) __builtin_prefetch(map_ + (prefetched_ - map_base_));
+      for (; prefetched_ < until; prefetched_ += 64) decode::prefetch_line(map_ + (prefetched_ - map_base_));
       return true;
     }
   }

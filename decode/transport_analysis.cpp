@@ -1,6 +1,7 @@
 #include "decode/transport_analysis.h"
 
 #include "decode/endpoints.h"
+#include "decode/prefetch.h"
 #include "decode/rc_requester.h"
 #include "decode/rc_responder.h"
 #include "decode/unreliable_sequence.h"
@@ -203,8 +204,8 @@ TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std
   if (cc_ahead_ && f.cc_slot != UINT32_MAX) cc_ahead_->prefetch(f.cc_slot);
   if (f.req) {
     const auto* r = reinterpret_cast<const char*>(f.req.get());
-    __builtin_prefetch(r, 1);
-    __builtin_prefetch(r + 64, 1);
+    prefetch_line(r);
+    prefetch_line(r + 64);
   }
   return f;
 }
