@@ -123,8 +123,11 @@ bool analyze_parallel(const AnalyzeOptions& o, unsigned jobs, const SessionOptio
   if (std::getenv("RDMADIAG_JOBS_STATS")) {  // for the tests: how the frames were spread
     std::string counts;
     for (std::uint64_t c : r.frames_per_shard) counts += " " + std::to_string(c);
-    std::fprintf(stderr, "rdmadiag analyze: -j %u: frames per shard:%s; split parts walked again: %llu\n", jobs,
-                 counts.c_str(), static_cast<unsigned long long>(r.split_rewalks));
+    std::fprintf(stderr,
+                 "rdmadiag analyze: -j %u: frames per shard:%s; split parts walked again: %llu; ICRCs verified by the "
+                 "walk: %llu\n",
+                 jobs, counts.c_str(), static_cast<unsigned long long>(r.split_rewalks),
+                 static_cast<unsigned long long>(r.split_icrc_verified));
   }
   if (r.bounds_reached)
     std::fprintf(stderr,

@@ -88,13 +88,14 @@ void ShardPass::other_frame(const capture::Record& rec, std::uint32_t linktype, 
   }
 }
 
-void ShardPass::own_frame(const capture::Record& rec, std::uint32_t linktype, const decode::ShardKey& key, double ts) {
+void ShardPass::own_frame(const capture::Record& rec, std::uint32_t linktype, const decode::ShardKey& key, double ts,
+                          const decode::IcrcHint& icrc) {
   if (sweep_pending_) {
     analyzer_->sweep(sweep_now_);
     sweep_pending_ = false;
   }
   if (++frames_ == 1 && tally_) tally_->set_origin(origin_);
-  decode::decode_frame(linktype, rec.data, rec.wirelen, opts_, *pkt_);
+  decode::decode_frame(linktype, rec.data, rec.wirelen, opts_, *pkt_, icrc);
   decode::take_reader_point(*pkt_, point_);
   analyzer_->add(*pkt_, frame_, ts, *pa_, rec.ts_ns());
   if (tally_) tally_->add(*pkt_, *pa_, frame_, ts);
@@ -173,6 +174,7 @@ ParallelAnalysis::Result ParallelAnalysis::run(const std::vector<std::string>& p
         seen[t].back().snaplen = probe.snaplen();
       });
       split_rewalks_ += read.rewalks();
+      split_icrc_verified_ += read.icrc_verified();
     } else {
       on_every_shard(passes_.size(),
                      [&](unsigned t) { seen[t].push_back(read_input(*passes_[t], path, progress && t == 0)); });
@@ -187,6 +189,7 @@ ParallelAnalysis::Result ParallelAnalysis::run(const std::vector<std::string>& p
         r.exact = false;
   r.inputs = std::move(seen[0]);
   r.split_rewalks = split_rewalks_;
+  r.split_icrc_verified = split_icrc_verified_;
   return r;
 }
 

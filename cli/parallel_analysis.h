@@ -3,8 +3,8 @@
 // part read and walked by one, each record's shard assigned once, every thread
 // reads only its own records); any other input every thread reads whole itself
 // (its own FileReader), finding each record's shard with a light header parse
-// (decode/shard_key.h). Each thread decodes (ICRC included) and analyses only
-// the records of its own shard, in frame order with their original numbers
+// (decode/shard_key.h). Each thread decodes (ICRC included, unless the split's
+// walk verified it: decode/icrc_hint.h) and analyses only the records of its own shard, in frame order with their original numbers
 // and times, in its own decode::Analyzer; every shard also keeps the pause state
 // of every MAC Control frame (decode/shard_key.h is_pause_state_frame).
 // Which shard an address pair belongs to is decided when the pair first
@@ -105,9 +105,10 @@ class ShardPass {
   bool assign(decode::ShardKey& key) { return assigner_.next(key) == index_; }
   const FrameAssigner& assigner() const { return assigner_; }
   void adopt(const FrameAssigner& assigner) { assigner_ = assigner; }
+  // `icrc`: the frame's ICRC as the reader verified it, if it did (decode/icrc_hint.h).
   template <class ReadRecord>
   void frame_assigned(bool own, const decode::ShardKey& key, std::uint32_t linktype, ReadRecord&& read,
-                      bool pause_state);
+                      bool pause_state, const decode::IcrcHint& icrc = {});
   // The frames up to `frame` passed without this shard (none of them its own, a
   // pause frame, a sweep point or the first; see needs_frame): the next one
   // frame_assigned() sees is frame + 1.
@@ -124,7 +125,8 @@ class ShardPass {
   double origin() const { return origin_; }
 
  private:
-  void own_frame(const capture::Record& rec, std::uint32_t linktype, const decode::ShardKey& key, double ts);
+  void own_frame(const capture::Record& rec, std::uint32_t linktype, const decode::ShardKey& key, double ts,
+                 const decode::IcrcHint& icrc);
   void other_frame(const capture::Record& rec, std::uint32_t linktype, bool pause_state, bool sweep_point, double ts);
 
   unsigned index_;
@@ -143,7 +145,7 @@ class ShardPass {
 
 template <class ReadRecord>
 void ShardPass::frame_assigned(bool own, const decode::ShardKey& key, std::uint32_t linktype, ReadRecord&& read,
-                               bool pause_state) {
+                               bool pause_state, const decode::IcrcHint& icrc) {
   ++frame_;
   const bool sweep_point = frame_ % decode::Analyzer::kSweepFrames == 0;
   if (!own && !needs_frame(frame_, pause_state)) return;  // none of its bytes touched
@@ -151,7 +153,7 @@ void ShardPass::frame_assigned(bool own, const decode::ShardKey& key, std::uint3
   const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;  // as AnalysisSession::frame
   if (frame_ == 1) origin_ = ts;
   if (own)
-    own_frame(rec, linktype, key, ts);
+    own_frame(rec, linktype, key, ts, icrc);
   else
     other_frame(rec, linktype, pause_state, sweep_point, ts);
 }
@@ -181,6 +183,7 @@ class ParallelAnalysis {
     bool bounds_reached = false;  // a shard reached a flow-table bound (docs/analysis.md)
     std::vector<std::uint64_t> frames_per_shard;
     std::uint64_t split_rewalks = 0;  // SplitRead::rewalks() over all inputs
+    std::uint64_t split_icrc_verified = 0;  // SplitRead::icrc_verified() over all inputs
   };
 
   // Reads `paths` in order on every shard's thread (the calling thread is shard
@@ -199,7 +202,7 @@ class ParallelAnalysis {
  private:
   std::vector<std::unique_ptr<ShardPass>> passes_;
   bool tally_ = false;
-  std::uint64_t split_rewalks_ = 0;
+  std::uint64_t split_rewalks_ = 0, split_icrc_verified_ = 0;
 };
 
 }  // namespace rdmadiag::cli

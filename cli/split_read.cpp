@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "decode/icrc_hint.h"
 #include "decode/shard_key.h"
 #include "exporters/progress.h"
 
@@ -139,6 +140,7 @@ bool SplitRead::walk_next() {
 // or past the part's end.
 void SplitRead::walk(Part& part, std::size_t from) const {
   part.records.clear();
+  part.icrc_verified = 0;
   part.start = from;
   part.landing = kNone;
   part.damage = kNone;
@@ -155,7 +157,8 @@ void SplitRead::walk(Part& part, std::size_t from) const {
     const decode::ShardKey key = decode::shard_key(linktype_, rec.data);
     std::uint64_t flags = key.has_addresses ? kHasAddresses : 0;
     if (decode::is_pause_state_frame(linktype_, rec.data)) flags |= kPauseState;
-    part.records.push_back(Indexed{off | flags, key.hash});
+    part.records.push_back(Indexed{off | flags, key.hash, decode::verified_icrc_hint(linktype_, rec.data)});
+    part.icrc_verified += part.records.back().icrc ? 1 : 0;
     off += capture::kPcapRecordHeaderLen + rec.caplen;
   }
   part.landing = off;
@@ -179,6 +182,7 @@ bool SplitRead::confirmed(std::size_t part) {
     }
     assign(p);
     frames_ += p.records.size();
+    icrc_verified_ += p.icrc_verified;
     if (p.damage != kNone) {
       split_end_ = p.damage;
       last_part_.store(confirmed_, std::memory_order_release);
@@ -264,7 +268,7 @@ void SplitRead::analyse(unsigned t, Part& part) {
     pass.skip_to(part.first_frame + i - 1);
     pass.frame_assigned(
         shard_of(r) == t, key, linktype_, [&] { return capture::record_at(part.at(offset), layout_); },
-        (r.offset_flags & kPauseState) != 0);
+        (r.offset_flags & kPauseState) != 0, r.icrc);
   }
   pass.skip_to(part.first_frame + part.records.size() - 1);
 }

@@ -5,8 +5,9 @@
 // a part it waits for, so that one busy shard is left to analyse):
 //  - the walk starts at the first plausible record start in the part
 //    (capture::plausible_record_chain), runs to the first record starting past
-//    the part's end, and keeps each record's offset and shard key (16 bytes a
-//    record, for the parts in flight only: bounded, not growing with the file);
+//    the part's end, and keeps each record's offset, shard key and verified
+//    ICRC (decode/icrc_hint.h; 24 bytes a record, for the parts in flight only:
+//    bounded, not growing with the file);
 //  - a part is confirmed when the walk of the part before it (itself confirmed)
 //    landed on its first record: a pcap file has no sync marker, a walk from a
 //    known record is the proof; otherwise it is walked again from there. A
@@ -47,6 +48,8 @@ class SplitRead {
   ParallelAnalysis::Input run(unsigned t, bool progress);
   // Parts walked again because their first record was not confirmed.
   std::uint64_t rewalks() const { return rewalks_; }
+  // Records of the confirmed parts whose ICRC the walk verified (decode/icrc_hint.h).
+  std::uint64_t icrc_verified() const { return icrc_verified_; }
   // Files this size or larger are not split (the index packs offsets into kOffsetBits).
   static constexpr std::uint64_t kMaxFileBytes = std::uint64_t{1} << 54;
 
@@ -60,6 +63,7 @@ class SplitRead {
   struct Indexed {  // a record of a part
     std::uint64_t offset_flags;  // file offset | shard << kShardShift | kHasAddresses | kPauseState
     std::uint64_t key_hash;      // as assigned (FrameAssigner::next)
+    decode::IcrcHint icrc;       // its ICRC, verified by the walk (while its bytes are in the walker's cache)
   };
   static constexpr unsigned kShardShift = 54;  // shards 0-255 (analyze -j is at most 256) in bits 54-61
   static constexpr std::uint64_t kHasAddresses = std::uint64_t{1} << 62, kPauseState = std::uint64_t{1} << 63;
@@ -76,6 +80,7 @@ class SplitRead {
     std::size_t landing = kNone;  // the first record start at or past `end`
     std::size_t damage = kNone;   // a record that is not plainly well-formed
     std::vector<Indexed> records;
+    std::size_t icrc_verified = 0;  // of them
     std::uint64_t first_frame = 0;  // the number of records[0] (once assigned)
     // Per shard, the records that go through its ShardPass (its own, the pause
     // frames, the sweep points, frame 1), by index in `records`, in frame order.
@@ -126,6 +131,7 @@ class SplitRead {
   std::size_t split_end_ = kNone;         // that record
   std::uint64_t frames_ = 0;              // records of the confirmed parts
   std::uint64_t rewalks_ = 0;
+  std::uint64_t icrc_verified_ = 0;
   FrameAssigner assigner_;                // the confirmed parts' records assigned so far
 };
 

@@ -33,6 +33,21 @@ struct EthernetHeader {
   std::uint16_t header_len;
 };
 
+// For the per-record light parses (shard_key.cpp, icrc_hint.cpp): the Ethertype
+// after up to two VLAN tags, and where the payload starts; false without a
+// whole Ethernet header. parse_ethernet() walks more tags.
+inline bool ethertype_after_tags(const ByteReader& r, std::size_t off, std::uint16_t& type, std::size_t& payload) {
+  if (!r.has(off, 14)) return false;
+  std::size_t at = off + 12;
+  type = r.be16(at);
+  for (int tags = 0; tags < 2 && (type == kEthertypeVlan || type == kEthertypeQinQ || type == kEthertypeQinQOld); ++tags) {
+    at += 4;
+    type = r.be16(at);
+  }
+  payload = at + 2;
+  return true;
+}
+
 // Parses the header and its VLAN tags: the first two kept, up to kMaxVlanTags
 // walked (one more stops the parse as malformed).
 ParseStatus parse_ethernet(Bytes frame, EthernetHeader& out);

@@ -46,9 +46,10 @@ namespace {
 
 class FrameDecoder {
  public:
-  FrameDecoder(Bytes frame, std::uint32_t wirelen, const DecodeOptions& opts, DecodedPacket& p)
+  FrameDecoder(Bytes frame, std::uint32_t wirelen, const DecodeOptions& opts, DecodedPacket& p,
+               const IcrcHint* hint = nullptr)
       : frame_(frame), r_(frame), wirelen_(std::max<std::uint32_t>(wirelen, static_cast<std::uint32_t>(frame.size()))),
-        opts_(opts), p_(p) {}
+        opts_(opts), p_(p), hint_(hint) {}
 
   void run(std::uint32_t lt, std::uint32_t given_wirelen) {
     // A record that says fewer bytes were on the wire than it holds: its header
@@ -364,8 +365,13 @@ class FrameDecoder {
     if (whole) {
       icrc_in.bth = r_.sub(off, kBthLength);
       icrc_in.rest = r_.sub(off + kBthLength, icrc_off - off - kBthLength);
-      computed = compute_icrc(icrc_in);
-      wire = r_.le32(icrc_off);
+      // Verified ahead over these very spans (icrc_hint.h): the payload need not be read again.
+      if (hint_ && hint_->covers(icrc_in, frame_)) {
+        computed = wire = hint_->wire;
+      } else {
+        computed = compute_icrc(icrc_in);
+        wire = r_.le32(icrc_off);
+      }
     }
     if (probe && !probe_accepts(off, whole && info.valid && t.bth.tver == 0, computed, wire, icrc_in)) {
       t = IbTransport{};
@@ -454,16 +460,18 @@ class FrameDecoder {
   std::uint32_t wirelen_;
   const DecodeOptions& opts_;
   DecodedPacket& p_;
+  const IcrcHint* hint_;
 };
 
 }  // namespace
 
-void decode_frame(std::uint32_t lt, Bytes frame, std::uint32_t wirelen, const DecodeOptions& opts, DecodedPacket& out) {
+void decode_frame(std::uint32_t lt, Bytes frame, std::uint32_t wirelen, const DecodeOptions& opts, DecodedPacket& out,
+                  const IcrcHint& hint) {
   out = DecodedPacket{};
   out.linktype = lt;
   out.caplen = static_cast<std::uint32_t>(frame.size());
   out.wirelen = wirelen;
-  FrameDecoder(frame, wirelen, opts, out).run(lt, wirelen);
+  FrameDecoder(frame, wirelen, opts, out, hint ? &hint : nullptr).run(lt, wirelen);
 }
 
 }  // namespace rdmadiag::decode

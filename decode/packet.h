@@ -16,6 +16,7 @@
 #include "decode/ib_link.h"
 #include "decode/ib_mad.h"
 #include "decode/ib_transport.h"
+#include "decode/icrc_hint.h"
 #include "decode/ip.h"
 #include "decode/mac_control.h"
 #include "decode/l4.h"
@@ -123,8 +124,9 @@ struct DecodedPacket {
 bool tcp_checksum_holds_with_ports(const DecodedPacket& p, std::uint16_t src_port, std::uint16_t dst_port);
 
 // Decodes one frame. `wirelen` is the original length (>= frame.size() normally).
+// `hint`: the frame's ICRC already verified over the same bytes (icrc_hint.h).
 void decode_frame(std::uint32_t linktype, Bytes frame, std::uint32_t wirelen, const DecodeOptions& opts,
-                  DecodedPacket& out);
+                  DecodedPacket& out, const IcrcHint& hint = {});
 // The reader's capture point for the frame just decoded (a pcapng interface:
 // 1 + its index; 0: the input has one): it takes precedence over the one an
 // SLL2 record names.

@@ -72,23 +72,10 @@ ShardKey ethertype_key(const ByteReader& r, std::uint16_t type, std::size_t off)
   }
 }
 
-// The Ethertype after up to two VLAN tags, and where the payload starts; false without a whole header.
-bool ethernet_type(const ByteReader& r, std::size_t off, std::uint16_t& type, std::size_t& payload) {
-  if (!r.has(off, 14)) return false;
-  std::size_t at = off + 12;
-  type = r.be16(at);
-  for (int tags = 0; tags < 2 && (type == kEthertypeVlan || type == kEthertypeQinQ || type == kEthertypeQinQOld); ++tags) {
-    at += 4;
-    type = r.be16(at);
-  }
-  payload = at + 2;
-  return true;
-}
-
 ShardKey ethernet_key(const ByteReader& r, std::size_t off) {
   std::uint16_t type = 0;
   std::size_t payload = 0;
-  if (!ethernet_type(r, off, type, payload)) return {};
+  if (!ethertype_after_tags(r, off, type, payload)) return {};
   return ethertype_key(r, type, payload);
 }
 
@@ -137,7 +124,7 @@ bool is_pause_state_frame(std::uint32_t lt, Bytes frame) {
   }
   std::uint16_t type = 0;
   std::size_t payload = 0;
-  return ethernet_type(r, off, type, payload) && type == kEthertypeMacControl;
+  return ethertype_after_tags(r, off, type, payload) && type == kEthertypeMacControl;
 }
 
 namespace {
