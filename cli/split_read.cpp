@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "decode/icrc_hint.h"
+#include "decode/prefetch.h"
 #include "decode/shard_key.h"
 #include "exporters/progress.h"
 
@@ -250,15 +251,22 @@ bool SplitRead::walks_ahead(unsigned t) const {
 }
 
 // Thread t's records of a confirmed part (and those it must see) through its
-// ShardPass, in frame order: the others' bytes are not touched. No software
-// prefetch of the next records: the one written here never reached the binary
-// (GCC dropped the loop of __builtin_prefetch calls), and issued for real
-// (prefetcht0, 1-4 records ahead, the first line or all of each) it cost 1-4 %
-// more CPU than none (docs/performance.md, session 15).
+// ShardPass, in frame order: the others' bytes are not touched. The headers of
+// the record 4 ahead are prefetched: since the walk verifies the ICRC
+// (decode/icrc_hint.h), a shard reads only the first lines of a record, each a
+// miss (the walk read it on the other core). Session 15 had measured the same
+// prefetch 1-4 % worse, when the shard's own CRC streamed through every record
+// (docs/performance.md, session 33).
 void SplitRead::analyse(unsigned t, Part& part) {
   ShardPass& pass = *passes_[t];
   const std::vector<std::uint32_t>& visits = part.visits[t];
+  constexpr std::size_t kAhead = 4;
   for (std::size_t k = 0; k < visits.size(); ++k) {
+    if (k + kAhead < visits.size()) {  // its record header and the frame's headers, 2 lines
+      const std::uint8_t* next = part.at(part.records[visits[k + kAhead]].offset_flags & kOffsetMask);
+      decode::prefetch_line(next);
+      decode::prefetch_line(next + 64);
+    }
     const std::uint32_t i = visits[k];
     const Indexed& r = part.records[i];
     const std::size_t offset = r.offset_flags & kOffsetMask;
