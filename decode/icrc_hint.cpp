@@ -59,17 +59,17 @@ bool udp_start(const ByteReader& r, std::size_t ip, IcrcHint::Kind kind, std::si
 }  // namespace
 
 IcrcInput IcrcHint::input(Bytes frame) const {
-  const std::size_t bth = udp_off + 8u;
-  return IcrcInput{kind == Kind::roce_v2_ipv4 ? IcrcInput::Kind::roce_v2_ipv4 : IcrcInput::Kind::roce_v2_ipv6,
-                   frame.subspan(net_off, udp_off - net_off),
-                   frame.subspan(udp_off, 8),
+  const std::size_t udp = udp_off(), bth = udp + 8u;
+  return IcrcInput{(net & kIpv6) ? IcrcInput::Kind::roce_v2_ipv6 : IcrcInput::Kind::roce_v2_ipv4,
+                   frame.subspan(net_off, udp - net_off),
+                   frame.subspan(udp, 8),
                    frame.subspan(bth, kBthLength),
                    frame.subspan(bth + kBthLength, icrc_off - bth - kBthLength),
                    {}};
 }
 
 bool IcrcHint::covers(const IcrcInput& in, Bytes frame) const {
-  if (kind == Kind::none || icrc_off + std::size_t{4} > frame.size() || !in.lrh.empty()) return false;
+  if (net == 0 || icrc_off + std::size_t{4} > frame.size() || !in.lrh.empty()) return false;
   const IcrcInput mine = input(frame);
   return in.kind == mine.kind && same_span(in.net, mine.net) && same_span(in.udp, mine.udp) &&
          same_span(in.bth, mine.bth) && same_span(in.rest, mine.rest);
@@ -77,16 +77,17 @@ bool IcrcHint::covers(const IcrcInput& in, Bytes frame) const {
 
 IcrcHint verified_icrc_hint(std::uint32_t lt, Bytes frame) {
   const ByteReader r(frame);
-  IcrcHint h;
+  IcrcHint::Kind kind = IcrcHint::Kind::none;
   std::size_t net_off = 0, udp_off = 0, ip_end = 0;
-  if (!network_start(lt, r, net_off, h.kind) || !udp_start(r, net_off, h.kind, udp_off, ip_end) ||
+  if (!network_start(lt, r, net_off, kind) || !udp_start(r, net_off, kind, udp_off, ip_end) ||
       ip_end > frame.size() || udp_off + 8 > ip_end || r.be16(udp_off + 2) != kRoceV2UdpPort)
     return {};
   // The packet ends where UDP says, or where IP does if that is first (as packet.cpp takes it).
   const std::size_t end = std::min<std::size_t>(udp_off + r.be16(udp_off + 4), ip_end);
-  if (end < udp_off + 8 + kBthLength + 4 || end > UINT16_MAX) return {};
-  h.net_off = static_cast<std::uint16_t>(net_off);
-  h.udp_off = static_cast<std::uint16_t>(udp_off);
+  if (end < udp_off + 8 + kBthLength + 4 || end > UINT16_MAX || net_off > UINT8_MAX) return {};
+  IcrcHint h;
+  h.net_off = static_cast<std::uint8_t>(net_off);
+  h.net = static_cast<std::uint8_t>((udp_off - net_off) | (kind == IcrcHint::Kind::roce_v2_ipv6 ? IcrcHint::kIpv6 : 0));
   h.icrc_off = static_cast<std::uint16_t>(end - 4);
   h.wire = r.le32(h.icrc_off);
   if (compute_icrc(h.input(frame)) != h.wire) return {};

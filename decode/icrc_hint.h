@@ -23,19 +23,21 @@ namespace rdmadiag::decode {
 
 struct IcrcHint {
   enum class Kind : std::uint8_t { none, roce_v2_ipv4, roce_v2_ipv6 };
+  static constexpr std::uint8_t kIpv6 = 0x80;
   std::uint32_t wire = 0;      // the ICRC, as the integer the CRC produces (= computed)
-  std::uint16_t net_off = 0;   // the IP header
-  std::uint16_t udp_off = 0;   // the UDP header (the BTH follows it)
   std::uint16_t icrc_off = 0;  // the ICRC (the packet ends 4 bytes later)
-  Kind kind = Kind::none;      // none: no ICRC verified
+  std::uint8_t net_off = 0;    // the IP header
+  std::uint8_t net = 0;        // its length (bits 0-6; 0: no ICRC verified) | kIpv6; the UDP header follows it
 
-  explicit operator bool() const { return kind != Kind::none; }
+  explicit operator bool() const { return net != 0; }
+  Kind kind() const { return net == 0 ? Kind::none : (net & kIpv6) ? Kind::roce_v2_ipv6 : Kind::roce_v2_ipv4; }
+  std::size_t udp_off() const { return net_off + std::size_t{net & 0x7Fu}; }
   // What compute_icrc() covered, in `frame`.
   IcrcInput input(Bytes frame) const;
   // Whether `in` (spans into `frame`) is what the hint's CRC covered.
   bool covers(const IcrcInput& in, Bytes frame) const;
 };
-static_assert(sizeof(IcrcHint) == 12);
+static_assert(sizeof(IcrcHint) == 8);  // with a record's offset and shard key, 24 bytes a record
 
 // A hint for a RoCEv2 frame (Ethernet, raw IP) whose ICRC holds and is captured
 // whole; no hint for anything else (a bad ICRC is left to the decoder, which

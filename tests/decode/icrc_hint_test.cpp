@@ -43,9 +43,9 @@ TEST(IcrcHint, MadeForEveryRealRoceV2FrameAndChangesNothing) {
     ASSERT_EQ(plain.icrc, CrcStatus::ok);
     const IcrcHint hint = verified_icrc_hint(linktype::kEthernet, frame);
     ASSERT_TRUE(hint);
-    EXPECT_EQ(hint.kind, IcrcHint::Kind::roce_v2_ipv4);
+    EXPECT_EQ(hint.kind(), IcrcHint::Kind::roce_v2_ipv4);
     EXPECT_EQ(hint.net_off, 14);
-    EXPECT_EQ(hint.udp_off, 34);
+    EXPECT_EQ(hint.udp_off(), 34u);
     EXPECT_EQ(hint.icrc_off, frame.size() - 4);  // rxe frames carry no Ethernet padding
     EXPECT_EQ(hint.wire, plain.icrc_wire);
     EXPECT_TRUE(hint.covers(plain.icrc_input, frame));
@@ -88,8 +88,8 @@ TEST(IcrcHint, NotUsedOnOtherSpans) {
   ASSERT_TRUE(own);
   std::vector<IcrcHint> moved(3, own);
   moved[0].icrc_off -= 4;
-  moved[1].udp_off += 4;
-  moved[2].kind = IcrcHint::Kind::roce_v2_ipv6;
+  moved[1].net += 4;  // the UDP header 4 bytes on
+  moved[2].net ^= IcrcHint::kIpv6;
   for (const IcrcHint& h : moved) {
     EXPECT_FALSE(h.covers(decode(damaged).icrc_input, damaged));
     EXPECT_EQ(decode(damaged, h).icrc, CrcStatus::bad);
