@@ -4,8 +4,9 @@
 // reads only its own records); any other input every thread reads whole itself
 // (its own FileReader), finding each record's shard with a light header parse
 // (decode/shard_key.h). Each thread decodes (ICRC included, unless the split's
-// walk verified it: decode/icrc_hint.h) and analyses only the records of its own shard, in frame order with their original numbers
-// and times, in its own decode::Analyzer; every shard also keeps the pause state
+// walk verified it: decode/icrc_hint.h) and analyses only the records of its
+// own shard, in frame order with their original numbers and times, in its own
+// decode::Analyzer; every shard also keeps the pause state
 // of every MAC Control frame (decode/shard_key.h is_pause_state_frame).
 // Which shard an address pair belongs to is decided when the pair first
 // appears, by a rule of the input alone (ShardAssigner, FrameAssigner), so the

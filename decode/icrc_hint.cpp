@@ -1,5 +1,7 @@
 #include "decode/icrc_hint.h"
 
+#include <algorithm>
+
 #include "decode/ethernet.h"
 #include "decode/ib_transport.h"
 #include "decode/ip.h"
@@ -69,7 +71,9 @@ IcrcInput IcrcHint::input(Bytes frame) const {
 }
 
 bool IcrcHint::covers(const IcrcInput& in, Bytes frame) const {
-  if (net == 0 || icrc_off + std::size_t{4} > frame.size() || !in.lrh.empty()) return false;
+  // (in the order verified_icrc_hint() makes them: a hint of another frame, or altered, is not taken apart)
+  if (net == 0 || udp_off() + 8 + kBthLength > icrc_off || icrc_off + std::size_t{4} > frame.size() || !in.lrh.empty())
+    return false;
   const IcrcInput mine = input(frame);
   return in.kind == mine.kind && same_span(in.net, mine.net) && same_span(in.udp, mine.udp) &&
          same_span(in.bth, mine.bth) && same_span(in.rest, mine.rest);

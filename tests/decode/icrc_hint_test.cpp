@@ -94,6 +94,13 @@ TEST(IcrcHint, NotUsedOnOtherSpans) {
     EXPECT_FALSE(h.covers(decode(damaged).icrc_input, damaged));
     EXPECT_EQ(decode(damaged, h).icrc, CrcStatus::bad);
   }
+  // Offsets out of order or past the frame (a hint altered, or of a longer frame): never taken apart.
+  IcrcHint beyond = own;
+  beyond.icrc_off = static_cast<std::uint16_t>(own.udp_off() + 8 + 11);
+  EXPECT_FALSE(beyond.covers(decode(damaged).icrc_input, damaged));
+  beyond.icrc_off = 60000;
+  EXPECT_FALSE(beyond.covers(decode(damaged).icrc_input, damaged));
+  EXPECT_EQ(decode(damaged, beyond).icrc, CrcStatus::bad);
   // Its own hint on its own spans is taken as it says: the contract is the same bytes.
   EXPECT_TRUE(own.covers(decode(damaged).icrc_input, damaged));
 }
