@@ -1113,6 +1113,17 @@ oob::BwReport exchange_bw_report(Session& s, const SizeResult* mine_result) {
   return remote;
 }
 
+// A peer's report that counts messages but no bandwidth: perftest's get_cpu_mhz returns 0 when
+// its clock sampling fails (stderr "Correlation coefficient r^2: ... < 0.9"; seen under
+// emulation), and every figure it computes is then 0. Printed as perftest would (the -b sum is
+// this side's figure alone), but said, so the halved sum is not taken for a slow fabric.
+void note_peer_without_bandwidth(Session& s, const oob::BwReport& remote) {
+  if (remote.iterations == 0 || remote.bw_avg_mb_per_sec != 0) return;
+  s.result.warnings.push_back("the peer reported " + std::to_string(remote.iterations) +
+                              " iterations at 0 bandwidth (perftest does when its CPU clock measurement fails: "
+                              "its stderr says \"Correlation coefficient\"); the figures shown are this side's alone");
+}
+
 // --run_infinitely: a run the peer ended (it closed the exchange) has nothing more to
 // exchange; said as a warning (perftest's peer is simply killed, that is its normal end).
 bool ended_by_peer(Session& s) {
@@ -1146,6 +1157,7 @@ void run_rdma_bw_one_way(Session& s, const std::vector<std::uint64_t>& sizes, co
   }
   const auto remote = exchange_bw_report(s, s.result.sizes.empty() ? nullptr : &s.result.sizes.back());
   if (s.is_server()) {
+    note_peer_without_bandwidth(s, remote);
     SizeResult r;
     r.size = remote.size;
     r.iterations = remote.iterations;
@@ -1178,6 +1190,7 @@ void run_rdma_bw_bidirectional(Session& s, const std::vector<std::uint64_t>& siz
     auto r = run_bw_client(s, size, clock);
     if (s.opt.all_sizes) s.barrier("end of size " + std::to_string(size));
     r.remote_report = exchange_bw_report(s, &r);
+    note_peer_without_bandwidth(s, *r.remote_report);
     r.bidirectional = true;
     s.result.sizes.push_back(r);
   }
@@ -1204,6 +1217,7 @@ void run_send_bw_sizes(Session& s, const std::vector<std::uint64_t>& sizes, std:
                                        : run_bw_client(s, size, clock);
     if (s.opt.bidirectional && s.opt.duration_s == 0) {
       r.remote_report = exchange_bw_report(s, &r);
+      note_peer_without_bandwidth(s, *r.remote_report);
       r.bidirectional = true;
     }
     s.result.sizes.push_back(r);

@@ -14,10 +14,20 @@ Checks, each against something rdmadiag's perftest did not compute itself:
   (local address lines) are the 4 its peer wrote to;
 * `rdmadiag analyze` on the same cut sees the same 4 requester flows each way, each paired
   with a responder flow;
-* bandwidth: the sum row (-b) the client printed in steps 2 and 3 lies within noise_band.py's factor (3) of
-  the range of the two ib<->ib runs (steps 1, 4): TCG emulation on a shared machine spreads
-  identical runs by 2x and more (noise_band.py has the figures CI saw); a unit or per-QP
-  summing error (4x, 1000x) still falls outside.
+* bandwidth, against the wire (tshark's timestamps of the same step), not against other runs
+  (TCG emulation spreads identical runs by 2x and more, and CI once saw a client's -b row at
+  3.6x below both ib<->ib runs): with -b each side prints the sum of its own figure and the
+  peer's report, so
+  - the rows both sides print in steps 2 and 3 are equal (perftest added rdmadiag's report to
+    its own figure; a missing or mis-scaled sum on rdmadiag's side shows as a difference);
+  - the client's row is within [0.5, 1.5] of the wire's: per direction, the distinct WRITEs
+    times the size over the time from its first WRITE to the last ACK back, summed. A side
+    whose perftest printed "Correlation coefficient r^2: ... < 0.9" contributes 0: perftest's
+    get_cpu_mhz returns 0 when its clock sampling fails (seen under emulation) and every
+    figure it computes is then 0; rdmadiag then says so in a warning. 58 steps measured here
+    ranged 0.77 .. 1.05 (the guest's delay from post to wire puts it below 1); a unit or
+    scaling error (x1000, Gb/s, x4 for per-QP sums) falls outside. Steps 1 and 4
+    (perftest alone) print the same ratio, for calibration.
 """
 import json
 import os
@@ -27,11 +37,13 @@ import sys
 import tempfile
 
 from lab_wire import step_markers, tshark
-from noise_band import factor_band
 
 QPS = 4
 WRITE_OPCODES = {6, 7, 8, 9, 10, 11}  # RC RDMA WRITE first/middle/last(/imm)/only(/imm)
 ACK = 17
+LOW, HIGH = 0.5, 1.5  # the client's -b row over the wire's bandwidth (see the top comment)
+CLOCK_FAILED = "Correlation coefficient r^2"  # perftest's get_cpu_mhz gave up: its figures are 0
+ZERO_PEER_WARNING = "iterations at 0 bandwidth"  # rdmadiag's warning on such a peer report
 ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)")
 
 
@@ -44,13 +56,19 @@ def read(out, role, step):
         return f.read()
 
 
-def bw_average(text, where):
+def read_err(out, role, step):
+    path = os.path.join(out, role, f"step{step}.stderr")
+    return open(path).read() if os.path.exists(path) else ""
+
+
+def bw_row(text, where):
+    """The (peak, average) columns of the first bandwidth row."""
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.startswith(" #bytes     #iterations    BW peak") and i + 1 < len(lines):
             m = ROW.match(lines[i + 1])
             if m:
-                return float(m.group(4))
+                return m.group(3), m.group(4)
     fail(f"{where}: no bandwidth row in:\n{text}")
 
 
@@ -73,6 +91,42 @@ def wire_qps(rows, first, last):
         if kind:
             seen.setdefault((src, dst), {"write": set(), "ack": set()})[kind].add(int(destqp, 16))
     return seen
+
+
+def wire_bandwidth(rows, first, last, size):
+    """{writer IP: MB/s (2^20)} per direction of frames first..last: distinct WRITEs (QP, PSN)
+    times size over the time from its first WRITE to the last ACK its peer sent back."""
+    dirs = {}
+    for number, when, src, dst, opcode, destqp, psn in rows:
+        if not first <= int(number) <= last or not opcode:
+            continue
+        if int(opcode) in WRITE_OPCODES:
+            d = dirs.setdefault((src, dst), {"first": float(when), "psns": set(), "last_ack": None})
+            d["psns"].add((destqp, psn))
+        elif int(opcode) == ACK and (dst, src) in dirs:
+            dirs[(dst, src)]["last_ack"] = float(when)
+    bw = {}
+    for (src, _), d in dirs.items():
+        if d["last_ack"] is None or d["last_ack"] <= d["first"]:
+            fail(f"frames {first}-{last}: no ACK after {src}'s first WRITE")
+        bw[src] = len(d["psns"]) * size / (d["last_ack"] - d["first"]) / 1048576.0
+    return bw
+
+
+def check_bandwidth(out, rows, starts, step):
+    """Step's client row against the wire; returns the ratio."""
+    first, last = starts[step], starts.get(step + 1, 10**9) - 1
+    client, server = read(out, "client", step), read(out, "server", step)
+    row_c, row_s = bw_row(client, f"step {step} client"), bw_row(server, f"step {step} server")
+    wire = wire_bandwidth(rows, first, last, 1024)
+    ips = {"server": "10.77.0.1", "client": "10.77.0.2"}
+    dead = [r for r in ips if CLOCK_FAILED in read_err(out, r, step)]
+    expected = sum(bw for ip, bw in wire.items() if ip not in {ips[r] for r in dead})
+    ratio = float(row_c[1]) / expected if expected > 0 else float("inf")
+    note = f" ({', '.join(dead)}: perftest's clock sampling failed, counted 0)" if dead else ""
+    print(f"step {step}: client row {row_c[1]} MB/s, server row {row_s[1]}; wire "
+          f"{ {ip: round(bw, 2) for ip, bw in wire.items()} } -> expected {expected:.2f}{note}: ratio {ratio:.2f}")
+    return row_c, row_s, ratio, dead
 
 
 def analyzed_requesters(rdmadiag, pcap, first, last):
@@ -124,13 +178,19 @@ def main():
                                        "infiniband.bth.destqp"])
     check_step(out, rdmadiag, pcap, rows, starts, 2, "server")
     check_step(out, rdmadiag, pcap, rows, starts, 3, "client")
-    reference = [bw_average(read(out, "client", s), f"step {s} client") for s in (1, 4)]
-    low, high = factor_band(reference)
+    bw_rows = tshark(pcap, "infiniband", ["frame.number", "frame.time_epoch", "ip.src", "ip.dst",
+                                          "infiniband.bth.opcode", "infiniband.bth.destqp", "infiniband.bth.psn"])
+    for step in (1, 4):
+        check_bandwidth(out, bw_rows, starts, step)
     for step in (2, 3):
-        value = bw_average(read(out, "client", step), f"step {step} client")
-        print(f"step {step}: client BW average {value:.2f} MB/s; ib<->ib {reference} -> [{low:.2f}, {high:.2f}]")
-        if not low <= value <= high:
-            fail(f"step {step}: {value} MB/s beyond the noise band (noise_band.py) of the ib<->ib runs")
+        row_c, row_s, ratio, dead = check_bandwidth(out, bw_rows, starts, step)
+        if row_c != row_s:
+            fail(f"step {step}: the client printed {row_c}, the server {row_s}: with -b both print the same sum")
+        if not LOW <= ratio <= HIGH:
+            fail(f"step {step}: the client's row is {ratio:.2f}x the wire's bandwidth, beyond [{LOW}, {HIGH}]")
+        rd_role = "client" if step == 2 else "server"
+        if dead and ZERO_PEER_WARNING not in read(out, rd_role, step):
+            fail(f"step {step}: perftest's clock sampling failed ({dead}) but rdmadiag's {rd_role} does not say so")
     print("lab_q4b_check: ok")
 
 
