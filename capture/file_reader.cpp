@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 namespace rdmadiag::capture {
 
@@ -39,7 +40,97 @@ bool refuses_long_packet(const std::string& why) {
 
 }  // namespace
 
+namespace {
+
+// Record::ts_ns() must not overflow: seconds below 2^63 ns (as PcapngReader).
+constexpr std::uint64_t kMaxSeconds = 9'000'000'000;
+
+bool plain_epb(const std::uint8_t* h, std::size_t left, const PcapLayout& layout) {
+  if (left < kEpbHeaderLen + 4) return false;
+  const std::uint32_t len = load32(h + 4, layout.swapped);
+  const std::uint32_t caplen = load32(h + 20, layout.swapped);
+  // Not longer than the snap length: libpcap refuses such a packet and PcapngReader
+  // reads the file from there on (FileReader::take_over_pcapng), with its own rules.
+  if (load32(h, layout.swapped) != kEpbType || load32(h + 8, layout.swapped) != 0 || len % 4 != 0 || len > left ||
+      caplen > layout.snaplen)
+    return false;
+  const std::uint64_t need = kEpbHeaderLen + ((std::uint64_t{caplen} + 3) & ~std::uint64_t{3}) + 4;
+  if (len < need || len - need > kMaxEpbOptions) return false;
+  const std::uint64_t ts = (std::uint64_t{load32(h + 12, layout.swapped)} << 32) | load32(h + 16, layout.swapped);
+  return ts / (layout.usec ? 1'000'000 : 1'000'000'000) <= kMaxSeconds;
+}
+
+constexpr std::uint32_t kShbType = 0x0A0D0D0A, kIdbType = 1, kByteOrderMagic = 0x1A2B3C4D;
+constexpr std::size_t kPcapngHeadProbe = std::size_t{64} << 10;
+
+std::uint16_t load16(const std::uint8_t* p, bool swapped) {
+  std::uint16_t v;
+  std::memcpy(&v, p, 2);
+  return swapped ? __builtin_bswap16(v) : v;
+}
+
+// An interface's time unit from its options: micro- (the default) or
+// nanoseconds and no time offset, or false (libpcap reads such a file).
+bool idb_time_unit(const std::uint8_t* b, std::uint32_t len, bool swapped, bool& usec) {
+  usec = true;
+  for (std::size_t opt = 16; opt + 4 <= len - 4;) {
+    const std::uint16_t code = load16(b + opt, swapped), olen = load16(b + opt + 2, swapped);
+    if (code == 0) break;
+    if (opt + 4 + olen > len - 4) return false;
+    if (code == 9) {  // if_tsresol
+      if (olen != 1 || (b[opt + 4] != 6 && b[opt + 4] != 9)) return false;
+      usec = b[opt + 4] == 6;
+    } else if (code == 14) {  // if_tsoffset
+      std::uint64_t offset = 0;
+      if (olen != 8 || (std::memcpy(&offset, b + opt + 4, 8), offset != 0)) return false;
+    }
+    opt += 4 + ((olen + 3u) & ~3u);
+  }
+  return true;
+}
+
+// Whether a pcapng file's packets can be read in place: one section whose one
+// interface, described before the first packet, has time stamps in micro- or
+// nanoseconds; sets the layout's byte order, time unit and first record.
+bool pcapng_in_place(int fd, std::size_t file_size, PcapLayout& layout) {
+  std::vector<std::uint8_t> head(std::min(file_size, kPcapngHeadProbe));
+  if (head.size() < 28 || read_at(fd, head.data(), head.size(), 0) != head.size()) return false;
+  const std::uint32_t bom = load32(head.data() + 8, false);
+  if (load32(head.data(), false) != kShbType || (bom != kByteOrderMagic && bom != __builtin_bswap32(kByteOrderMagic)))
+    return false;
+  const bool swapped = bom != kByteOrderMagic;
+  if (load16(head.data() + 12, swapped) != 1) return false;  // major version
+  bool usec = true;
+  unsigned interfaces = 0;
+  for (std::size_t pos = 0; pos + 12 <= head.size();) {
+    const std::uint8_t* b = head.data() + pos;
+    const std::uint32_t type = load32(b, swapped), len = load32(b + 4, swapped);
+    if (len < 12 || len % 4 != 0 || len > head.size() - pos || load32(b + len - 4, swapped) != len) return false;
+    if (type == kEpbType) {
+      if (interfaces != 1) return false;
+      layout.swapped = swapped;
+      layout.usec = usec;
+      layout.pcapng = true;
+      layout.first_record = pos;
+      return true;
+    }
+    const bool fine = type == kShbType   ? pos == 0
+                      : type == kIdbType ? ++interfaces == 1 && idb_time_unit(b, len, swapped, usec)
+                                         : ignorable_block(type);
+    if (!fine) return false;
+    pos += len;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ignorable_block(std::uint32_t type) {
+  return type == 4 || type == 5 || type == 0xA || type == 0xBAD || type == 0x40000BAD;
+}
+
 bool plain_record(const std::uint8_t* h, std::size_t left, const PcapLayout& layout) {
+  if (layout.pcapng) return plain_epb(h, left, layout);
   if (left < kPcapRecordHeaderLen) return false;
   const std::uint32_t caplen = load32(h + 8, layout.swapped);
   return caplen <= layout.max_caplen && left - kPcapRecordHeaderLen >= caplen;
@@ -47,17 +138,27 @@ bool plain_record(const std::uint8_t* h, std::size_t left, const PcapLayout& lay
 
 bool plausible_record_chain(const std::uint8_t* h, std::size_t avail, std::size_t left, const PcapLayout& layout,
                             unsigned chain) {
+  const std::size_t hlen = record_header_len(layout);
   std::size_t pos = 0;
   for (unsigned i = 0; i < chain; ++i) {
     if (pos == left) return true;  // the end of the file, exactly at a record boundary
-    if (pos + kPcapRecordHeaderLen > avail) return true;  // nothing seen against it
-    if (!plain_record(h + pos, left - pos, layout)) return false;
-    const std::uint32_t frac = load32(h + pos + 4, layout.swapped);
-    const std::uint32_t caplen = load32(h + pos + 8, layout.swapped);
-    if (frac >= (layout.usec ? 1'000'000u : 1'000'000'000u) || caplen > load32(h + pos + 12, layout.swapped) ||
-        caplen > layout.snaplen)
+    if (pos + hlen > avail) return true;  // nothing seen against it
+    if (!plain_record(h + pos, left - pos, layout)) {
+      // a pcapng block that is passed over is part of the chain
+      const std::uint32_t len = layout.pcapng ? load32(h + pos + 4, layout.swapped) : 0;
+      if (!layout.pcapng || !ignorable_block(load32(h + pos, layout.swapped)) || len < 12 || len % 4 != 0 ||
+          len > left - pos || (pos + len <= avail && load32(h + pos + len - 4, layout.swapped) != len))
+        return false;
+      pos += len;
+      continue;
+    }
+    const Record rec = record_at(h + pos, layout);
+    const std::size_t len = record_len(h + pos, layout);
+    if (pos + len <= avail && !record_trailer_ok(h + pos, layout)) return false;
+    const std::uint32_t frac = layout.pcapng ? 0 : load32(h + pos + 4, layout.swapped);
+    if (frac >= (layout.usec ? 1'000'000u : 1'000'000'000u) || rec.caplen > rec.wirelen || rec.caplen > layout.snaplen)
       return false;
-    pos += kPcapRecordHeaderLen + caplen;
+    pos += len;
   }
   return true;
 }
@@ -101,7 +202,7 @@ bool FileReader::open(const std::string& path) {
   snaplen_ = static_cast<std::uint32_t>(pcap_snapshot(handle_));
   classic_pcap_ = pcap_major_version(handle_) == 2;  // pcapng's section header says 1
   if (!classic_pcap_ && path != "-" && read_points_apart(path)) return true;
-  if (path != "-") {
+  if (path != "-" && read_in_place_) {
     // Classic pcap in a regular file: read records in place from a window of the file.
     FILE* f = pcap_file(handle_);
     struct stat st {};
@@ -112,15 +213,21 @@ bool FileReader::open(const std::string& path) {
       const bool usec = magic == kMagicUsec || magic == __builtin_bswap32(kMagicUsec);
       const bool nsec = magic == kMagicNsec || magic == __builtin_bswap32(kMagicNsec);
       if (usec || nsec) {
-        layout_.fd = fileno(f);
-        layout_.file_size = static_cast<std::size_t>(st.st_size);
         layout_.swapped = magic != kMagicUsec && magic != kMagicNsec;
         layout_.usec = usec;
+        layout_.first_record = kPcapFileHeaderLen;
+      }
+      // pcapng: Enhanced Packet Blocks of the one interface are read in place
+      // too (a file of several interfaces went to PcapngReader above).
+      if (usec || nsec || (!classic_pcap_ && pcapng_in_place(fileno(f), static_cast<std::size_t>(st.st_size), layout_))) {
+        layout_.fd = fileno(f);
+        layout_.file_size = static_cast<std::size_t>(st.st_size);
         // A record longer than the file's snap length is read whole, as tshark
-        // reads it (libpcap would cut it to the snap length, silently).
+        // reads it (libpcap would cut a classic pcap's to the snap length,
+        // silently; PcapngReader takes a pcapng file's over).
         layout_.max_caplen = kMaxRecordLen;
         layout_.snaplen = std::min<std::uint32_t>(snaplen_, kMaxRecordLen);
-        mapped_ = map_window(kPcapFileHeaderLen);
+        mapped_ = map_window(layout_.first_record);
       }
     }
   }
@@ -161,7 +268,7 @@ bool FileReader::map_window(std::size_t pos) {
   unmap();
   if (!buffer_) {
     // Room for the window, or for the longest record read in place.
-    buffer_len_ = std::max(window_bytes(), kPcapRecordHeaderLen + layout_.max_caplen);
+    buffer_len_ = std::max(window_bytes(), max_record_len(layout_));
     buffer_ = std::make_unique_for_overwrite<std::uint8_t[]>(buffer_len_);
   }
   map_base_ = pos;
@@ -175,33 +282,44 @@ bool FileReader::map_window(std::size_t pos) {
 
 // The next record from the window, if it is plainly well-formed; otherwise
 // libpcap continues from this record (its FILE is moved there) and decides.
+// A pcapng block libpcap would pass over is passed over here too.
 bool FileReader::next_mapped(Record& rec) {
-  const std::size_t left = layout_.file_size - map_pos_;
-  if (left >= kPcapRecordHeaderLen) {
-    if (map_pos_ + kPcapRecordHeaderLen > map_base_ + map_len_ && !map_window(map_pos_)) return fall_back(rec);
+  const std::size_t hlen = record_header_len(layout_);
+  for (;;) {
+    const std::size_t left = layout_.file_size - map_pos_;
+    if (left == 0) return false;  // the end, exactly at a record boundary
+    if (left < hlen) return fall_back(rec);
+    if (map_pos_ + hlen > map_base_ + map_len_ && !map_window(map_pos_)) return fall_back(rec);
     const std::uint8_t* h = map_ + (map_pos_ - map_base_);
-    if (plain_record(h, left, layout_)) {
-      const std::uint32_t caplen = load32(h + 8, layout_.swapped);
-      if (map_pos_ + kPcapRecordHeaderLen + caplen > map_base_ + map_len_) {
-        if (!map_window(map_pos_)) return fall_back(rec);
-        h = map_ + (map_pos_ - map_base_);
-      }
-      ++records_;
-      rec = record_at(h, layout_);
-      map_pos_ += kPcapRecordHeaderLen + caplen;
-      if (!prefetch_ahead_) return true;
-      // Stream the bytes ahead into the cache, each line once: a reader that
-      // skips most records touches only their first lines, too sparse for the
-      // hardware prefetcher, and every next header would be a miss to memory.
-      // Stays inside the window.
-      const std::size_t until = std::min(map_pos_ + kPrefetchAhead, map_base_ + map_len_);
-      if (prefetched_ < map_pos_ || prefetched_ > until) prefetched_ = map_pos_;
-      for (; prefetched_ < until; prefetched_ += 64) decode::prefetch_line(map_ + (prefetched_ - map_base_));
-      return true;
+    const bool plain = plain_record(h, left, layout_);
+    if (!plain && !(layout_.pcapng && ignorable_block(load32(h, layout_.swapped)))) return fall_back(rec);
+    const std::size_t len = plain ? record_len(h, layout_) : load32(h + 4, layout_.swapped);
+    if (!plain && (len < 12 || len % 4 != 0 || len > left || len > buffer_len_)) return fall_back(rec);
+    if (map_pos_ + len > map_base_ + map_len_) {
+      if (!map_window(map_pos_)) return fall_back(rec);
+      h = map_ + (map_pos_ - map_base_);
     }
+    if (layout_.pcapng && load32(h + len - 4, layout_.swapped) != len) return fall_back(rec);
+    if (!plain) {
+      map_pos_ += len;
+      continue;
+    }
+    ++records_;
+    rec = record_at(h, layout_);
+    map_pos_ += len;
+    if (prefetch_ahead_) prefetch_after_record();
+    return true;
   }
-  if (left == 0) return false;  // the end, exactly at a record boundary
-  return fall_back(rec);
+}
+
+// Streams the bytes ahead into the cache, each line once: a reader that skips
+// most records touches only their first lines, too sparse for the hardware
+// prefetcher, and every next header would be a miss to memory. Stays inside
+// the window.
+void FileReader::prefetch_after_record() {
+  const std::size_t until = std::min(map_pos_ + kPrefetchAhead, map_base_ + map_len_);
+  if (prefetched_ < map_pos_ || prefetched_ > until) prefetched_ = map_pos_;
+  for (; prefetched_ < until; prefetched_ += 64) decode::prefetch_line(map_ + (prefetched_ - map_base_));
 }
 
 // Something unusual (a cut record, an oversized length): libpcap's rules and messages from here on.
@@ -223,6 +341,11 @@ bool FileReader::next(Record& rec) {
   const u_char* data = nullptr;
   const int rc = pcap_next_ex(handle_, &hdr, &data);
   if (rc == 1) {
+    // Record::ts_ns() must hold it (a pcapng time stamp can be 2^64 units), as PcapngReader says.
+    if (hdr->ts.tv_sec > static_cast<std::int64_t>(kMaxSeconds) || hdr->ts.tv_sec < -static_cast<std::int64_t>(kMaxSeconds)) {
+      stop_reason_ = "stopped after record " + std::to_string(records_) + ": packet time stamp more than 285 years from 1970";
+      return false;
+    }
     ++records_;
     // A classic pcap's seconds are an unsigned 32-bit field, which libpcap sign-extends.
     rec.ts_sec = classic_pcap_ ? static_cast<std::uint32_t>(hdr->ts.tv_sec) : hdr->ts.tv_sec;

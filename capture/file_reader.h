@@ -2,15 +2,17 @@
 // one record at a time, with nanosecond timestamps. A file damaged part-way is
 // read up to the damage; `stop_reason()` then says where and why it stopped.
 //
-// Fast path: a regular classic-pcap file is read a window at a time (one
-// pread into a reused buffer) and its records are handed out in place (no copy
-// per record; libpcap copies each one twice, from the page cache into stdio's
-// buffer and then into its own). A record's data is valid until the next call
-// to next(), as with libpcap.
-// libpcap still
-// opens the file (link type, snap length, every header check) and takes over
-// at the first record that is not plainly well-formed, so damaged files get
-// libpcap's own verdict. pcapng, standard input and live capture use libpcap.
+// Fast path: a regular classic-pcap file, or a pcapng file of one section and
+// one interface with micro- or nanosecond time stamps, is read a window at a
+// time (one pread into a reused buffer) and its records are handed out in
+// place (no copy per record; libpcap copies each one twice, from the page
+// cache into stdio's buffer and then into its own). A record's data is valid
+// until the next call to next(), as with libpcap. libpcap still opens the file
+// (link type, snap length, every header check) and takes over at the first
+// record that is not plainly well-formed (pcapng: any block but an Enhanced
+// Packet Block of that interface and the blocks libpcap passes over), so
+// damaged files get libpcap's own verdict. Other pcapng files, standard input
+// and live capture use libpcap.
 //
 // libpcap 1.10 keeps one link type (and snap length) per file and refuses a
 // pcapng file whose interfaces differ in them, though pcapng allows it. Such a
@@ -51,14 +53,18 @@ struct Record {
   std::int64_t ts_ns() const { return ts_sec * 1'000'000'000 + ts_nsec; }  // exact, unlike a double of seconds
 };
 
-// Where and how a classic pcap file's records lie (for reading them from a
-// window): the file, its byte order and time unit, the largest record length
-// read in place (a longer one goes to libpcap).
+// Where and how a file's records lie, for reading them in place from a
+// window: classic pcap records, or a pcapng file's Enhanced Packet Blocks of
+// its one interface (pcapng draft, section 4.3); the file, its byte order and
+// time unit, the largest record length read in place (a longer one, and any
+// other block, goes to libpcap).
 struct PcapLayout {
   int fd = -1;
   std::size_t file_size = 0;
   bool swapped = false;  // the file's byte order is not ours
-  bool usec = false;     // microsecond timestamps
+  bool usec = false;     // microsecond timestamps (classic pcap; pcapng: if_tsresol 6)
+  bool pcapng = false;   // records are Enhanced Packet Blocks
+  std::size_t first_record = 24;  // file offset of the first record
   std::uint32_t max_caplen = 0;
   // The file's snap length (at most max_caplen): a record start guessed in the
   // middle of the file (analyze -j's split) is plausible only within it; a
@@ -67,11 +73,34 @@ struct PcapLayout {
 };
 
 constexpr std::size_t kPcapRecordHeaderLen = 16;
+// An Enhanced Packet Block up to its packet data: type, length, interface,
+// time stamp (2 words), captured and original length; its length again ends it.
+constexpr std::size_t kEpbHeaderLen = 28;
+constexpr std::uint32_t kEpbType = 6;
+// Options an Enhanced Packet Block read in place may carry (comments, flags,
+// hashes; more goes to libpcap).
+constexpr std::uint32_t kMaxEpbOptions = 4096;
 
-// Whether the record header at `h`, `left` bytes before the end of the file,
-// is plainly well-formed: its whole record is in the file and not longer than
-// the layout allows. Anything else is libpcap's to judge (FileReader::next).
+inline std::size_t record_header_len(const PcapLayout& layout) {
+  return layout.pcapng ? kEpbHeaderLen : kPcapRecordHeaderLen;
+}
+// The most bytes a record read in place can take.
+inline std::size_t max_record_len(const PcapLayout& layout) {
+  return layout.pcapng ? kEpbHeaderLen + layout.max_caplen + 3 + kMaxEpbOptions + 4
+                       : kPcapRecordHeaderLen + layout.max_caplen;
+}
+
+// Whether the record header at `h` (record_header_len bytes), `left` bytes
+// before the end of the file, is plainly well-formed: its whole record is in
+// the file and not longer than the layout allows (pcapng: an Enhanced Packet
+// Block of interface 0 within the snap length, its time stamp within what
+// Record::ts_ns() holds).
+// Anything else is libpcap's to judge (FileReader::next).
 bool plain_record(const std::uint8_t* h, std::size_t left, const PcapLayout& layout);
+// A pcapng block libpcap passes over between packets: name resolution,
+// interface statistics, decryption secrets, custom (pcapng draft, sections
+// 4.5-4.7, 4.9). A simple packet block is not one (libpcap reads it).
+bool ignorable_block(std::uint32_t type);
 // A 32-bit word of the file's own headers, in the file's byte order (`swapped`:
 // not ours). The file's bytes, not a packet's: a plain load.
 inline std::uint32_t load32(const std::uint8_t* p, bool swapped) {
@@ -79,12 +108,32 @@ inline std::uint32_t load32(const std::uint8_t* p, bool swapped) {
   std::memcpy(&v, p, 4);
   return swapped ? __builtin_bswap32(v) : v;
 }
+// The bytes of the plain record at `h`, header included.
+inline std::size_t record_len(const std::uint8_t* h, const PcapLayout& layout) {
+  return layout.pcapng ? load32(h + 4, layout.swapped) : kPcapRecordHeaderLen + load32(h + 8, layout.swapped);
+}
+// A pcapng block ends with its length again (checked once the whole record is read).
+inline bool record_trailer_ok(const std::uint8_t* h, const PcapLayout& layout) {
+  if (!layout.pcapng) return true;
+  const std::uint32_t len = load32(h + 4, layout.swapped);
+  return load32(h + len - 4, layout.swapped) == len;
+}
 
 // The record whose (plainly well-formed) header is at `h`; its data follows the header.
 // Inline: built in its caller's Record, not returned through memory and
 // copied (16-byte loads of 4-byte stores stalled every record).
 inline Record record_at(const std::uint8_t* h, const PcapLayout& layout) {
   Record rec;
+  if (layout.pcapng) {
+    const std::uint64_t ts = (std::uint64_t{load32(h + 12, layout.swapped)} << 32) | load32(h + 16, layout.swapped);
+    const std::uint64_t per_sec = layout.usec ? 1'000'000 : 1'000'000'000;
+    rec.ts_sec = static_cast<std::int64_t>(ts / per_sec);
+    rec.ts_nsec = static_cast<std::uint32_t>(ts % per_sec) * (layout.usec ? 1000 : 1);
+    rec.caplen = load32(h + 20, layout.swapped);
+    rec.wirelen = load32(h + 24, layout.swapped);
+    rec.data = std::span<const std::uint8_t>(h + kEpbHeaderLen, rec.caplen);
+    return rec;
+  }
   // Unsigned, as the format says and tshark reads it (libpcap sign-extends: 2038 on would be 1901).
   rec.ts_sec = load32(h, layout.swapped);
   const std::uint32_t frac = load32(h + 4, layout.swapped);
@@ -97,9 +146,9 @@ inline Record record_at(const std::uint8_t* h, const PcapLayout& layout) {
 // Whether a record chain plausibly starts at `h`: `chain` headers in a row
 // (or up to the end of `avail` bytes or of the file) plainly well-formed with a
 // valid fraction of a second, no more captured than sent and none longer than
-// the file's snap length. A pcap file has no
-// sync marker: a position found this way must be confirmed by a walk from a
-// known record that lands on it.
+// the file's snap length (pcapng: each block's length also at its end). A
+// classic pcap file has no sync marker: a position found this way must be
+// confirmed by a walk from a known record that lands on it.
 bool plausible_record_chain(const std::uint8_t* h, std::size_t avail, std::size_t left, const PcapLayout& layout,
                             unsigned chain);
 
@@ -125,6 +174,9 @@ class FileReader {
   // for the hardware prefetcher. A reader of every record streams well without:
   // the loop was a third of next()'s instructions there.
   void set_prefetch_ahead(bool on) { prefetch_ahead_ = on; }
+  // Before open(): false reads every record through libpcap (the file reader
+  // fuzzer's oracle for the records read in place).
+  void set_read_in_place(bool on) { read_in_place_ = on; }
 
   // The file's (its first interface's) link type and snap length.
   std::uint32_t linktype() const { return linktype_; }
@@ -160,6 +212,7 @@ class FileReader {
 
  private:
   bool next_mapped(Record& rec);
+  void prefetch_after_record();
   bool map_window(std::size_t pos);
   bool fall_back(Record& rec);
   bool take_over_pcapng(const std::string& refusal);
@@ -186,6 +239,7 @@ class FileReader {
   static constexpr std::size_t kPrefetchAhead = 4096;
   std::size_t prefetched_ = 0;   // file offset up to which the window was prefetched
   bool prefetch_ahead_ = false;
+  bool read_in_place_ = true;
   std::uint32_t linktype_ = 0;
   std::uint32_t snaplen_ = 0;
   std::vector<std::string> point_names_;  // see interfaces()

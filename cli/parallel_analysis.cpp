@@ -161,8 +161,9 @@ void on_every_shard(std::size_t shards, Work&& work) {
 ParallelAnalysis::Result ParallelAnalysis::run(const std::vector<std::string>& paths, bool progress) {
   std::vector<std::vector<Input>> seen(passes_.size());
   for (const std::string& path : paths) {
-    // A classic pcap file is split between the threads (SplitRead); anything
-    // else (pcapng, standard input, an unreadable file) every thread reads whole.
+    // A file read in place (classic pcap, pcapng of one interface) is split
+    // between the threads (SplitRead); anything else (standard input, several
+    // interfaces, an unreadable file) every thread reads whole.
     capture::FileReader probe;
     const bool split = passes_.size() > 1 && probe.open(path) && probe.mapped_layout() &&
                        probe.mapped_layout()->file_size < SplitRead::kMaxFileBytes &&

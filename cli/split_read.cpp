@@ -14,7 +14,6 @@
 namespace rdmadiag::cli {
 
 namespace {
-constexpr std::size_t kPcapFileHeaderLen = 24;
 // Headers in a row that must look right before a position counts as a record start.
 constexpr unsigned kChain = 16;
 // A record start's timestamp lies within this of the file's first record
@@ -44,11 +43,13 @@ SplitRead::SplitRead(std::vector<std::unique_ptr<ShardPass>>& passes, const std:
   // For the tests: small parts, so that a small capture crosses many part boundaries.
   if (const char* bytes = std::getenv("RDMADIAG_JOBS_PART_BYTES"))
     part_bytes_ = std::max<std::size_t>(64, std::strtoull(bytes, nullptr, 10));
-  const std::size_t body = layout_.file_size > kPcapFileHeaderLen ? layout_.file_size - kPcapFileHeaderLen : 0;
+  const std::size_t body = layout_.file_size > layout_.first_record ? layout_.file_size - layout_.first_record : 0;
   parts_ = (body + part_bytes_ - 1) / part_bytes_;
-  last_landing_ = kPcapFileHeaderLen;
-  std::uint8_t head[capture::kPcapRecordHeaderLen];
-  if (body >= sizeof head && ::pread(layout_.fd, head, sizeof head, kPcapFileHeaderLen) == sizeof head)
+  last_landing_ = layout_.first_record;
+  std::uint8_t head[capture::kEpbHeaderLen];
+  const std::size_t hlen = capture::record_header_len(layout_);
+  if (body >= hlen && capture::read_at(layout_.fd, head, hlen, layout_.first_record) == hlen &&
+      capture::plain_record(head, body, layout_))
     first_ts_ = capture::record_at(head, layout_).ts_sec;
 }
 
@@ -62,7 +63,7 @@ SplitRead::~SplitRead() = default;
 // to one record past it. False when the file cannot be read that far.
 bool SplitRead::read_more(Part& part, std::size_t until) const {
   std::size_t have = part.map_base + part.map_len;
-  const std::size_t limit = std::min(layout_.file_size, part.end + capture::kPcapRecordHeaderLen + layout_.max_caplen);
+  const std::size_t limit = std::min(layout_.file_size, part.end + capture::max_record_len(layout_));
   const std::size_t step = have < part.end ? std::max(std::min(kReadChunk, part.end - have), kPastEndRead) : kPastEndRead;
   until = std::min(limit, std::max(until, have + step));
   const std::size_t n = capture::read_at(layout_.fd, part.buffer.get() + part.map_len, until - have, have);
@@ -80,10 +81,16 @@ std::size_t SplitRead::find_start(Part& part, std::size_t index, bool& readable)
       readable = false;
       return kNone;
     }
-    if (!capture::plain_record(part.at(p), layout_.file_size - p, layout_)) continue;
-    const capture::Record probe = capture::record_at(part.at(p), layout_);
-    if (probe.caplen == 0 || probe.ts_sec < first_ts_ - kTsSlackBefore || probe.ts_sec > first_ts_ + kTsSlackAfter)
-      continue;
+    if (!capture::plain_record(part.at(p), layout_.file_size - p, layout_)) {
+      // pcapng: a block passed over may start the part too (where the walk before lands)
+      if (!layout_.pcapng || layout_.file_size - p < 12 ||
+          !capture::ignorable_block(capture::load32(part.at(p), layout_.swapped)))
+        continue;
+    } else {
+      const capture::Record probe = capture::record_at(part.at(p), layout_);
+      if (probe.caplen == 0 || probe.ts_sec < first_ts_ - kTsSlackBefore || probe.ts_sec > first_ts_ + kTsSlackAfter)
+        continue;
+    }
     const std::size_t avail = part.map_base + part.map_len - p;
     if (capture::plausible_record_chain(part.at(p), avail, layout_.file_size - p, layout_, kChain)) return p;
   }
@@ -118,13 +125,12 @@ bool SplitRead::walk_next() {
   part.walked.store(false, std::memory_order_relaxed);
   part.analysed.store(0, std::memory_order_relaxed);
   part.index.store(index, std::memory_order_release);  // a reader that sees it sees walked == false
-  part.begin = kPcapFileHeaderLen + index * part_bytes_;
+  part.begin = layout_.first_record + index * part_bytes_;
   part.end = std::min(layout_.file_size, part.begin + part_bytes_);
   part.start = kNone;
   part.records.clear();
   if (!part.buffer)  // room for the part and the longest record that can start at its end
-    part.buffer = std::make_unique_for_overwrite<std::uint8_t[]>(part_bytes_ + capture::kPcapRecordHeaderLen +
-                                                                 layout_.max_caplen);
+    part.buffer = std::make_unique_for_overwrite<std::uint8_t[]>(part_bytes_ + capture::max_record_len(layout_));
   part.map = part.buffer.get();
   part.map_base = part.begin;
   part.map_len = 0;
@@ -138,31 +144,50 @@ bool SplitRead::walk_next() {
 }
 
 // The records from `from` (a record start) until the first one that starts at
-// or past the part's end.
+// or past the part's end (pcapng: the blocks libpcap passes over are passed over).
 void SplitRead::walk(Part& part, std::size_t from) const {
   part.records.clear();
   part.icrc_verified = 0;
   part.start = from;
   part.landing = kNone;
   part.damage = kNone;
+  const std::size_t hlen = capture::record_header_len(layout_);
   std::size_t off = from;
   while (off < part.end && off < layout_.file_size) {
     // (the bytes come in by chunks, each read right before the walk reads it: in the cache)
-    const std::uint8_t* h = load(part, off + capture::kPcapRecordHeaderLen) ? part.at(off) : nullptr;
-    if (!h || !capture::plain_record(h, layout_.file_size - off, layout_) ||
-        !load(part, off + capture::kPcapRecordHeaderLen + capture::record_at(h, layout_).caplen)) {
+    const std::uint8_t* h = load(part, off + hlen) ? part.at(off) : nullptr;
+    const std::size_t len = h ? walked_len(part, h, off) : 0;
+    if (len == 0) {
       part.damage = off;  // every thread reads on from here itself (libpcap's verdict)
       return;
     }
+    off += len;
+    if (!capture::plain_record(h, layout_.file_size - (off - len), layout_)) continue;  // a block passed over
     const capture::Record rec = capture::record_at(h, layout_);
     const decode::ShardKey key = decode::shard_key(linktype_, rec.data);
     std::uint64_t flags = key.has_addresses ? kHasAddresses : 0;
     if (decode::is_pause_state_frame(linktype_, rec.data)) flags |= kPauseState;
-    part.records.push_back(Indexed{off | flags, key.hash, decode::verified_icrc_hint(linktype_, rec.data)});
+    part.records.push_back(Indexed{(off - len) | flags, key.hash, decode::verified_icrc_hint(linktype_, rec.data)});
     part.icrc_verified += part.records.back().icrc ? 1 : 0;
-    off += capture::kPcapRecordHeaderLen + rec.caplen;
   }
   part.landing = off;
+}
+
+// The length of the record (or pcapng block libpcap passes over) whose header
+// is at `h`, file offset `off`, with all its bytes read; 0 when it is not
+// plainly well-formed.
+std::size_t SplitRead::walked_len(Part& part, const std::uint8_t* h, std::size_t off) const {
+  const std::size_t left = layout_.file_size - off;
+  std::size_t len = 0;
+  if (capture::plain_record(h, left, layout_))
+    len = capture::record_len(h, layout_);
+  else if (layout_.pcapng && capture::ignorable_block(capture::load32(h, layout_.swapped)))
+    len = capture::load32(h + 4, layout_.swapped);
+  // (a block passed over: at least its type, length and length again)
+  if (len < 12 || len > left || len > capture::max_record_len(layout_) || (layout_.pcapng && len % 4 != 0) ||
+      !load(part, off + len))
+    return 0;
+  return capture::record_trailer_ok(part.at(off), layout_) ? len : 0;
 }
 
 // Confirms the parts up to `part` in order (each must start where the one

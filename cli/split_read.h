@@ -1,4 +1,4 @@
-// `analyze -j N` over one classic pcap file without any thread walking the
+// `analyze -j N` over one file without any thread walking the
 // others' records (issue 16). The file's bytes are cut into parts of
 // kPartBytes, each walked by the thread that takes it next (in part order;
 // a thread that has clearly more records to analyse than its share only walks
@@ -9,7 +9,8 @@
 //    ICRC (decode/icrc_hint.h; 24 bytes a record, for the parts in flight only:
 //    bounded, not growing with the file);
 //  - a part is confirmed when the walk of the part before it (itself confirmed)
-//    landed on its first record: a pcap file has no sync marker, a walk from a
+//    landed on its first record: a classic pcap file has no sync marker (a
+//    pcapng block's length at both ends is not proof either), a walk from a
 //    known record is the proof; otherwise it is walked again from there. A
 //    record that is not plainly well-formed ends the split at that record;
 //  - the thread that confirms a part assigns its records to shards there, in
@@ -99,6 +100,7 @@ class SplitRead {
   bool read_more(Part& part, std::size_t until) const;
   std::size_t find_start(Part& part, std::size_t index, bool& readable) const;
   void walk(Part& part, std::size_t from) const;
+  std::size_t walked_len(Part& part, const std::uint8_t* h, std::size_t off) const;
   bool confirmed(std::size_t part);
   void assign(Part& part);
   void wait_confirmed(std::size_t part);

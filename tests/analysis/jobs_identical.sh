@@ -139,6 +139,39 @@ grep -q "damaged capture" "$work/small_parts_cut.j1.err" || { echo "FAIL: the cu
 # Damage in the first of two inputs: each thread reads the rest of the first
 # itself, then the second is split again; the shard assignment goes on across both.
 check cut_then_more "$work/mix_cut.pcap" "$pcaps/rxe_write_bw_loss.pcap"
+# pcapng, read in place too (capture/file_reader.h) and split the same way,
+# written by tests/analysis/to_pcapng.py: with blocks to pass over and packet
+# options, and big-endian. Its report must be the classic pcap file's (but for
+# the file's name), for -j 1 as for -j N; cut inside a block, libpcap's verdict.
+here=$(dirname "$0")
+python3 "$here/to_pcapng.py" "$work/mix.pcap" "$work/mix.pcapng" --blocks --comments || exit 1
+python3 "$here/to_pcapng.py" "$work/mix.pcap" "$work/mix_be.pcapng" --big-endian || exit 1
+check small_parts_pcapng "$work/mix.pcapng"
+check small_parts_pcapng_be "$work/mix_be.pcapng"
+for name in small_parts_pcapng small_parts_pcapng_be; do
+  for kind in txt json; do
+    sed "s#$work/mix[_be]*.pcapng#MIX#" "$work/$name.j1.$kind" > "$work/$name.named.$kind"
+    sed "s#$work/mix.pcap#MIX#" "$work/small_parts.j1.$kind" > "$work/small_parts.named.$kind"
+    cmp -s "$work/$name.named.$kind" "$work/small_parts.named.$kind" ||
+      { echo "FAIL: $name's $kind report differs from the classic pcap file's:"; diff "$work/$name.named.$kind" "$work/small_parts.named.$kind" | head; fail=1; }
+  done
+done
+# Split to its end, as the classic file: the walk verified as many ICRCs.
+for f in mix.pcap mix.pcapng mix_be.pcapng; do
+  RDMADIAG_JOBS_STATS=1 "$bin" analyze -q -j 2 "$work/$f" 2>&1 | grep -o "ICRCs verified by the walk: [0-9]*" > "$work/$f.icrc"
+done
+if ! grep -q ": [1-9]" "$work/mix.pcap.icrc" || ! cmp -s "$work/mix.pcap.icrc" "$work/mix.pcapng.icrc" ||
+   ! cmp -s "$work/mix.pcap.icrc" "$work/mix_be.pcapng.icrc"; then
+  echo "FAIL: the pcapng files were not split to their end like the classic one:"; cat "$work"/mix*.icrc; fail=1
+fi
+python3 - "$work/mix.pcapng" "$work/mix_cut.pcapng" <<'PY' || exit 1
+import sys
+d = open(sys.argv[1], "rb").read()
+open(sys.argv[2], "wb").write(d[:len(d) * 2 // 3 + 5])
+PY
+check small_parts_pcapng_cut "$work/mix_cut.pcapng"
+grep -q "damaged capture" "$work/small_parts_pcapng_cut.j1.err" || { echo "FAIL: the cut pcapng file is not reported damaged"; fail=1; }
+rm -f "$work/mix.pcapng" "$work/mix_be.pcapng" "$work/mix_cut.pcapng"
 RDMADIAG_JOBS_STATS=1 "$bin" analyze -q -j 3 "$work/mix.pcap" 2> "$work/rewalks.err"
 grep -q "split parts walked again: 0;" "$work/rewalks.err" || { echo "FAIL: split parts walked again:"; cat "$work/rewalks.err"; fail=1; }
 # The walk verified RoCEv2 ICRCs ahead of the shards (decode/icrc_hint.h), and the reports above are -j 1's.

@@ -1,11 +1,14 @@
 // Fuzz target: a whole pcap or pcapng file through capture::FileReader (libpcap
 // underneath) and every record it yields through decode_frame with its link
-// type; then through capture::PcapngReader on its own. The bytes go to an
+// type (a pcapng file read in place: record for record against a second
+// FileReader reading it through libpcap alone, the oracle); then through
+// capture::PcapngReader on its own. The bytes go to an
 // anonymous in-memory file opened by its /proc/self/fd path, so the readers
 // take the same path as for a real file.
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -36,11 +39,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   capture::Record rec;
   decode::DecodedPacket p;
+  // A pcapng file read in place is read again through libpcap alone: the same
+  // records, the same verdict (capture/file_reader.h).
+  capture::FileReader oracle;
+  oracle.set_read_in_place(false);
+  const bool compare = reader.mapped_layout() && reader.mapped_layout()->pcapng &&
+                       oracle.open("/proc/self/fd/" + std::to_string(fd));
+  capture::Record expected;
   while (reader.records_read() < 100000 && reader.next(rec)) {
     if (rec.data.size() != rec.caplen) std::abort();
+    if (compare && (!oracle.next(expected) || expected.ts_ns() != rec.ts_ns() || expected.caplen != rec.caplen ||
+                    expected.wirelen != rec.wirelen || !std::equal(rec.data.begin(), rec.data.end(), expected.data.begin())))
+      std::abort();
     p = decode::DecodedPacket{};
     decode::decode_frame(reader.record_linktype(), rec.data, rec.wirelen, {}, p);
   }
+  if (compare && reader.records_read() < 100000 && (oracle.next(expected) || oracle.stop_reason() != reader.stop_reason()))
+    std::abort();
   // The pcapng reader on its own: FileReader hands it only files libpcap refuses.
   capture::PcapngReader own;
   if (!own.open("/proc/self/fd/" + std::to_string(fd))) std::abort();

@@ -111,9 +111,11 @@ def iwarp_seeds(w, linktype, records):
         w.write('iwarp', bytes(out))
 
 
-def pcapng(linktype, records, big_endian=False, extra_blocks=(), second=None):
+def pcapng(linktype, records, big_endian=False, extra_blocks=(), second=None, between=None):
     """The records as a pcapng file (SHB, IDB, EPBs), optionally with other blocks after the IDB;
-    with `second` (link type, if_tsresol), a second interface that takes every other record."""
+    with `second` (link type, if_tsresol), a second interface that takes every other record;
+    with `between` (a block), that block after every third record and a comment on every fifth
+    (what capture/file_reader.h reads in place: blocks passed over, packet options)."""
     e = '>' if big_endian else '<'
 
     def block(btype, body):
@@ -130,7 +132,13 @@ def pcapng(linktype, records, big_endian=False, extra_blocks=(), second=None):
     for i, (_, ts_sec, ts_frac, caplen, wirelen, data) in enumerate(records):
         ts = ts_sec * 1000000 + ts_frac
         iface = i % 2 if second else 0
-        out += block(6, struct.pack(e + 'IIIII', iface, ts >> 32, ts & 0xffffffff, caplen, wirelen) + data)
+        comment = b''
+        if between and i % 5 == 4:
+            comment = struct.pack(e + 'HH', 1, 5) + b'note\0\0\0\0' + struct.pack(e + 'HH', 0, 0)
+        out += block(6, struct.pack(e + 'IIIII', iface, ts >> 32, ts & 0xffffffff, caplen, wirelen) + data +
+                     b'\0' * (-len(data) % 4) + comment)
+        if between and i % 3 == 2:
+            out += block(*between)
     return out
 
 
@@ -144,6 +152,9 @@ def file_seeds(w, header, e, linktype, records):
     w.write('file_reader', pcapng(linktype, recs))
     w.write('file_reader', pcapng(linktype, recs, big_endian=True))
     w.write('file_reader', pcapng(linktype, recs, extra_blocks=[(0x0BADF00D, b'hostile'), (5, b'\0' * 16)]))
+    # Read in place: blocks passed over between the packets, packet options.
+    w.write('file_reader', pcapng(linktype, recs, between=(5, b'\0' * 16)))
+    w.write('file_reader', pcapng(linktype, recs, big_endian=True, between=(0xBAD, b'\0\0\x7e\xd9abcd')))
     # Interfaces of two link types (libpcap refuses; PcapngReader reads), nanoseconds on the second.
     w.write('file_reader', pcapng(linktype, recs, second=(113, 9)))
     w.write('file_reader', pcapng(linktype, recs[:4]) + pcapng(linktype, recs[4:], big_endian=True, second=(1, 0x8a)))
