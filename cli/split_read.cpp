@@ -351,7 +351,8 @@ ParallelAnalysis::Input SplitRead::run(unsigned t, bool progress) {
     return in;
   }
   capture::Record rec;
-  while (reader.next(rec)) passes_[t]->frame(rec, linktype_);
+  // (a pcapng file may describe another interface, of another link type, further on)
+  while (reader.next(rec)) passes_[t]->frame(rec, reader.record_linktype(), reader.record_point());
   in.records = reader.records_read();
   in.stop_reason = reader.stop_reason();
   return in;

@@ -171,7 +171,11 @@ open(sys.argv[2], "wb").write(d[:len(d) * 2 // 3 + 5])
 PY
 check small_parts_pcapng_cut "$work/mix_cut.pcapng"
 grep -q "damaged capture" "$work/small_parts_pcapng_cut.j1.err" || { echo "FAIL: the cut pcapng file is not reported damaged"; fail=1; }
-rm -f "$work/mix.pcapng" "$work/mix_be.pcapng" "$work/mix_cut.pcapng"
+# A second interface of another link type described half-way: the split ends
+# there and every thread reads on, each record with its own interface's link type.
+python3 "$here/to_pcapng.py" "$pcaps/rxe_write_bw_loss.pcap" "$work/two_link_types.pcapng" --sll-half || exit 1
+check two_link_types_pcapng "$work/two_link_types.pcapng"
+rm -f "$work/mix.pcapng" "$work/mix_be.pcapng" "$work/mix_cut.pcapng" "$work/two_link_types.pcapng"
 RDMADIAG_JOBS_STATS=1 "$bin" analyze -q -j 3 "$work/mix.pcap" 2> "$work/rewalks.err"
 grep -q "split parts walked again: 0;" "$work/rewalks.err" || { echo "FAIL: split parts walked again:"; cat "$work/rewalks.err"; fail=1; }
 # The walk verified RoCEv2 ICRCs ahead of the shards (decode/icrc_hint.h), and the reports above are -j 1's.

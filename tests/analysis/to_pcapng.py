@@ -8,6 +8,10 @@ usage: to_pcapng.py IN.pcap OUT.pcapng [--blocks] [--comments] [--big-endian]
                 dumpcap writes it): blocks a reader passes over
   --comments    an opt_comment on every 7th packet block (options after the data)
   --big-endian  the whole file in big-endian byte order
+  --sll-half    from the middle record on, the packets belong to a second interface,
+                described there, of link type LINUX_SLL (113): each Ethernet header
+                becomes a cooked header with the same protocol (a reader must take each
+                record's link type from its interface)
 The interface's if_tsresol is 9 for a nanosecond pcap file, absent (microseconds) otherwise.
 """
 import struct
@@ -42,15 +46,27 @@ def main():
     out = [block(0x0A0D0D0A, struct.pack(e + "IHHq", 0x1A2B3C4D, 1, 0, -1)),
            block(1, struct.pack(e + "HHI", linktype, 0, snaplen) +
                  (option(9, b"\x09") + end if nsec else b""))]
-    i, n = 24, 0
+    records, i = [], 24
     while i + 16 <= len(d):
         sec, frac, cap, wire = struct.unpack(pe + "IIII", d[i:i + 16])
-        data = d[i + 16:i + 16 + cap]
+        records.append((sec, frac, cap, wire, d[i + 16:i + 16 + cap]))
         i += 16 + cap
+    half = len(records) // 2 if "--sll-half" in flags else None
+    if half is not None and linktype != 1:
+        sys.exit("--sll-half: Ethernet captures only")
+    n = 0
+    for sec, frac, cap, wire, data in records:
+        iface = 0
+        if half is not None and n >= half:
+            if n == half:
+                out.append(block(1, struct.pack(e + "HHI", 113, 0, snaplen)))
+            # LINUX_SLL: packet type, ARPHRD_ETHER, address length, address (8 bytes), protocol
+            data = struct.pack(">HHH", 0, 1, 6) + data[6:12] + bytes(2) + data[12:]
+            cap, wire, iface = len(data), wire + 2, 1
         n += 1
         ts = sec * (10**9 if nsec else 10**6) + frac
         opts = option(1, b"a comment") + end if "--comments" in flags and n % 7 == 0 else b""
-        out.append(block(6, struct.pack(e + "IIIII", 0, ts >> 32, ts & 0xFFFFFFFF, cap, wire) + data +
+        out.append(block(6, struct.pack(e + "IIIII", iface, ts >> 32, ts & 0xFFFFFFFF, cap, wire) + data +
                          bytes(-cap % 4) + opts))
         if "--blocks" in flags:
             if n % 50 == 0:
