@@ -144,10 +144,10 @@ bool plausible_record_chain(const std::uint8_t* h, std::size_t avail, std::size_
     if (pos == left) return true;  // the end of the file, exactly at a record boundary
     if (pos + hlen > avail) return true;  // nothing seen against it
     if (!plain_record(h + pos, left - pos, layout)) {
-      // a pcapng block that is passed over is part of the chain
+      // a pcapng block that is passed over is part of the chain, its length seen at both ends
       const std::uint32_t len = layout.pcapng ? load32(h + pos + 4, layout.swapped) : 0;
       if (!layout.pcapng || !ignorable_block(load32(h + pos, layout.swapped)) || len < 12 || len % 4 != 0 ||
-          len > left - pos || (pos + len <= avail && load32(h + pos + len - 4, layout.swapped) != len))
+          len > left - pos || pos + len > avail || load32(h + pos + len - 4, layout.swapped) != len)
         return false;
       pos += len;
       continue;
