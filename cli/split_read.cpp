@@ -156,13 +156,14 @@ void SplitRead::walk(Part& part, std::size_t from) const {
   while (off < part.end && off < layout_.file_size) {
     // (the bytes come in by chunks, each read right before the walk reads it: in the cache)
     const std::uint8_t* h = load(part, off + hlen) ? part.at(off) : nullptr;
-    const std::size_t len = h ? walked_len(part, h, off) : 0;
+    bool is_record = false;
+    const std::size_t len = h ? walked_len(part, h, off, is_record) : 0;
     if (len == 0) {
       part.damage = off;  // every thread reads on from here itself (libpcap's verdict)
       return;
     }
     off += len;
-    if (!capture::plain_record(h, layout_.file_size - (off - len), layout_)) continue;  // a block passed over
+    if (!is_record) continue;  // a block passed over
     const capture::Record rec = capture::record_at(h, layout_);
     const decode::ShardKey key = decode::shard_key(linktype_, rec.data);
     std::uint64_t flags = key.has_addresses ? kHasAddresses : 0;
@@ -175,11 +176,12 @@ void SplitRead::walk(Part& part, std::size_t from) const {
 
 // The length of the record (or pcapng block libpcap passes over) whose header
 // is at `h`, file offset `off`, with all its bytes read; 0 when it is not
-// plainly well-formed.
-std::size_t SplitRead::walked_len(Part& part, const std::uint8_t* h, std::size_t off) const {
+// plainly well-formed. `is_record`: a record, not a block passed over.
+std::size_t SplitRead::walked_len(Part& part, const std::uint8_t* h, std::size_t off, bool& is_record) const {
   const std::size_t left = layout_.file_size - off;
   std::size_t len = 0;
-  if (capture::plain_record(h, left, layout_))
+  is_record = capture::plain_record(h, left, layout_);
+  if (is_record)
     len = capture::record_len(h, layout_);
   else if (layout_.pcapng && capture::ignorable_block(capture::load32(h, layout_.swapped)))
     len = capture::load32(h + 4, layout_.swapped);

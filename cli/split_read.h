@@ -100,7 +100,7 @@ class SplitRead {
   bool read_more(Part& part, std::size_t until) const;
   std::size_t find_start(Part& part, std::size_t index, bool& readable) const;
   void walk(Part& part, std::size_t from) const;
-  std::size_t walked_len(Part& part, const std::uint8_t* h, std::size_t off) const;
+  std::size_t walked_len(Part& part, const std::uint8_t* h, std::size_t off, bool& is_record) const;
   bool confirmed(std::size_t part);
   void assign(Part& part);
   void wait_confirmed(std::size_t part);
