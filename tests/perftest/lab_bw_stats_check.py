@@ -46,7 +46,7 @@ import os
 import re
 import sys
 
-from noise_band import factor_band
+from noise_band import factor_band, perftest_clock_failed
 
 ROW = re.compile(r"^ (\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)(?:\s+([\d.]+))?\s*$")
 QPS, DEPTH, CQ_MOD = 2, 128, 100
@@ -94,8 +94,7 @@ def check_completion_latency(path):
 
 def perftest_measured(out, step, row):
     """Whether perftest's client of `step` measured its bandwidth (see the docstring)."""
-    calibration_failed = re.search(r"Correlation coefficient r\^2: [\d.]+ < 0\.9",
-                                   read(out, "client", step, "stdout") + read(out, "client", step, "stderr"))
+    calibration_failed = perftest_clock_failed(read(out, "client", step, "stdout") + read(out, "client", step, "stderr"))
     return not calibration_failed and row[0] > 0
 
 

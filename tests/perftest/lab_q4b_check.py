@@ -37,12 +37,12 @@ import sys
 import tempfile
 
 from lab_wire import step_markers, tshark
+from noise_band import perftest_clock_failed
 
 QPS = 4
 WRITE_OPCODES = {6, 7, 8, 9, 10, 11}  # RC RDMA WRITE first/middle/last(/imm)/only(/imm)
 ACK = 17
 LOW, HIGH = 0.5, 1.5  # the client's -b row over the wire's bandwidth (see the top comment)
-CLOCK_FAILED = "Correlation coefficient r^2"  # perftest's get_cpu_mhz gave up: its figures are 0
 ZERO_PEER_WARNING = "iterations at 0 bandwidth"  # rdmadiag's warning on such a peer report
 ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)")
 
@@ -120,7 +120,7 @@ def check_bandwidth(out, rows, starts, step):
     row_c, row_s = bw_row(client, f"step {step} client"), bw_row(server, f"step {step} server")
     wire = wire_bandwidth(rows, first, last, 1024)
     ips = {"server": "10.77.0.1", "client": "10.77.0.2"}
-    dead = [r for r in ips if CLOCK_FAILED in read_err(out, r, step)]
+    dead = [r for r in ips if perftest_clock_failed(read_err(out, r, step))]
     expected = sum(bw for ip, bw in wire.items() if ip not in {ips[r] for r in dead})
     ratio = float(row_c[1]) / expected if expected > 0 else float("inf")
     note = f" ({', '.join(dead)}: perftest's clock sampling failed, counted 0)" if dead else ""

@@ -13,3 +13,14 @@ FACTOR = 3.0
 def factor_band(reference, factor=FACTOR):
     """[min / factor, max * factor] of the reference runs."""
     return min(reference) / factor, max(reference) * factor
+
+
+# What perftest prints when its timer calibration fails (get_cpu_mhz: the cycles-against-time fit
+# under emulation is too poor, "Correlation coefficient r^2: 0.857 < 0.9"); it then returns 0 MHz
+# and every rate it reports is 0.00: a run that printed it measured no bandwidth.
+CLOCK_FAILED = "Correlation coefficient r^2"
+
+
+def perftest_clock_failed(text):
+    """perftest said (in `text`: its stdout and stderr) that its timer calibration failed."""
+    return CLOCK_FAILED in text
