@@ -145,10 +145,8 @@ bool plausible_record_chain(const std::uint8_t* h, std::size_t avail, std::size_
     if (pos + hlen > avail) return true;  // nothing seen against it
     if (!plain_record(h + pos, left - pos, layout)) {
       // a pcapng block that is passed over is part of the chain, its length seen at both ends
-      const std::uint32_t len = layout.pcapng ? load32(h + pos + 4, layout.swapped) : 0;
-      if (!layout.pcapng || !ignorable_block(load32(h + pos, layout.swapped)) || len < 12 || len % 4 != 0 ||
-          len > left - pos || pos + len > avail || load32(h + pos + len - 4, layout.swapped) != len)
-        return false;
+      const std::size_t len = passed_over_len(h + pos, left - pos, layout);
+      if (len == 0 || pos + len > avail || !record_trailer_ok(h + pos, layout)) return false;
       pos += len;
       continue;
     }
@@ -292,14 +290,13 @@ bool FileReader::next_mapped(Record& rec) {
     if (map_pos_ + hlen > map_base_ + map_len_ && !map_window(map_pos_)) return fall_back(rec);
     const std::uint8_t* h = map_ + (map_pos_ - map_base_);
     const bool plain = plain_record(h, left, layout_);
-    if (!plain && !(layout_.pcapng && ignorable_block(load32(h, layout_.swapped)))) return fall_back(rec);
-    const std::size_t len = plain ? record_len(h, layout_) : load32(h + 4, layout_.swapped);
-    if (!plain && (len < 12 || len % 4 != 0 || len > left || len > buffer_len_)) return fall_back(rec);
+    const std::size_t len = plain ? record_len(h, layout_) : passed_over_len(h, left, layout_);
+    if (len == 0) return fall_back(rec);
     if (map_pos_ + len > map_base_ + map_len_) {
       if (!map_window(map_pos_)) return fall_back(rec);
       h = map_ + (map_pos_ - map_base_);
     }
-    if (layout_.pcapng && load32(h + len - 4, layout_.swapped) != len) return fall_back(rec);
+    if (!record_trailer_ok(h, layout_)) return fall_back(rec);
     if (!plain) {
       map_pos_ += len;
       continue;

@@ -112,6 +112,16 @@ inline std::uint32_t load32(const std::uint8_t* p, bool swapped) {
 inline std::size_t record_len(const std::uint8_t* h, const PcapLayout& layout) {
   return layout.pcapng ? load32(h + 4, layout.swapped) : kPcapRecordHeaderLen + load32(h + 8, layout.swapped);
 }
+// The length of the pcapng block at `h` (`left`: the file's bytes from there)
+// when it is one to pass over: an ignorable_block type, a length of at least
+// 12 (type, length, length again), a multiple of 4, within the file and not
+// longer than a record may be (the buffers' size). 0 otherwise. Its trailer is
+// record_trailer_ok's, once its bytes are read.
+inline std::size_t passed_over_len(const std::uint8_t* h, std::size_t left, const PcapLayout& layout) {
+  if (!layout.pcapng || !ignorable_block(load32(h, layout.swapped))) return 0;
+  const std::uint32_t len = load32(h + 4, layout.swapped);
+  return len >= 12 && len % 4 == 0 && len <= left && len <= max_record_len(layout) ? len : 0;
+}
 // A pcapng block ends with its length again (checked once the whole record is read).
 inline bool record_trailer_ok(const std::uint8_t* h, const PcapLayout& layout) {
   if (!layout.pcapng) return true;

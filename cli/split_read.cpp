@@ -83,8 +83,7 @@ std::size_t SplitRead::find_start(Part& part, std::size_t index, bool& readable)
     }
     if (!capture::plain_record(part.at(p), layout_.file_size - p, layout_)) {
       // pcapng: a block passed over may start the part too (where the walk before lands)
-      if (!layout_.pcapng || layout_.file_size - p < 12 ||
-          !capture::ignorable_block(capture::load32(part.at(p), layout_.swapped)))
+      if (layout_.file_size - p < 12 || capture::passed_over_len(part.at(p), layout_.file_size - p, layout_) == 0)
         continue;
     } else {
       const capture::Record probe = capture::record_at(part.at(p), layout_);
@@ -179,16 +178,9 @@ void SplitRead::walk(Part& part, std::size_t from) const {
 // plainly well-formed. `is_record`: a record, not a block passed over.
 std::size_t SplitRead::walked_len(Part& part, const std::uint8_t* h, std::size_t off, bool& is_record) const {
   const std::size_t left = layout_.file_size - off;
-  std::size_t len = 0;
   is_record = capture::plain_record(h, left, layout_);
-  if (is_record)
-    len = capture::record_len(h, layout_);
-  else if (layout_.pcapng && capture::ignorable_block(capture::load32(h, layout_.swapped)))
-    len = capture::load32(h + 4, layout_.swapped);
-  // (a block passed over: at least its type, length and length again)
-  if (len < 12 || len > left || len > capture::max_record_len(layout_) || (layout_.pcapng && len % 4 != 0) ||
-      !load(part, off + len))
-    return 0;
+  const std::size_t len = is_record ? capture::record_len(h, layout_) : capture::passed_over_len(h, left, layout_);
+  if (len == 0 || !load(part, off + len)) return 0;
   return capture::record_trailer_ok(part.at(off), layout_) ? len : 0;
 }
 
