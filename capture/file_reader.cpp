@@ -38,10 +38,6 @@ bool refuses_long_packet(const std::string& why) {
   return why.starts_with("invalid packet capture length ") && why.find(", bigger than snaplen of ") != std::string::npos;
 }
 
-}  // namespace
-
-namespace {
-
 // Record::ts_ns() must not overflow: seconds below 2^63 ns (as PcapngReader).
 constexpr std::uint64_t kMaxSeconds = 9'000'000'000;
 
@@ -58,69 +54,6 @@ bool plain_epb(const std::uint8_t* h, std::size_t left, const PcapLayout& layout
   if (len < need || len - need > kMaxEpbOptions) return false;
   const std::uint64_t ts = (std::uint64_t{load32(h + 12, layout.swapped)} << 32) | load32(h + 16, layout.swapped);
   return ts / (layout.usec ? 1'000'000 : 1'000'000'000) <= kMaxSeconds;
-}
-
-constexpr std::uint32_t kShbType = 0x0A0D0D0A, kIdbType = 1, kByteOrderMagic = 0x1A2B3C4D;
-constexpr std::size_t kPcapngHeadProbe = std::size_t{64} << 10;
-
-std::uint16_t load16(const std::uint8_t* p, bool swapped) {
-  std::uint16_t v;
-  std::memcpy(&v, p, 2);
-  return swapped ? __builtin_bswap16(v) : v;
-}
-
-// An interface's time unit from its options: micro- (the default) or
-// nanoseconds and no time offset, or false (libpcap reads such a file).
-bool idb_time_unit(const std::uint8_t* b, std::uint32_t len, bool swapped, bool& usec) {
-  usec = true;
-  for (std::size_t opt = 16; opt + 4 <= len - 4;) {
-    const std::uint16_t code = load16(b + opt, swapped), olen = load16(b + opt + 2, swapped);
-    if (code == 0) break;
-    if (opt + 4 + olen > len - 4) return false;
-    if (code == 9) {  // if_tsresol
-      if (olen != 1 || (b[opt + 4] != 6 && b[opt + 4] != 9)) return false;
-      usec = b[opt + 4] == 6;
-    } else if (code == 14) {  // if_tsoffset
-      std::uint64_t offset = 0;
-      if (olen != 8 || (std::memcpy(&offset, b + opt + 4, 8), offset != 0)) return false;
-    }
-    opt += 4 + ((olen + 3u) & ~3u);
-  }
-  return true;
-}
-
-// Whether a pcapng file's packets can be read in place: one section whose one
-// interface, described before the first packet, has time stamps in micro- or
-// nanoseconds; sets the layout's byte order, time unit and first record.
-bool pcapng_in_place(int fd, std::size_t file_size, PcapLayout& layout) {
-  std::vector<std::uint8_t> head(std::min(file_size, kPcapngHeadProbe));
-  if (head.size() < 28 || read_at(fd, head.data(), head.size(), 0) != head.size()) return false;
-  const std::uint32_t bom = load32(head.data() + 8, false);
-  if (load32(head.data(), false) != kShbType || (bom != kByteOrderMagic && bom != __builtin_bswap32(kByteOrderMagic)))
-    return false;
-  const bool swapped = bom != kByteOrderMagic;
-  if (load16(head.data() + 12, swapped) != 1) return false;  // major version
-  bool usec = true;
-  unsigned interfaces = 0;
-  for (std::size_t pos = 0; pos + 12 <= head.size();) {
-    const std::uint8_t* b = head.data() + pos;
-    const std::uint32_t type = load32(b, swapped), len = load32(b + 4, swapped);
-    if (len < 12 || len % 4 != 0 || len > head.size() - pos || load32(b + len - 4, swapped) != len) return false;
-    if (type == kEpbType) {
-      if (interfaces != 1) return false;
-      layout.swapped = swapped;
-      layout.usec = usec;
-      layout.pcapng = true;
-      layout.first_record = pos;
-      return true;
-    }
-    const bool fine = type == kShbType   ? pos == 0
-                      : type == kIdbType ? ++interfaces == 1 && idb_time_unit(b, len, swapped, usec)
-                                         : ignorable_block(type);
-    if (!fine) return false;
-    pos += len;
-  }
-  return false;
 }
 
 }  // namespace
@@ -199,7 +132,8 @@ bool FileReader::open(const std::string& path) {
   linktype_ = static_cast<std::uint32_t>(pcap_datalink(handle_));
   snaplen_ = static_cast<std::uint32_t>(pcap_snapshot(handle_));
   classic_pcap_ = pcap_major_version(handle_) == 2;  // pcapng's section header says 1
-  if (!classic_pcap_ && path != "-" && read_points_apart(path)) return true;
+  PcapLayout pcapng_head;  // (pcapng set: the file's packets can be read in place)
+  if (!classic_pcap_ && path != "-" && read_points_apart(path, pcapng_head)) return true;
   if (path != "-" && read_in_place_) {
     // Classic pcap in a regular file: read records in place from a window of the file.
     FILE* f = pcap_file(handle_);
@@ -217,7 +151,13 @@ bool FileReader::open(const std::string& path) {
       }
       // pcapng: Enhanced Packet Blocks of the one interface are read in place
       // too (a file of several interfaces went to PcapngReader above).
-      if (usec || nsec || (!classic_pcap_ && pcapng_in_place(fileno(f), static_cast<std::size_t>(st.st_size), layout_))) {
+      if (pcapng_head.pcapng) {
+        layout_.swapped = pcapng_head.swapped;
+        layout_.usec = pcapng_head.usec;
+        layout_.pcapng = true;
+        layout_.first_record = pcapng_head.first_record;
+      }
+      if (usec || nsec || layout_.pcapng) {
         layout_.fd = fileno(f);
         layout_.file_size = static_cast<std::size_t>(st.st_size);
         // A record longer than the file's snap length is read whole, as tshark
@@ -364,11 +304,22 @@ bool FileReader::next(Record& rec) {
 }
 
 // A pcapng file with more than one interface before its first record: read
-// by PcapngReader from the start, which says each record's interface.
-bool FileReader::read_points_apart(const std::string& path) {
+// by PcapngReader from the start, which says each record's interface (true).
+// With one, whose time stamps are in micro- or nanoseconds with no offset,
+// `in_place` says where its first packet's block starts and the section's byte
+// order (its pcapng set): the packets can then be read in place.
+bool FileReader::read_points_apart(const std::string& path, PcapLayout& in_place) {
   PcapngReader probe;
   Record first;
-  if (!probe.open(path) || !probe.next(first) || probe.interfaces().size() < 2) return false;
+  if (!probe.open(path) || !probe.next(first)) return false;
+  if (probe.interfaces().size() == 1) {
+    const PcapngInterface& i = probe.interfaces()[0];
+    in_place.pcapng = !i.binary_resol && (i.resol_exp == 6 || i.resol_exp == 9) && i.offset_sec == 0;
+    in_place.usec = i.resol_exp == 6;
+    in_place.swapped = probe.swapped();
+    in_place.first_record = probe.block_start();
+    return false;
+  }
   auto own = std::make_unique<PcapngReader>();
   if (!own->open(path)) return false;
   for (const PcapngInterface& i : probe.interfaces()) point_names_.push_back(i.name);

@@ -107,6 +107,8 @@ PcapngReader::Got PcapngReader::read_block() {
   if (load32(block_.data() + body, swapped_) != len)
     return broken("pcapng block of " + std::to_string(len) + " bytes ends with another length");
   block_.resize(body);
+  block_start_ = next_block_;
+  next_block_ += len;
   return Got::block;
 }
 

@@ -48,6 +48,10 @@ class PcapngReader {
   std::uint32_t linktype() const { return interfaces_.empty() ? 0 : interfaces_[iface_].linktype; }
   const std::vector<PcapngInterface>& interfaces() const { return interfaces_; }
   const std::string& error() const { return error_; }
+  // Byte offset in the file of the block the last record came from, and of the next block.
+  std::uint64_t block_start() const { return block_start_; }
+  // The current section's byte order is not this machine's.
+  bool swapped() const { return swapped_; }
   // Byte offset in the file of the next block (for progress).
   std::int64_t offset() const { return file_ ? static_cast<std::int64_t>(std::ftell(file_)) : 0; }
   // Empty at the end of the file; otherwise why reading stopped.
@@ -70,6 +74,7 @@ class PcapngReader {
 
   std::FILE* file_ = nullptr;
   std::vector<std::uint8_t> block_;  // the current block's body (after type and length, before the trailer)
+  std::uint64_t block_start_ = 0, next_block_ = 0;
   std::uint32_t type_ = 0;
   bool swapped_ = false;
   bool in_section_ = false;
