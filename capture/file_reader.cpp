@@ -133,7 +133,7 @@ bool FileReader::open(const std::string& path) {
   snaplen_ = static_cast<std::uint32_t>(pcap_snapshot(handle_));
   classic_pcap_ = pcap_major_version(handle_) == 2;  // pcapng's section header says 1
   PcapLayout pcapng_head;  // (pcapng set: the file's packets can be read in place)
-  if (!classic_pcap_ && path != "-" && read_points_apart(path, pcapng_head)) return true;
+  if (!classic_pcap_ && path != "-" && probe_pcapng(path, pcapng_head)) return true;
   if (path != "-" && read_in_place_) {
     // Classic pcap in a regular file: read records in place from a window of the file.
     FILE* f = pcap_file(handle_);
@@ -303,12 +303,13 @@ bool FileReader::next(Record& rec) {
   return false;  // PCAP_ERROR_BREAK: end of file
 }
 
-// A pcapng file with more than one interface before its first record: read
-// by PcapngReader from the start, which says each record's interface (true).
+// A pcapng file read by PcapngReader up to its first record. With more than one
+// interface before it, PcapngReader reads the file from the start, and says each
+// record's interface (true).
 // With one, whose time stamps are in micro- or nanoseconds with no offset,
 // `in_place` says where its first packet's block starts and the section's byte
 // order (its pcapng set): the packets can then be read in place.
-bool FileReader::read_points_apart(const std::string& path, PcapLayout& in_place) {
+bool FileReader::probe_pcapng(const std::string& path, PcapLayout& in_place) {
   PcapngReader probe;
   Record first;
   if (!probe.open(path) || !probe.next(first)) return false;

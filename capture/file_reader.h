@@ -228,7 +228,7 @@ class FileReader {
   bool map_window(std::size_t pos);
   bool fall_back(Record& rec);
   bool take_over_pcapng(const std::string& refusal);
-  bool read_points_apart(const std::string& path, PcapLayout& in_place);
+  bool probe_pcapng(const std::string& path, PcapLayout& in_place);
   bool next_pcapng(Record& rec);
   void unmap();
 

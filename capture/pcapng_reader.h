@@ -48,7 +48,7 @@ class PcapngReader {
   std::uint32_t linktype() const { return interfaces_.empty() ? 0 : interfaces_[iface_].linktype; }
   const std::vector<PcapngInterface>& interfaces() const { return interfaces_; }
   const std::string& error() const { return error_; }
-  // Byte offset in the file of the block the last record came from, and of the next block.
+  // Byte offset in the file of the block the last record came from.
   std::uint64_t block_start() const { return block_start_; }
   // The current section's byte order is not this machine's.
   bool swapped() const { return swapped_; }

@@ -172,7 +172,10 @@ class ParallelAnalysis {
     std::string stop_reason;
   };
   struct Result {
-    std::unique_ptr<decode::Analyzer> analyzer;  // merged, finished
+    // Merged, finished. Its flows are the shards' summaries where they are
+    // (TransportAnalyzer::merge): this ParallelAnalysis (or keep_shards_until_exit)
+    // must outlive it.
+    std::unique_ptr<decode::Analyzer> analyzer;
     std::unique_ptr<exporters::FlowTally> tally;  // merged (when asked for)
     std::vector<Input> inputs;
     // False when a frame's decoded endpoint addresses put it in another shard
@@ -194,7 +197,8 @@ class ParallelAnalysis {
   // After a merge whose results the process reports before it exits: the
   // shards' analyses are left to the kernel, as AnalysisSession's own
   // (keep_analysis_until_exit), instead of freed flow by flow on the main
-  // thread (1M connections, -j 2: ~5 % of the CPU). Reachable, for leak checkers.
+  // thread (1M connections, -j 2: ~5 % of the CPU); the merged analysis lists
+  // their flows' summaries in place. Reachable, for leak checkers.
   void keep_shards_until_exit();
 
   // The merge of finished passes over the same input (also for tests that feed ShardPass directly).

@@ -153,9 +153,11 @@ class TransportAnalyzer {
   Bounds bounds() const;
 
   // Into this analyzer (one that saw no frame; finished by it): the flows of
-  // finished shards (moved out of them: their flows() are empty after), in
-  // creation order (the frame that created each; ties by shard), peers
-  // renumbered, totals added. flow_index[s][i]: the merged index of flow i of part s.
+  // finished shards (their flows() are empty after), in creation order (the
+  // frame that created each; ties by shard), peers renumbered, totals added.
+  // flow_index[s][i]: the merged index of flow i of part s. The summaries are
+  // listed where the parts hold them, not copied: the parts must outlive this
+  // analyzer's flows() (cli/parallel_analysis.h keeps the shards to the exit).
   void merge(std::span<TransportAnalyzer* const> parts, std::vector<std::vector<std::uint32_t>>& flow_index);
 
   // Forward links found so far: request frame -> (response frame, latency µs).
@@ -230,7 +232,7 @@ class TransportAnalyzer {
   };
   std::unordered_map<std::uint64_t, UnpairedEnds> unpaired_;
   std::uint64_t pair_probes_ = 0;  // candidate flows and buckets looked at while pairing (pairing_probes())
-  std::vector<FlowSummary> summaries_;  // the retired flows' (after a merge: every flow's)
+  std::vector<FlowSummary> summaries_;  // the retired flows' (after a merge: empty, the parts hold them)
   FlowList listed_;                     // after finish(): summaries_ and the live flows', in creation order
   std::uint64_t evicted_ = 0;       // flows past kMaxRetiredFlows: only counted
   bool finished_ = false;           // finish() ran: listed_ is complete
