@@ -99,9 +99,13 @@ void CaptureSummary::merge(const CaptureSummary& o) {
   for (std::size_t d = 0; d < diags.size(); ++d) diags[d].merge(o.diags[d]);
   cm_messages += o.cm_messages;
   mads += o.mads;
-  o.qps_.for_each([this](std::uint64_t qp) {
-    if (qps_.size() < kMaxTrackedQps) qps_.insert(qp);
-  });
+  if (qps_.size() == 0) {
+    qps_ = o.qps_;  // (one shard held every QP, as one address pair gives: a copy, not 1M inserts)
+  } else {
+    o.qps_.for_each([this](std::uint64_t qp) {
+      if (qps_.size() < kMaxTrackedQps) qps_.insert(qp);
+    });
+  }
   qps_capped_ = qps_capped_ || o.qps_capped_;
   sll2_points_ |= o.sll2_points_;
 }

@@ -408,6 +408,9 @@ void CongestionAnalyzer::merge(std::span<const CongestionAnalyzer* const> shards
                                const std::vector<std::vector<std::uint32_t>>& flow_index) {
   finished_ = true;
   const std::vector<std::uint32_t> none;
+  std::size_t total = results_.size();
+  for (const CongestionAnalyzer* s : shards) total += s->results_.size();
+  results_.reserve(total);
   for (std::size_t i = 0; i < shards.size(); ++i) {
     const CongestionAnalyzer& s = *shards[i];
     if (i == 0) opts_ = s.opts_;
