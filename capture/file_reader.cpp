@@ -226,17 +226,19 @@ bool FileReader::next_mapped(Record& rec) {
   for (;;) {
     const std::size_t left = layout_.file_size - map_pos_;
     if (left == 0) return false;  // the end, exactly at a record boundary
-    if (left < hlen) return fall_back(rec);
-    if (map_pos_ + hlen > map_base_ + map_len_ && !map_window(map_pos_)) return fall_back(rec);
+    if (left < hlen) return leave_window(rec);
+    if (map_pos_ + hlen > map_base_ + map_len_) {
+      if (hold_window_ || !map_window(map_pos_)) return leave_window(rec);
+    }
     const std::uint8_t* h = map_ + (map_pos_ - map_base_);
     const bool plain = plain_record(h, left, layout_);
     const std::size_t len = plain ? record_len(h, layout_) : passed_over_len(h, left, layout_);
-    if (len == 0) return fall_back(rec);
+    if (len == 0) return leave_window(rec);
     if (map_pos_ + len > map_base_ + map_len_) {
-      if (!map_window(map_pos_)) return fall_back(rec);
+      if (hold_window_ || !map_window(map_pos_)) return leave_window(rec);
       h = map_ + (map_pos_ - map_base_);
     }
-    if (!record_trailer_ok(h, layout_)) return fall_back(rec);
+    if (!record_trailer_ok(h, layout_)) return leave_window(rec);
     if (!plain) {
       map_pos_ += len;
       continue;
@@ -260,6 +262,37 @@ void FileReader::prefetch_after_record() {
 }
 
 // Something unusual (a cut record, an oversized length): libpcap's rules and messages from here on.
+// Reading on would move the window or leave it for libpcap (hold_window_):
+// next_mapped returns false with window_held_ set and nothing read, and the
+// batch ends there; the next batch begins with that record. A record libpcap or
+// PcapngReader returns is valid only until the next read: a batch of one.
+std::size_t FileReader::next_batch(std::span<Record> out) {
+  std::size_t n = 0;
+  while (n < out.size() && !batch_ended_) {
+    hold_window_ = n > 0;
+    const bool ok = next(out[n]);
+    hold_window_ = false;
+    if (!ok) {
+      if (!window_held_) batch_ended_ = true;
+      window_held_ = false;
+      break;
+    }
+    ++n;
+    if (!mapped_) break;
+  }
+  return n;
+}
+
+// The record at map_pos_ is not read from this window: in a batch, which then
+// ends (next_batch), else from the next window or through libpcap.
+bool FileReader::leave_window(Record& rec) {
+  if (hold_window_) {
+    window_held_ = true;
+    return false;
+  }
+  return fall_back(rec);
+}
+
 bool FileReader::fall_back(Record& rec) {
   unmap();
   mapped_ = false;

@@ -180,6 +180,11 @@ class FileReader {
   bool open(const std::string& path);
   // The next record; false at the end of the file or at damage (see stop_reason()).
   bool next(Record& rec);
+  // Up to out.size() next records, all valid together until the next call (a
+  // caller analysing a batch at a time): those of one window read in place,
+  // else one. 0 at the end of the file or at damage, as next() (not to be
+  // mixed with it).
+  std::size_t next_batch(std::span<Record> out);
   // Prefetch the bytes ahead of each record read from a window (off by default).
   // For a reader that skips most records (every thread of analyze -j reading a
   // whole input it cannot split): it touches only their first lines, too sparse
@@ -226,6 +231,7 @@ class FileReader {
   bool next_mapped(Record& rec);
   void prefetch_after_record();
   bool map_window(std::size_t pos);
+  bool leave_window(Record& rec);
   bool fall_back(Record& rec);
   bool take_over_pcapng(const std::string& refusal);
   bool probe_pcapng(const std::string& path, PcapLayout& in_place);
@@ -251,6 +257,9 @@ class FileReader {
   static constexpr std::size_t kPrefetchAhead = 4096;
   std::size_t prefetched_ = 0;   // file offset up to which the window was prefetched
   bool prefetch_ahead_ = false;
+  bool hold_window_ = false;   // next_batch: a read that would move the window stops instead
+  bool window_held_ = false;   // ... and it did
+  bool batch_ended_ = false;   // next_batch: next() returned false at the end or at damage
   bool read_in_place_ = true;
   std::uint32_t linktype_ = 0;
   std::uint32_t snaplen_ = 0;

@@ -72,13 +72,43 @@ void AnalysisSession::frame(const capture::Record& rec) { frame(rec, linktype_);
 
 // Live capture interleaves interfaces, each with its own link type.
 void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype, std::uint16_t point) {
+  decode::decode_frame(linktype, rec.data, rec.wirelen, opts_.decode, pkt_);
+  decode::take_reader_point(pkt_, point);
+  analyse(rec, pkt_);
+}
+
+void AnalysisSession::frames(std::span<const capture::Record> batch, std::uint32_t linktype, std::uint16_t point) {
+  const std::size_t n = std::min(batch.size(), kBatchFrames);
+  using LookAhead = SessionOptions::LookAhead;
+  if (opts_.look_ahead == LookAhead::never || (opts_.look_ahead == LookAhead::automatic && !analyzer_->looks_ahead())) {
+    for (std::size_t i = 0; i < n; ++i) frame(batch[i], linktype, point);
+    return;
+  }
+  looked_ahead_ += n;
+  for (std::size_t i = 0; i < n; ++i) {
+    decode::decode_frame(linktype, batch[i].data, batch[i].wirelen, opts_.decode, ahead_pkts_[i]);
+    decode::take_reader_point(ahead_pkts_[i], point);
+    analyzer_->look_ahead(ahead_pkts_[i], ahead_[i], 0);
+  }
+  // Each step's loads need time to arrive (~0.1-0.2 us here) before the next
+  // step reads them: the decode pass covers step 0's; the last step runs two
+  // frames before each frame's analysis.
+  for (std::size_t i = 0; i < n; ++i) analyzer_->look_ahead(ahead_pkts_[i], ahead_[i], 1);
+  constexpr std::size_t kLead = 2;
+  for (std::size_t i = 0; i < std::min(n, kLead); ++i) analyzer_->look_ahead(ahead_pkts_[i], ahead_[i], 2);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kLead < n) analyzer_->look_ahead(ahead_pkts_[i + kLead], ahead_[i + kLead], 2);
+    analyse(batch[i], ahead_pkts_[i]);
+  }
+}
+
+// The frame's analysis and outputs, `pkt` its decode.
+void AnalysisSession::analyse(const capture::Record& rec, const decode::DecodedPacket& pkt) {
   ++frame_;
   const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;
   if (std::isnan(first_ts_)) first_ts_ = ts;
-  decode::decode_frame(linktype, rec.data, rec.wirelen, opts_.decode, pkt_);
-  decode::take_reader_point(pkt_, point);
   decode::PacketAnalysis& pa = pa_;
-  analyzer_->add(pkt_, frame_, ts, pa, rec.ts_ns());
+  analyzer_->add(pkt, frame_, ts, pa, rec.ts_ns());
   analyzer_->copies().add(rec.data, rec.ts_ns());
   if (!replays_.empty())
     if (auto it = replays_.find(frame_); it != replays_.end()) decode::apply_replay(it->second, pa);
@@ -98,9 +128,9 @@ void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype, 
   if (pa.spurious_retransmission)
     for (const decode::SpuriousRevision& r : spurious_revisions_)
       if (r.covers(pa.flow, frame_)) pa.spurious_retransmission = false;
-  if (json_) json_->packet(pkt_, pa, frame_, ts);
-  if (outputs_.active()) outputs_.frame(pkt_, pa, frame_, ts);
-  if (opts_.packets && text_out_) std::cout << exporters::packet_line(pkt_, pa, frame_, ts - first_ts_) << '\n';
+  if (json_) json_->packet(pkt, pa, frame_, ts);
+  if (outputs_.active()) outputs_.frame(pkt, pa, frame_, ts);
+  if (opts_.packets && text_out_) std::cout << exporters::packet_line(pkt, pa, frame_, ts - first_ts_) << '\n';
 }
 
 void AnalysisSession::adopt(std::unique_ptr<decode::Analyzer> merged, std::unique_ptr<exporters::FlowTally> tally) {

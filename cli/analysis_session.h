@@ -3,10 +3,12 @@
 // write the reports the user asked for. Both commands print the same report
 // for the same packets because they share this.
 #pragma once
+#include <array>
 #include <fstream>
 #include <iosfwd>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -26,6 +28,9 @@ struct SessionOptions {
   bool quiet = false;          // no text report on standard output
   decode::DecodeOptions decode;
   exporters::OutputOptions outputs;  // --jsonl, --csv, --csv-packets, --html, --metrics-file
+  // frames(): load flow states ahead when the analyzer says it pays (auto), or
+  // always / never (the tests compare the two: env RDMADIAG_LOOK_AHEAD).
+  enum class LookAhead : std::uint8_t { automatic, always, never } look_ahead = LookAhead::automatic;
 };
 
 class AnalysisSession {
@@ -41,6 +46,15 @@ class AnalysisSession {
   void frame(const capture::Record& rec);
   // `point`: the capture point that saw it (decode::DecodedPacket::capture_point).
   void frame(const capture::Record& rec, std::uint32_t linktype, std::uint16_t point = 0);
+  static constexpr std::size_t kBatchFrames = 16;
+  // Up to kBatchFrames frames of one link type and point, their bytes valid
+  // together (capture::FileReader::next_batch), as frame() on each in turn and
+  // with the same results. With many flows they are all decoded first and the
+  // flow states they need loaded together (decode::Analyzer::look_ahead), so
+  // that their cache misses overlap instead of each stalling its own frame.
+  void frames(std::span<const capture::Record> batch, std::uint32_t linktype, std::uint16_t point);
+  // The frames frames() loaded ahead, of all it was given.
+  std::uint64_t frames_looked_ahead() const { return looked_ahead_; }
   // The input just begun holds several capture points (a pcapng file's
   // interfaces): the report names them (exporters::CapturePoint).
   void capture_points(const std::vector<std::string>& names);
@@ -57,6 +71,7 @@ class AnalysisSession {
   // report it.
   void keep_analysis_until_exit();
 
+  const SessionOptions& options() const { return opts_; }
   decode::Analyzer& analyzer() { return *analyzer_; }
   // analyze -j: the merged results of a sharded run (cli/parallel_analysis.h)
   // take the place of this session's analysis, which then saw no frame.
@@ -95,7 +110,12 @@ class AnalysisSession {
   std::uint32_t linktype_ = 0;
   std::uint64_t frame_ = 0;
   double first_ts_ = std::numeric_limits<double>::quiet_NaN();  // not set yet: any time sets it, even before 1970
+  void analyse(const capture::Record& rec, const decode::DecodedPacket& pkt);
+
   decode::DecodedPacket pkt_;
+  std::vector<decode::DecodedPacket> ahead_pkts_ = std::vector<decode::DecodedPacket>(kBatchFrames);
+  std::array<decode::FlowAhead, kBatchFrames> ahead_{};
+  std::uint64_t looked_ahead_ = 0;
   decode::PacketAnalysis pa_;  // reused: ~12 KB, not rebuilt per frame
   std::unordered_map<std::uint64_t, decode::TransportAnalyzer::ForwardLink> forward_;
   std::unordered_map<std::uint64_t, std::int64_t> gap_revisions_;

@@ -3,11 +3,13 @@
 // whole; 1 an input could not be opened or is not a capture file; 3 an input was
 // damaged or cut short (read up to the damage, the report says where).
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,14 +64,22 @@ int analyze_serial(const AnalyzeOptions& o, AnalysisSession& session) {
                    path.c_str(), reader.linktype());
     session.begin_input(path, reader.linktype(), reader.snaplen());
     session.capture_points(reader.point_names());
-    capture::Record rec;
     struct stat st {};
     const std::uint64_t file_size = path != "-" && ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
     exporters::ProgressBar progress(!o.quiet);
-    while (reader.next(rec)) {
-      session.frame(rec, reader.record_linktype(), reader.record_point());  // a pcapng file's interfaces may differ
-      if ((reader.records_read() & 255) == 0) heap.poll();  // 256 frames: < 1 MB of new flow state
-      if (progress.on() && (reader.records_read() & 4095) == 0)
+    std::array<capture::Record, AnalysisSession::kBatchFrames> batch;
+    std::uint64_t polled = 0;
+    // Without look-ahead, one frame at a time (as frame() by frame(): the tests' reference).
+    const std::size_t batch_len = session.options().look_ahead == SessionOptions::LookAhead::never ? 1 : batch.size();
+    while (const std::size_t n = reader.next_batch(std::span(batch.data(), batch_len))) {
+      // A pcapng file's interfaces may differ; a batch holds more than one
+      // record only when the file is read in place, with one interface.
+      session.frames(std::span(batch.data(), n), reader.record_linktype(), reader.record_point());
+      if (reader.records_read() - polled >= 256) {  // 256 frames: < 1 MB of new flow state
+        polled = reader.records_read();
+        heap.poll();
+      }
+      if (progress.on() && (reader.records_read() & ~std::uint64_t{4095}) != ((reader.records_read() - n) & ~std::uint64_t{4095}))
         progress.update(path, static_cast<std::uint64_t>(std::max<std::int64_t>(0, reader.file_offset())), file_size,
                         reader.records_read());
     }
@@ -80,6 +90,9 @@ int analyze_serial(const AnalyzeOptions& o, AnalysisSession& session) {
       status = std::max(status, kExitDamaged);
     }
   }
+  if (std::getenv("RDMADIAG_LOOK_AHEAD_STATS"))  // for the tests: whether frames were loaded ahead
+    std::fprintf(stderr, "rdmadiag analyze: frames loaded ahead: %llu\n",
+                 static_cast<unsigned long long>(session.frames_looked_ahead()));
   if (std::getenv("RDMADIAG_HUGE_PAGES_STATE"))  // for the tests: what the heap was given (cli/heap_prefault.h)
     std::fprintf(stderr, "rdmadiag analyze: heap: THP mode '%s', %s, %llu MiB marked huge, %llu MiB pre-faulted; "
                  "AnonHugePages: %ld kB\n", thp_mode().c_str(), heap.huge() ? "huge pages" : heap.on() ? "pre-fault" : "off",
@@ -174,6 +187,10 @@ int run_analyze(const AnalyzeOptions& o) {
   so.quiet = o.quiet;
   so.outputs = o.outputs;
   so.decode.roce_heuristic = !o.no_heuristic;
+  if (const char* la = std::getenv("RDMADIAG_LOOK_AHEAD"))  // for the tests: always / never (cli/analysis_session.h)
+    so.look_ahead = std::string(la) == "always"  ? SessionOptions::LookAhead::always
+                    : std::string(la) == "never" ? SessionOptions::LookAhead::never
+                                                 : SessionOptions::LookAhead::automatic;
   for (auto port : o.roce_ports)
     if (!so.decode.add_roce_port(port)) {
       std::fprintf(stderr, "rdmadiag analyze: at most %zu extra RoCE ports\n", so.decode.extra_roce_ports.size());

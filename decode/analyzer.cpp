@@ -45,6 +45,16 @@ void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, Packe
   if (frame % kSweepFrames == 0) sweep(ts);
 }
 
+bool Analyzer::looks_ahead() const { return transport_->looks_ahead(); }
+
+void Analyzer::look_ahead(const DecodedPacket& p, FlowAhead& a, int step) const {
+  if (step == 0 && !p.is_rdma()) {
+    a.on = false;
+    return;
+  }
+  transport_->look_ahead(p, a, step);
+}
+
 void Analyzer::congestion(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, PacketAnalysis& out) {
   const TransportAnalyzer::KeyedFlow& k = transport_->last_key();
   const CongestionAnalyzer::FrameFindings f = cc_->add(p, frame, ts_ns, out.flow, &k.key, k.hash, k.cc_slot);

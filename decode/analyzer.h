@@ -10,6 +10,7 @@
 #include "decode/capture_summary.h"
 #include "decode/congestion_analysis.h"
 #include "decode/copy_detector.h"
+#include "decode/flow_summary.h"
 #include "decode/iwarp_analysis.h"
 #include "decode/packet.h"
 #include "decode/pfc_analysis.h"
@@ -58,6 +59,13 @@ struct PacketAnalysis : PacketVerdict {
 
 class TransportAnalyzer;  // IB / RoCE (transport_analysis.h)
 
+// A frame's flow, computed ahead of its analysis (Analyzer::look_ahead).
+struct FlowAhead {
+  FlowKey key;
+  std::uint64_t hash = 0;
+  bool on = false;  // the frame has a flow to load
+};
+
 class Analyzer {
  public:
   Analyzer();
@@ -73,6 +81,13 @@ class Analyzer {
   // finer than a double of seconds since the epoch resolves), else from `ts`.
   static constexpr std::int64_t kNoNs = INT64_MIN;
   void add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out, std::int64_t ts_ns = kNoNs);
+  // Starts loading what add() will read for `p`, a frame decoded ahead of its
+  // analysis (for a batch, step 0 on each frame, then 1, then 2, the later the
+  // nearer add(): TransportAnalyzer::look_ahead). Only loads: add()'s results
+  // do not change.
+  void look_ahead(const DecodedPacket& p, FlowAhead& a, int step) const;
+  // Whether looking ahead can pay: the flow states no longer fit a core's cache.
+  bool looks_ahead() const;
   // End of input: flush state (pending gaps, open flows) into the results.
   void finish();
   // analyze -j: a MAC Control frame that another shard analyses. Every shard

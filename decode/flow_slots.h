@@ -42,6 +42,8 @@ class FlowSlots {
   ~FlowSlots() { clear(); }
 
   std::size_t size() const { return index_.size(); }
+  // The bytes of the cells handed out (the states a look-up may have to load).
+  std::size_t cell_bytes() const { return std::size_t{used_} * sizeof(Cell); }
   std::size_t peak() const { return peak_; }
   // The cap on live flows forced the retirement of flows still in use.
   bool cap_reached() const { return cap_reached_; }
@@ -66,6 +68,15 @@ class FlowSlots {
     if (slot >= used_) return;
     const auto* c = reinterpret_cast<const char*>(&chunks_[slot >> kChunkShift][slot & kChunkMask]);
     for (std::size_t off = 0; off < sizeof(Cell); off += 64) prefetch_line(c + off);
+  }
+
+  // Batched look-ups (a frame read ahead of its analysis, cli/): the first
+  // step starts loading the index line of `hash`, the second, once that line
+  // is in, the cells of the slots that may hold the key. The look-up itself
+  // (find) then reads only lines already on their way.
+  void prefetch_index(std::uint64_t hash) const { index_.prefetch(hash); }
+  void prefetch_candidates(std::uint64_t hash) const {
+    index_.each_candidate(hash, [&](std::uint32_t slot) { prefetch(slot); });
   }
 
   // The live state in `slot`, else nullptr.

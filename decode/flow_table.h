@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "decode/prefetch.h"
+
 namespace rdmadiag::decode {
 
 namespace detail {
@@ -36,6 +38,18 @@ class ProbeTable {
       const Entry& e = entries_[i];
       if (e.value == kNone) return SIZE_MAX;
       if (e.hash == static_cast<decltype(e.hash)>(h) && match(e)) return i;
+    }
+  }
+  // Starts loading the line where a look-up of hash `h` begins.
+  void prefetch(std::uint64_t h) const { prefetch_line(&entries_[h & mask_]); }
+  // Calls fn(entry) for each entry of the probe run of `h` whose hash matches,
+  // without checking keys (a caller prefetching what a look-up will read).
+  template <class Fn>
+  void each_candidate(std::uint64_t h, Fn fn) const {
+    for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Entry& e = entries_[i];
+      if (e.value == kNone) return;
+      if (e.hash == static_cast<decltype(e.hash)>(h)) fn(e);
     }
   }
   void add(const Entry& e) {
@@ -150,6 +164,12 @@ class SlotIndex : public detail::ProbeTable<detail::SlotEntry> {
   std::uint32_t find(std::uint64_t h, Same same) const {
     const std::size_t i = position(h, [&](const detail::SlotEntry& e) { return same(e.value); });
     return i == SIZE_MAX ? kNone : entries_[i].value;
+  }
+  using Base::prefetch;
+  // Calls fn(slot) for each slot whose entry has hash `h` (keys unchecked).
+  template <class Fn>
+  void each_candidate(std::uint64_t h, Fn fn) const {
+    Base::each_candidate(h, [&](const detail::SlotEntry& e) { fn(e.value); });
   }
   // Adds `slot` (not present) under hash `h`.
   void insert(std::uint64_t h, std::uint32_t slot) { add(detail::SlotEntry{static_cast<std::uint32_t>(h), slot}); }

@@ -184,8 +184,8 @@ TransportAnalyzer::TransportAnalyzer(AnomalyLog& log) : log_(log), flows_(kMaxLi
 }
 TransportAnalyzer::~TransportAnalyzer() = default;
 
-TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std::uint64_t frame, double ts) {
-  FlowKey& k = last_key_.key;
+// The key add() files the packet under.
+TransportService TransportAnalyzer::flow_key(const DecodedPacket& p, FlowKey& k) {
   k = FlowKey{};
   endpoint_addresses(p, k);
   const OpcodeInfo& info = opcode_info(p.ib.bth.opcode);
@@ -195,19 +195,47 @@ TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std
   } else {
     k.dest_qp = p.ib.bth.dest_qp;
   }
+  return info.service;
+}
+
+TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std::uint64_t frame, double ts) {
+  FlowKey& k = last_key_.key;
+  const TransportService service = flow_key(p, k);
   last_key_.hash = flows_.hash_of(k);
   const std::uint32_t slot = flows_.find(k, last_key_.hash);
-  Flow& f = slot != decltype(flows_)::kNone ? *flows_.at(slot) : create_flow(k, last_key_.hash, info.service, frame, ts);
+  Flow& f = slot != decltype(flows_)::kNone ? *flows_.at(slot) : create_flow(k, last_key_.hash, service, frame, ts);
   last_key_.cc_slot = &f.cc_slot;
   last_key_.had_packets = f.s.packets != 0;
-  // With many flows each state is a miss: start the loads the packet will need.
+  prefetch_states(f);
+  return f;
+}
+
+// With many flows each state is a miss: start the loads the packet will need.
+void TransportAnalyzer::prefetch_states(const Flow& f) const {
   if (cc_ahead_ && f.cc_slot != UINT32_MAX) cc_ahead_->prefetch(f.cc_slot);
   if (f.req) {
     const auto* r = reinterpret_cast<const char*>(f.req.get());
     prefetch_line(r);
     prefetch_line(r + 64);
   }
-  return f;
+}
+
+bool TransportAnalyzer::looks_ahead() const { return flows_.cell_bytes() > kLookAheadFromBytes; }
+
+void TransportAnalyzer::look_ahead(const DecodedPacket& p, FlowAhead& a, int step) const {
+  if (step == 0) {
+    a.on = p.has_bth;
+    if (!a.on) return;
+    flow_key(p, a.key);
+    a.hash = flows_.hash_of(a.key);
+    flows_.prefetch_index(a.hash);
+  } else if (!a.on) {
+    return;
+  } else if (step == 1) {
+    flows_.prefetch_candidates(a.hash);
+  } else if (const std::uint32_t slot = flows_.find(a.key, a.hash); slot != decltype(flows_)::kNone) {
+    prefetch_states(*flows_.at(slot));
+  }
 }
 
 TransportAnalyzer::Flow& TransportAnalyzer::create_flow(const FlowKey& k, std::uint64_t hash, TransportService service,

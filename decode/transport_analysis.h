@@ -109,6 +109,17 @@ class TransportAnalyzer {
   // The congestion analysis that will see each packet next: its state for the
   // flow is loaded ahead as soon as the flow is found.
   void set_next_pass(const CongestionAnalyzer* cc) { cc_ahead_ = cc; }
+  // Looking ahead over a batch of frames decoded before add() sees them (with
+  // many flows each flow state is a miss; a batch's misses then overlap
+  // instead of each stalling its packet). Three steps, each over the whole
+  // batch before the next: 0 computes the packet's flow key and starts loading
+  // its index line, 1 the cells that may hold the flow, 2 (the cell in) the
+  // states add() reads next. Only loads: nothing add() decides depends on it.
+  void look_ahead(const DecodedPacket& p, FlowAhead& a, int step) const;
+  // While the flow states fit a core's L2 cache a look-up seldom misses:
+  // loading ahead would only repeat its work.
+  static constexpr std::size_t kLookAheadFromBytes = 512 * 1024;
+  bool looks_ahead() const;
   // Retires the flows idle for kIdleRetireSeconds at time `now` (the Analyzer
   // calls it every kSweepFrames frames, counted over the whole input, so that a
   // sharded analysis sweeps at the same points as one thread).
@@ -173,6 +184,8 @@ class TransportAnalyzer {
 
  private:
   Flow& flow_for(const DecodedPacket& p, std::uint64_t frame, double ts);
+  static TransportService flow_key(const DecodedPacket& p, FlowKey& k);
+  void prefetch_states(const Flow& f) const;
   Flow& create_flow(const FlowKey& k, std::uint64_t hash, TransportService service, std::uint64_t frame, double ts);
   void count_packet(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
   void check_pkey(Flow& f, const DecodedPacket& p, std::uint64_t frame, PacketAnalysis& out);
