@@ -98,17 +98,17 @@ void AnalysisSession::frames(std::span<const capture::Record> batch, std::uint32
   for (std::size_t i = 0; i < std::min(n, kLead); ++i) analyzer_->look_ahead(ahead_pkts_[i], ahead_[i], 2);
   for (std::size_t i = 0; i < n; ++i) {
     if (i + kLead < n) analyzer_->look_ahead(ahead_pkts_[i + kLead], ahead_[i + kLead], 2);
-    analyse(batch[i], ahead_pkts_[i]);
+    analyse(batch[i], ahead_pkts_[i], &ahead_[i]);
   }
 }
 
 // The frame's analysis and outputs, `pkt` its decode.
-void AnalysisSession::analyse(const capture::Record& rec, const decode::DecodedPacket& pkt) {
+void AnalysisSession::analyse(const capture::Record& rec, const decode::DecodedPacket& pkt, const decode::FlowAhead* ahead) {
   ++frame_;
   const double ts = static_cast<double>(rec.ts_sec) + rec.ts_nsec * 1e-9;
   if (std::isnan(first_ts_)) first_ts_ = ts;
   decode::PacketAnalysis& pa = pa_;
-  analyzer_->add(pkt, frame_, ts, pa, rec.ts_ns());
+  analyzer_->add(pkt, frame_, ts, pa, rec.ts_ns(), ahead);
   analyzer_->copies().add(rec.data, rec.ts_ns());
   if (!replays_.empty())
     if (auto it = replays_.find(frame_); it != replays_.end()) decode::apply_replay(it->second, pa);

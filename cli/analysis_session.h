@@ -110,7 +110,7 @@ class AnalysisSession {
   std::uint32_t linktype_ = 0;
   std::uint64_t frame_ = 0;
   double first_ts_ = std::numeric_limits<double>::quiet_NaN();  // not set yet: any time sets it, even before 1970
-  void analyse(const capture::Record& rec, const decode::DecodedPacket& pkt);
+  void analyse(const capture::Record& rec, const decode::DecodedPacket& pkt, const decode::FlowAhead* ahead = nullptr);
 
   decode::DecodedPacket pkt_;
   std::vector<decode::DecodedPacket> ahead_pkts_ = std::vector<decode::DecodedPacket>(kBatchFrames);

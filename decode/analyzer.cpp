@@ -15,13 +15,14 @@ Analyzer::Analyzer()
 }
 Analyzer::~Analyzer() = default;
 
-void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out, std::int64_t ts_ns) {
+void Analyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out, std::int64_t ts_ns,
+                   const FlowAhead* ahead) {
   if (ts_ns == kNoNs) ts_ns = std::llround(ts * 1e9);
   out.reset();
   anomalies_.set_order_key(frame);
   bool qp_counted = false;
   if (p.is_rdma() && p.has_bth) {
-    transport_->add(p, frame, ts, out, ts_ns);
+    transport_->add(p, frame, ts, out, ts_ns, ahead && ahead->on ? ahead : nullptr);
     // A flow keyed by this packet's destination QP that had packets before: each
     // of them was counted with the same QP key.
     const TransportAnalyzer::KeyedFlow& k = transport_->last_key();

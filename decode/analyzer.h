@@ -63,6 +63,7 @@ class TransportAnalyzer;  // IB / RoCE (transport_analysis.h)
 struct FlowAhead {
   FlowKey key;
   std::uint64_t hash = 0;
+  std::uint32_t slot = UINT32_MAX;  // the flow's slot at the last step (a hint: it may have gone since)
   bool on = false;  // the frame has a flow to load
 };
 
@@ -80,7 +81,9 @@ class Analyzer {
   // integer nanoseconds when the caller has it (the pause analysis works in ns,
   // finer than a double of seconds since the epoch resolves), else from `ts`.
   static constexpr std::int64_t kNoNs = INT64_MIN;
-  void add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out, std::int64_t ts_ns = kNoNs);
+  // `ahead`: what look_ahead found for `p` (its key, hash and slot are not looked up again).
+  void add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out, std::int64_t ts_ns = kNoNs,
+           const FlowAhead* ahead = nullptr);
   // Starts loading what add() will read for `p`, a frame decoded ahead of its
   // analysis (for a batch, step 0 on each frame, then 1, then 2, the later the
   // nearer add(): TransportAnalyzer::look_ahead). Only loads: add()'s results

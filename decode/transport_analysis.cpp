@@ -198,11 +198,24 @@ TransportService TransportAnalyzer::flow_key(const DecodedPacket& p, FlowKey& k)
   return info.service;
 }
 
-TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std::uint64_t frame, double ts) {
+// `ahead` (look_ahead's, for this packet): its key and hash, and its slot if
+// that still holds the flow (a frame before it may have made or retired flows).
+TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std::uint64_t frame, double ts,
+                                                     const FlowAhead* ahead) {
   FlowKey& k = last_key_.key;
-  const TransportService service = flow_key(p, k);
-  last_key_.hash = flows_.hash_of(k);
-  const std::uint32_t slot = flows_.find(k, last_key_.hash);
+  TransportService service;
+  std::uint32_t slot;
+  if (ahead) {
+    k = ahead->key;
+    last_key_.hash = ahead->hash;
+    service = opcode_info(p.ib.bth.opcode).service;
+    slot = ahead->slot != decltype(flows_)::kNone && flows_.holds(ahead->slot, k) ? ahead->slot
+                                                                                 : flows_.find(k, ahead->hash);
+  } else {
+    service = flow_key(p, k);
+    last_key_.hash = flows_.hash_of(k);
+    slot = flows_.find(k, last_key_.hash);
+  }
   Flow& f = slot != decltype(flows_)::kNone ? *flows_.at(slot) : create_flow(k, last_key_.hash, service, frame, ts);
   last_key_.cc_slot = &f.cc_slot;
   last_key_.had_packets = f.s.packets != 0;
@@ -225,6 +238,7 @@ bool TransportAnalyzer::looks_ahead() const { return flows_.cell_bytes() > kLook
 void TransportAnalyzer::look_ahead(const DecodedPacket& p, FlowAhead& a, int step) const {
   if (step == 0) {
     a.on = p.has_bth;
+    a.slot = decltype(flows_)::kNone;
     if (!a.on) return;
     flow_key(p, a.key);
     a.hash = flows_.hash_of(a.key);
@@ -233,8 +247,9 @@ void TransportAnalyzer::look_ahead(const DecodedPacket& p, FlowAhead& a, int ste
     return;
   } else if (step == 1) {
     flows_.prefetch_candidates(a.hash);
-  } else if (const std::uint32_t slot = flows_.find(a.key, a.hash); slot != decltype(flows_)::kNone) {
-    prefetch_states(*flows_.at(slot));
+  } else {
+    a.slot = flows_.find(a.key, a.hash);
+    if (a.slot != decltype(flows_)::kNone) prefetch_states(*flows_.at(a.slot));
   }
 }
 
@@ -358,10 +373,10 @@ void TransportAnalyzer::check_pkey(Flow& f, const DecodedPacket& p, std::uint64_
 }
 
 void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out,
-                            std::int64_t ts_ns) {
+                            std::int64_t ts_ns, const FlowAhead* ahead) {
   if (!p.has_bth) return;
   const OpcodeInfo& info = opcode_info(p.ib.bth.opcode);
-  Flow& f = flow_for(p, frame, ts);
+  Flow& f = flow_for(p, frame, ts, ahead);
   count_packet(f, p, frame, ts, out);
   IcrcOriginTracker::Direction* origin = nullptr;  // a bad ICRC's direction (icrc_origin.h)
   bool corrupt = p.vcrc == CrcStatus::bad;

@@ -93,7 +93,8 @@ class TransportAnalyzer {
   ~TransportAnalyzer();
 
   static constexpr std::int64_t kNoNs = INT64_MIN;  // `ts_ns` not given: taken from `ts`
-  void add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out, std::int64_t ts_ns = kNoNs);
+  void add(const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out, std::int64_t ts_ns = kNoNs,
+           const FlowAhead* ahead = nullptr);
   // The flow key of the packet add() had last, and its hash (the congestion
   // analysis keys its flows the same way, except UD: it need not hash it again).
   // `cc_slot`: a word in that flow's state for the congestion analysis to
@@ -115,7 +116,7 @@ class TransportAnalyzer {
   // batch before the next: 0 computes the packet's flow key and starts loading
   // its index line, 1 the cells that may hold the flow, 2 (the cell in) the
   // states add() reads next. Only loads: nothing add() decides depends on it.
-  void look_ahead(const DecodedPacket& p, FlowAhead& a, int step) const;
+  void look_ahead(const DecodedPacket& p, FlowAhead& a, int step) const;  // (sets a.slot at step 2)
   // While the flow states fit a core's L2 cache a look-up seldom misses:
   // loading ahead would only repeat its work.
   static constexpr std::size_t kLookAheadFromBytes = 512 * 1024;
@@ -183,7 +184,7 @@ class TransportAnalyzer {
   struct Flow;  // state (transport_analysis.cpp)
 
  private:
-  Flow& flow_for(const DecodedPacket& p, std::uint64_t frame, double ts);
+  Flow& flow_for(const DecodedPacket& p, std::uint64_t frame, double ts, const FlowAhead* ahead);
   static TransportService flow_key(const DecodedPacket& p, FlowKey& k);
   void prefetch_states(const Flow& f) const;
   Flow& create_flow(const FlowKey& k, std::uint64_t hash, TransportService service, std::uint64_t frame, double ts);
