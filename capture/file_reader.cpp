@@ -261,7 +261,6 @@ void FileReader::prefetch_after_record() {
   for (; prefetched_ < until; prefetched_ += 64) decode::prefetch_line(map_ + (prefetched_ - map_base_));
 }
 
-// Something unusual (a cut record, an oversized length): libpcap's rules and messages from here on.
 // Reading on would move the window or leave it for libpcap (hold_window_):
 // next_mapped returns false with window_held_ set and nothing read, and the
 // batch ends there; the next batch begins with that record. A record libpcap or
@@ -293,6 +292,7 @@ bool FileReader::leave_window(Record& rec) {
   return fall_back(rec);
 }
 
+// Something unusual (a cut record, an oversized length): libpcap's rules and messages from here on.
 bool FileReader::fall_back(Record& rec) {
   unmap();
   mapped_ = false;

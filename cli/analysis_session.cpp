@@ -72,9 +72,14 @@ void AnalysisSession::frame(const capture::Record& rec) { frame(rec, linktype_);
 
 // Live capture interleaves interfaces, each with its own link type.
 void AnalysisSession::frame(const capture::Record& rec, std::uint32_t linktype, std::uint16_t point) {
-  decode::decode_frame(linktype, rec.data, rec.wirelen, opts_.decode, pkt_);
-  decode::take_reader_point(pkt_, point);
+  decode_record(rec, linktype, point, pkt_);
   analyse(rec, pkt_);
+}
+
+void AnalysisSession::decode_record(const capture::Record& rec, std::uint32_t linktype, std::uint16_t point,
+                                    decode::DecodedPacket& pkt) const {
+  decode::decode_frame(linktype, rec.data, rec.wirelen, opts_.decode, pkt);
+  decode::take_reader_point(pkt, point);
 }
 
 void AnalysisSession::frames(std::span<const capture::Record> batch, std::uint32_t linktype, std::uint16_t point) {
@@ -86,8 +91,7 @@ void AnalysisSession::frames(std::span<const capture::Record> batch, std::uint32
   }
   looked_ahead_ += n;
   for (std::size_t i = 0; i < n; ++i) {
-    decode::decode_frame(linktype, batch[i].data, batch[i].wirelen, opts_.decode, ahead_pkts_[i]);
-    decode::take_reader_point(ahead_pkts_[i], point);
+    decode_record(batch[i], linktype, point, ahead_pkts_[i]);
     analyzer_->look_ahead(ahead_pkts_[i], ahead_[i], 0);
   }
   // Each step's loads need time to arrive (~0.1-0.2 us here) before the next

@@ -110,6 +110,7 @@ class AnalysisSession {
   std::uint32_t linktype_ = 0;
   std::uint64_t frame_ = 0;
   double first_ts_ = std::numeric_limits<double>::quiet_NaN();  // not set yet: any time sets it, even before 1970
+  void decode_record(const capture::Record& rec, std::uint32_t linktype, std::uint16_t point, decode::DecodedPacket& pkt) const;
   void analyse(const capture::Record& rec, const decode::DecodedPacket& pkt, const decode::FlowAhead* ahead = nullptr);
 
   decode::DecodedPacket pkt_;

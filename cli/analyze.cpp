@@ -68,7 +68,7 @@ int analyze_serial(const AnalyzeOptions& o, AnalysisSession& session) {
     const std::uint64_t file_size = path != "-" && ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
     exporters::ProgressBar progress(!o.quiet);
     std::array<capture::Record, AnalysisSession::kBatchFrames> batch;
-    std::uint64_t polled = 0;
+    std::uint64_t polled = 0, shown = 0;
     // Without look-ahead, one frame at a time (as frame() by frame(): the tests' reference).
     const std::size_t batch_len = session.options().look_ahead == SessionOptions::LookAhead::never ? 1 : batch.size();
     while (const std::size_t n = reader.next_batch(std::span(batch.data(), batch_len))) {
@@ -79,9 +79,11 @@ int analyze_serial(const AnalyzeOptions& o, AnalysisSession& session) {
         polled = reader.records_read();
         heap.poll();
       }
-      if (progress.on() && (reader.records_read() & ~std::uint64_t{4095}) != ((reader.records_read() - n) & ~std::uint64_t{4095}))
+      if (progress.on() && reader.records_read() - shown >= 4096) {
+        shown = reader.records_read();
         progress.update(path, static_cast<std::uint64_t>(std::max<std::int64_t>(0, reader.file_offset())), file_size,
                         reader.records_read());
+      }
     }
     progress.clear();
     session.end_input(reader.records_read(), reader.stop_reason());

@@ -209,8 +209,7 @@ TransportAnalyzer::Flow& TransportAnalyzer::flow_for(const DecodedPacket& p, std
     k = ahead->key;
     last_key_.hash = ahead->hash;
     service = opcode_info(p.ib.bth.opcode).service;
-    slot = ahead->slot != decltype(flows_)::kNone && flows_.holds(ahead->slot, k) ? ahead->slot
-                                                                                 : flows_.find(k, ahead->hash);
+    slot = flows_.holds(ahead->slot, k) ? ahead->slot : flows_.find(k, ahead->hash);
   } else {
     service = flow_key(p, k);
     last_key_.hash = flows_.hash_of(k);

@@ -112,11 +112,12 @@ class TransportAnalyzer {
   void set_next_pass(const CongestionAnalyzer* cc) { cc_ahead_ = cc; }
   // Looking ahead over a batch of frames decoded before add() sees them (with
   // many flows each flow state is a miss; a batch's misses then overlap
-  // instead of each stalling its packet). Three steps, each over the whole
-  // batch before the next: 0 computes the packet's flow key and starts loading
-  // its index line, 1 the cells that may hold the flow, 2 (the cell in) the
-  // states add() reads next. Only loads: nothing add() decides depends on it.
-  void look_ahead(const DecodedPacket& p, FlowAhead& a, int step) const;  // (sets a.slot at step 2)
+  // instead of each stalling its packet). Three steps per frame, each once the
+  // previous step's loads have had time to arrive: 0 computes the packet's flow
+  // key and starts loading its index line, 1 the cells that may hold the flow,
+  // 2 (the cell in) finds its slot and loads the states add() reads next. Only
+  // loads and the key, hash and slot add() would compute (`a`, given to add()).
+  void look_ahead(const DecodedPacket& p, FlowAhead& a, int step) const;
   // While the flow states fit a core's L2 cache a look-up seldom misses:
   // loading ahead would only repeat its work.
   static constexpr std::size_t kLookAheadFromBytes = 512 * 1024;
