@@ -5,9 +5,11 @@
 // own; a packet rate above this one's cannot be reached on the same machine.
 //
 // usage: read_floor FILE   (prints records, bytes and the CRCs' XOR, so the
-// work cannot be optimised away; bench/run times it as a whole process)
+// work cannot be optimised away; bench/run times it as a whole process).
+// RDMADIAG_READ_COPY=1: copy the windows into a buffer instead of mapping them.
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 
 #include "capture/file_reader.h"
 #include "decode/crc.h"
@@ -18,6 +20,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   rdmadiag::capture::FileReader reader;
+  reader.set_map_windows(std::getenv("RDMADIAG_READ_COPY") == nullptr);  // as analyze -j 1 reads
   if (!reader.open(argv[1])) {
     std::fprintf(stderr, "read_floor: %s\n", reader.error().c_str());
     return 3;

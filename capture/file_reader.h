@@ -4,7 +4,7 @@
 //
 // Fast path: a regular classic-pcap file, or a pcapng file of one section and
 // one interface with micro- or nanosecond time stamps, is read a window at a
-// time (one pread into a reused buffer) and its records are handed out in
+// time (one pread into a reused buffer, or mapped) and its records are handed out in
 // place (no copy per record; libpcap copies each one twice, from the page
 // cache into stdio's buffer and then into its own). A record's data is valid
 // until the next call to next(), as with libpcap. libpcap still opens the file
@@ -191,6 +191,14 @@ class FileReader {
   // for the hardware prefetcher. A reader of every record streams well without:
   // the loop was a third of next()'s instructions there.
   void set_prefetch_ahead(bool on) { prefetch_ahead_ = on; }
+  // Map the file's windows instead of copying them into a buffer (off by
+  // default). For one thread reading every record (analyze -j 1): no copy out of
+  // the page cache, and the bytes ahead are prefetched instead (a mapped
+  // page is not in the cache as a copied one is). Not for threads: each unmap
+  // would interrupt the other cores to flush their TLBs. A file cut while it
+  // is read stops the reading with a reason (stop_reason()), not SIGBUS.
+  void set_map_windows(bool on) { map_windows_ = on; }
+  std::uint64_t windows_mapped() const { return windows_mapped_; }
   // Before open(): false reads every record through libpcap (the file reader
   // fuzzer's oracle for the records read in place).
   void set_read_in_place(bool on) { read_in_place_ = on; }
@@ -231,6 +239,9 @@ class FileReader {
   bool next_mapped(Record& rec);
   void prefetch_after_record();
   bool map_window(std::size_t pos);
+  bool map_file_window(std::size_t pos);
+  bool stop_cut_while_read();
+  bool file_shrank() const;
   bool leave_window(Record& rec);
   bool fall_back(Record& rec);
   bool take_over_pcapng(const std::string& refusal);
@@ -241,16 +252,20 @@ class FileReader {
   pcap* handle_ = nullptr;
   std::unique_ptr<PcapngReader> pcapng_;  // set when libpcap refused mixed interfaces
   // Classic pcap in a regular file is read a window at a time into one
-  // buffer (mapped_: true; otherwise libpcap reads every record). A read
-  // copies from the page cache at a fraction of the cost of mapping the same
-  // pages (page tables built and torn down, TLB shootdowns with threads), and
-  // leaves the bytes in the cache for the decode.
+  // buffer (mapped_: true; otherwise libpcap reads every record), or mapped
+  // (set_map_windows). With threads a read costs less than a mapping (page
+  // tables built and torn down, TLB shootdowns) and leaves the bytes in the
+  // cache for the decode; one thread saves the copy by mapping.
   bool mapped_ = false;
   bool classic_pcap_ = false;  // not pcapng
   PcapLayout layout_;
   std::unique_ptr<std::uint8_t[]> buffer_;
   std::size_t buffer_len_ = 0;
-  const std::uint8_t* map_ = nullptr;  // the window (in buffer_), nullptr when none
+  const std::uint8_t* map_ = nullptr;  // the window (in buffer_ or mapped), nullptr when none
+  bool map_windows_ = false;
+  void* mapped_base_ = nullptr;  // the window's mapping (map_windows_), page-aligned
+  std::size_t mapped_len_ = 0;
+  std::uint64_t windows_mapped_ = 0;
   std::size_t map_base_ = 0;     // its offset in the file
   std::size_t map_len_ = 0;
   std::size_t map_pos_ = 0;      // file offset of the next record header

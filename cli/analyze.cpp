@@ -51,8 +51,12 @@ constexpr int kExitDamaged = 3;
 int analyze_serial(const AnalyzeOptions& o, AnalysisSession& session) {
   int status = kExitOk;
   HeapPrefault heap;
+  std::uint64_t windows_mapped = 0;
   for (const std::string& path : o.files) {
     capture::FileReader reader;
+    // One thread reads every record: mapped, not copied (RDMADIAG_READ_COPY=1
+    // copies, for the benchmarks and tests).
+    reader.set_map_windows(std::getenv("RDMADIAG_READ_COPY") == nullptr);
     if (!reader.open(path)) {
       std::fprintf(stderr, "rdmadiag analyze: %s\n", reader.error().c_str());
       session.input_failed(path, reader.error());
@@ -91,10 +95,12 @@ int analyze_serial(const AnalyzeOptions& o, AnalysisSession& session) {
       std::fprintf(stderr, "rdmadiag analyze: %s: damaged capture, %s\n", path.c_str(), reader.stop_reason().c_str());
       status = std::max(status, kExitDamaged);
     }
+    windows_mapped += reader.windows_mapped();
   }
-  if (std::getenv("RDMADIAG_LOOK_AHEAD_STATS"))  // for the tests: whether frames were loaded ahead
-    std::fprintf(stderr, "rdmadiag analyze: frames loaded ahead: %llu\n",
-                 static_cast<unsigned long long>(session.frames_looked_ahead()));
+  if (std::getenv("RDMADIAG_LOOK_AHEAD_STATS"))  // for the tests: whether frames were loaded ahead, windows mapped
+    std::fprintf(stderr, "rdmadiag analyze: frames loaded ahead: %llu\nrdmadiag analyze: windows mapped: %llu\n",
+                 static_cast<unsigned long long>(session.frames_looked_ahead()),
+                 static_cast<unsigned long long>(windows_mapped));
   if (std::getenv("RDMADIAG_HUGE_PAGES_STATE"))  // for the tests: what the heap was given (cli/heap_prefault.h)
     std::fprintf(stderr, "rdmadiag analyze: heap: THP mode '%s', %s, %llu MiB marked huge, %llu MiB pre-faulted; "
                  "AnonHugePages: %ld kB\n", thp_mode().c_str(), heap.huge() ? "huge pages" : heap.on() ? "pre-fault" : "off",

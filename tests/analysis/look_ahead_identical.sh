@@ -8,33 +8,41 @@
 # cut inside a record (damage): the text
 # report, the JSON report and stderr, RDMADIAG_LOOK_AHEAD=always against never,
 # byte for byte. The default (automatic) must load ahead on the many-connection
-# captures and not on the small ones, and then print the same too.
+# captures and not on the small ones, and then print the same too; and so
+# must the default with the file copied into a buffer (RDMADIAG_READ_COPY=1)
+# instead of mapped (capture::FileReader::set_map_windows).
 # usage: look_ahead_identical.sh RDMADIAG GEN_CAPTURE PCAP_DIR WORK_DIR
 set -u
 bin=$1 gen=$2 pcaps=$3 work=$4
 rm -rf "$work" && mkdir -p "$work" || exit 1
 fail=0
 
-run() {  # name mode files...
+run() {  # name mode files...  (mode: always, never, automatic, or copied: automatic, not mapped)
   name=$1 mode=$2
   shift 2
   out="$work/$name.$mode"
-  RDMADIAG_LOOK_AHEAD=$mode "$bin" analyze "$@" > "$out.txt" 2> "$out.err"
+  copy= ahead=$mode
+  [ "$mode" = copied ] && copy=1 ahead=automatic
+  set -- env ${copy:+RDMADIAG_READ_COPY=1} RDMADIAG_LOOK_AHEAD=$ahead "$bin" analyze "$@"
+  "$@" > "$out.txt" 2> "$out.err"
   echo "exit $?" >> "$out.txt"
-  RDMADIAG_LOOK_AHEAD=$mode "$bin" analyze -q --json "$out.json" "$@" 2>> "$out.err"
+  "$@" -q --json "$out.json" 2>> "$out.err"
   echo "exit $?" >> "$out.json"
-  RDMADIAG_LOOK_AHEAD=$mode RDMADIAG_LOOK_AHEAD_STATS=1 "$bin" analyze -q "$@" 2>&1 >/dev/null |
-    sed -n 's/^rdmadiag analyze: frames loaded ahead: //p' > "$out.ahead"
+  RDMADIAG_LOOK_AHEAD_STATS=1 "$@" -q 2> "$out.stats" >/dev/null
+  sed -n 's/^rdmadiag analyze: frames loaded ahead: //p' "$out.stats" > "$out.ahead"
+  sed -n 's/^rdmadiag analyze: windows mapped: //p' "$out.stats" > "$out.mapped"
 }
 
 check() {  # name files...
   name=$1
   shift
-  for mode in always never automatic; do run "$name" "$mode" "$@"; done
+  for mode in always never automatic copied; do run "$name" "$mode" "$@"; done
   grep -q '"flows"' "$work/$name.never.json" || { echo "FAIL $name: no JSON report"; fail=1; return; }
   [ "$(cat "$work/$name.always.ahead")" -gt 0 ] || { echo "FAIL $name: nothing loaded ahead with always"; fail=1; }
   [ "$(cat "$work/$name.never.ahead")" -eq 0 ] || { echo "FAIL $name: frames loaded ahead with never"; fail=1; }
-  for mode in always automatic; do
+  [ "$(cat "$work/$name.never.mapped")" -gt 0 ] || { echo "FAIL $name: no window mapped by default"; fail=1; }
+  [ "$(cat "$work/$name.copied.mapped")" -eq 0 ] || { echo "FAIL $name: windows mapped with RDMADIAG_READ_COPY"; fail=1; }
+  for mode in always automatic copied; do
     for kind in txt json err; do
       if ! cmp -s "$work/$name.never.$kind" "$work/$name.$mode.$kind"; then
         echo "FAIL $name: $kind with look-ahead $mode differs from never:"
