@@ -206,8 +206,7 @@ namespace {
 // faster (docs/performance.md, session 37).
 constexpr std::size_t kMapWindowBytes = std::size_t{8} << 20;
 
-std::atomic<std::uintptr_t> g_map_begin{0}, g_map_end{0};  // the mapped window, for the handler
-const FileReader* g_map_owner = nullptr;                   // the reader that maps it
+std::atomic<std::uintptr_t> g_map_begin{0}, g_map_end{0};  // the guarded mapping, for the handler
 volatile std::sig_atomic_t g_map_cut = 0;                  // a read of it hit a page the file no longer has
 struct sigaction g_bus_before {};
 
@@ -229,7 +228,7 @@ void on_bus_error(int, siginfo_t* info, void*) {
       return;  // the read is made again, of zeros
     }
   }
-  // Not a read of the window: what would have happened without this handler.
+  // Not a read of the mapping: what would have happened without this handler.
   ::sigaction(SIGBUS, &g_bus_before, nullptr);
 }
 
@@ -246,13 +245,28 @@ bool catch_bus_errors() {
 
 }  // namespace
 
+bool guard_mapping(const void* begin, std::size_t len) {
+  std::uintptr_t none = 0;
+  const auto b = reinterpret_cast<std::uintptr_t>(begin);
+  if (!catch_bus_errors() || !g_map_begin.compare_exchange_strong(none, b)) return false;
+  g_map_end.store(b + len);
+  return true;
+}
+
+void unguard_mapping(const void* begin) {
+  if (g_map_begin.load() != reinterpret_cast<std::uintptr_t>(begin)) return;
+  g_map_end.store(0);
+  g_map_begin.store(0);
+}
+
+bool mapping_cut() { return g_map_cut != 0; }
+void clear_mapping_cut() { g_map_cut = 0; }
+
 void FileReader::unmap() {
   if (mapped_base_) {
-    g_map_end.store(0, std::memory_order_relaxed);
-    g_map_begin.store(0, std::memory_order_relaxed);
+    unguard_mapping(mapped_base_);
     ::munmap(mapped_base_, mapped_len_);
     mapped_base_ = nullptr;
-    g_map_owner = nullptr;
   }
   map_ = nullptr;
 }
@@ -260,18 +274,18 @@ void FileReader::unmap() {
 // Maps the window that starts at file offset `pos`; false if it cannot (another
 // reader maps one, or mmap failed): it is read into the buffer then.
 bool FileReader::map_file_window(std::size_t pos) {
-  if ((g_map_owner && g_map_owner != this) || !catch_bus_errors()) return false;
   const std::size_t start = pos - pos % page_bytes();
   const std::size_t len =
       std::min(std::max(kMapWindowBytes, max_record_len(layout_) + page_bytes()), layout_.file_size - start);
   void* m = ::mmap(nullptr, len, PROT_READ, MAP_SHARED | MAP_POPULATE, layout_.fd, static_cast<off_t>(start));
   if (m == MAP_FAILED) return false;
+  if (!guard_mapping(m, len)) {
+    ::munmap(m, len);
+    return false;
+  }
   mapped_base_ = m;
   mapped_len_ = len;
   ++windows_mapped_;
-  g_map_owner = this;
-  g_map_begin.store(reinterpret_cast<std::uintptr_t>(m), std::memory_order_relaxed);
-  g_map_end.store(reinterpret_cast<std::uintptr_t>(m) + len, std::memory_order_relaxed);
   map_ = static_cast<const std::uint8_t*>(m) + (pos - start);
   map_len_ = len - (pos - start);
   return true;
@@ -286,7 +300,7 @@ bool FileReader::file_shrank() const {
 // records read from that window past the cut held what the kernel still had
 // of its pages (old bytes, or zeros).
 bool FileReader::stop_cut_while_read() {
-  g_map_cut = 0;
+  clear_mapping_cut();
   unmap();
   mapped_ = false;
   stop_reason_ = "stopped after record " + std::to_string(records_) +
@@ -330,7 +344,7 @@ bool FileReader::map_window(std::size_t pos) {
 bool FileReader::next_mapped(Record& rec) {
   const std::size_t hlen = record_header_len(layout_);
   for (;;) {
-    if (g_map_cut && mapped_base_) return stop_cut_while_read();
+    if (mapped_base_ && mapping_cut()) return stop_cut_while_read();
     const std::size_t left = layout_.file_size - map_pos_;
     if (left == 0) return false;  // the end, exactly at a record boundary
     if (left < hlen) return leave_window(rec);
@@ -393,7 +407,7 @@ std::size_t FileReader::next_batch(std::span<Record> out) {
 // ends (next_batch), else from the next window or through libpcap.
 bool FileReader::leave_window(Record& rec) {
   // The header was read as zeros (SIGBUS), or past the file's new end in its last page.
-  if (mapped_base_ && (g_map_cut || file_shrank())) return stop_cut_while_read();
+  if (mapped_base_ && (mapping_cut() || file_shrank())) return stop_cut_while_read();
   if (hold_window_) {
     window_held_ = true;
     return false;

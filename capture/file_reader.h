@@ -168,6 +168,16 @@ bool plausible_record_chain(const std::uint8_t* h, std::size_t avail, std::size_
 // fewer at the end of the file or on an error. Returns how many were read.
 std::size_t read_at(int fd, std::uint8_t* buf, std::size_t len, std::size_t offset);
 
+// File bytes read from a mapping, where a read of a page the file no longer
+// has (the file cut while it is read) must not end the process with SIGBUS:
+// one mapping at a time is guarded; such a read then gives zeros, and
+// mapping_cut() says so until cleared. guard_mapping is false when another
+// mapping is guarded (read into a buffer then).
+bool guard_mapping(const void* begin, std::size_t len);
+void unguard_mapping(const void* begin);
+bool mapping_cut();
+void clear_mapping_cut();
+
 class FileReader {
  public:
   FileReader();  // (out of line: PcapngReader is complete only there)

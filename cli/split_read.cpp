@@ -1,5 +1,6 @@
 #include "cli/split_read.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,6 +30,9 @@ constexpr std::size_t kReadChunk = std::size_t{128} << 10;
 constexpr std::size_t kPastEndRead = std::size_t{4} << 10;
 // Bytes past a candidate first record that its chain check may see.
 constexpr std::size_t kStartProbeBytes = std::size_t{64} << 10;
+// How far ahead of each record a walk of mapped bytes prefetches them: a
+// mapped page is not in the cache as a page just copied is.
+constexpr std::size_t kWalkPrefetch = 4096;
 }  // namespace
 
 SplitRead::SplitRead(std::vector<std::unique_ptr<ShardPass>>& passes, const std::string& path,
@@ -40,6 +44,8 @@ SplitRead::SplitRead(std::vector<std::unique_ptr<ShardPass>>& passes, const std:
       slots_(passes.size() * kSlotsPerThread),
       visited_(std::make_unique<std::atomic<std::uint64_t>[]>(passes.size())),
       assigner_(passes.at(0)->assigner()) {
+  map_file();
+  part_bytes_ = file_map_ ? kMappedPartBytes : kPartBytes;
   // For the tests: small parts, so that a small capture crosses many part boundaries.
   if (const char* bytes = std::getenv("RDMADIAG_JOBS_PART_BYTES"))
     part_bytes_ = std::max<std::size_t>(64, std::strtoull(bytes, nullptr, 10));
@@ -53,7 +59,46 @@ SplitRead::SplitRead(std::vector<std::unique_ptr<ShardPass>>& passes, const std:
     first_ts_ = capture::record_at(head, layout_).ts_sec;
 }
 
-SplitRead::~SplitRead() = default;
+SplitRead::~SplitRead() {
+  if (!file_map_) return;
+  capture::unguard_mapping(file_map_);
+  ::munmap(const_cast<std::uint8_t*>(file_map_), layout_.file_size);
+}
+
+// The whole file, mapped once (no page tables yet: each part is populated as
+// it is taken, and dropped when its slot is taken again), unless
+// RDMADIAG_READ_COPY is set or it cannot be guarded (capture::guard_mapping).
+void SplitRead::map_file() {
+  if (std::getenv("RDMADIAG_READ_COPY") || layout_.file_size == 0) return;
+  void* m = ::mmap(nullptr, layout_.file_size, PROT_READ, MAP_SHARED, layout_.fd, 0);
+  if (m == MAP_FAILED) return;
+  if (!capture::guard_mapping(m, layout_.file_size)) {
+    ::munmap(m, layout_.file_size);
+    return;
+  }
+  file_map_ = static_cast<const std::uint8_t*>(m);
+  page_bytes_ = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// A mapped part's bytes, up to one record past its end, into the page tables
+// in one call (a page fault each would cost more).
+void SplitRead::map_part(Part& part) const {
+  const std::size_t first = part.begin - part.begin % page_bytes_;
+  part.map = file_map_ + part.begin;
+  part.map_base = part.begin;
+  part.map_len = std::min(layout_.file_size, part.end + capture::max_record_len(layout_)) - part.begin;
+  ::madvise(const_cast<std::uint8_t*>(file_map_) + first, part.begin + part.map_len - first, MADV_POPULATE_READ);
+}
+
+// The pages of a mapped part every thread is done with out of the page tables,
+// so that resident memory stays at the parts in flight (one TLB flush a part).
+// Its last page may hold the next part's first records: it stays. A page
+// dropped that is read again is only faulted in again.
+void SplitRead::drop_part(const Part& part) const {
+  const std::size_t from = part.map_base - part.map_base % page_bytes_;
+  const std::size_t to = part.end - part.end % page_bytes_;
+  if (to > from) ::madvise(const_cast<std::uint8_t*>(file_map_) + from, to - from, MADV_DONTNEED);
+}
 
 // Reads the part's bytes up to file offset `until` into its slot's buffer, a
 // chunk at a time as the walk goes (a read costs a fraction
@@ -64,6 +109,7 @@ SplitRead::~SplitRead() = default;
 bool SplitRead::read_more(Part& part, std::size_t until) const {
   std::size_t have = part.map_base + part.map_len;
   const std::size_t limit = std::min(layout_.file_size, part.end + capture::max_record_len(layout_));
+  if (file_map_) return std::min(until, limit) <= have;  // mapped: map_part covered up to the limit
   const std::size_t step = have < part.end ? std::max(std::min(kReadChunk, part.end - have), kPastEndRead) : kPastEndRead;
   until = std::min(limit, std::max(until, have + step));
   const std::size_t n = capture::read_at(layout_.fd, part.buffer.get() + part.map_len, until - have, have);
@@ -124,19 +170,27 @@ bool SplitRead::walk_next() {
   part.walked.store(false, std::memory_order_relaxed);
   part.analysed.store(0, std::memory_order_relaxed);
   part.index.store(index, std::memory_order_release);  // a reader that sees it sees walked == false
+  if (file_map_ && index >= slots_.size()) drop_part(part);  // the part the slot held before
   part.begin = layout_.first_record + index * part_bytes_;
   part.end = std::min(layout_.file_size, part.begin + part_bytes_);
   part.start = kNone;
   part.records.clear();
-  if (!part.buffer)  // room for the part and the longest record that can start at its end
-    part.buffer = std::make_unique_for_overwrite<std::uint8_t[]>(part_bytes_ + capture::max_record_len(layout_));
-  part.map = part.buffer.get();
-  part.map_base = part.begin;
-  part.map_len = 0;
+  if (file_map_) {
+    map_part(part);
+  } else {
+    if (!part.buffer)  // room for the part and the longest record that can start at its end
+      part.buffer = std::make_unique_for_overwrite<std::uint8_t[]>(part_bytes_ + capture::max_record_len(layout_));
+    part.map = part.buffer.get();
+    part.map_base = part.begin;
+    part.map_len = 0;
+  }
   bool readable = true;
   const std::size_t start = find_start(part, index, readable);
   if (!readable) part.map = nullptr;
   if (start != kNone) walk(part, start);
+  // The file was cut while mapped (its lost pages read as zeros): from this
+  // part on every thread reads the rest itself, as when a read comes up short.
+  if (file_map_ && capture::mapping_cut()) part.map = nullptr;
   part.walked.store(true, std::memory_order_release);
   notify();
   return true;
@@ -152,7 +206,9 @@ void SplitRead::walk(Part& part, std::size_t from) const {
   part.damage = kNone;
   const std::size_t hlen = capture::record_header_len(layout_);
   std::size_t off = from;
+  std::size_t prefetched = from;
   while (off < part.end && off < layout_.file_size) {
+    if (file_map_) prefetch_walk(part, off, prefetched);
     // (the bytes come in by chunks, each read right before the walk reads it: in the cache)
     const std::uint8_t* h = load(part, off + hlen) ? part.at(off) : nullptr;
     bool is_record = false;
@@ -171,6 +227,13 @@ void SplitRead::walk(Part& part, std::size_t from) const {
     part.icrc_verified += part.records.back().icrc ? 1 : 0;
   }
   part.landing = off;
+}
+
+// Mapped bytes: the kWalkPrefetch ahead of `off` into the cache, each line once.
+void SplitRead::prefetch_walk(const Part& part, std::size_t off, std::size_t& prefetched) const {
+  const std::size_t until = std::min(off + kWalkPrefetch, part.map_base + part.map_len);
+  prefetched = std::max(prefetched, off);
+  for (; prefetched < until; prefetched += 64) decode::prefetch_line(part.at(prefetched));
 }
 
 // The length of the record (or pcapng block libpcap passes over) whose header

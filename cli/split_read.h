@@ -59,6 +59,10 @@ class SplitRead {
   // the cache (-j 2: 5 % less CPU than 1 MiB and 4 in flight, once a part no
   // longer read 128 KiB past its end; docs/performance.md, session 27).
   static constexpr std::size_t kPartBytes = std::size_t{256} << 10;
+  // Mapped (the default), parts of 2 MiB: fewer calls to populate and drop
+  // them, and no copy to keep in the cache (-j 2 on the bench capture: 1 MiB
+  // 193 ms, 2 MiB 188, 4 MiB 194; 256 KiB 207; docs/performance.md, session 37).
+  static constexpr std::size_t kMappedPartBytes = std::size_t{2} << 20;
 
  private:
   struct Indexed {  // a record of a part
@@ -74,8 +78,8 @@ class SplitRead {
   struct Part {  // one slot of the ring of parts in flight
     std::atomic<std::size_t> index{kNone};  // which part it holds (set before its fields, read before them)
     std::size_t begin = 0, end = 0;  // its bytes: the records that start here are its own
-    std::unique_ptr<std::uint8_t[]> buffer;  // allocated at the slot's first use, reused
-    const std::uint8_t* map = nullptr;       // its bytes (buffer), nullptr if they could not be read
+    std::unique_ptr<std::uint8_t[]> buffer;  // allocated at the slot's first use, reused (parts copied)
+    const std::uint8_t* map = nullptr;       // its bytes (buffer or mapped), nullptr if they could not be read
     std::size_t map_base = 0, map_len = 0;   // their file offset, and how many are read so far
     std::size_t start = kNone;    // its first record (kNone: no plausible start found)
     std::size_t landing = kNone;  // the first record start at or past `end`
@@ -98,6 +102,10 @@ class SplitRead {
     return until <= part.map_base + part.map_len || read_more(part, until);
   }
   bool read_more(Part& part, std::size_t until) const;
+  void map_file();
+  void map_part(Part& part) const;
+  void drop_part(const Part& part) const;
+  void prefetch_walk(const Part& part, std::size_t off, std::size_t& prefetched) const;
   std::size_t find_start(Part& part, std::size_t index, bool& readable) const;
   void walk(Part& part, std::size_t from) const;
   std::size_t walked_len(Part& part, const std::uint8_t* h, std::size_t off, bool& is_record) const;
@@ -114,6 +122,8 @@ class SplitRead {
   capture::PcapLayout layout_;
   std::uint32_t linktype_;
   std::size_t part_bytes_ = kPartBytes;
+  const std::uint8_t* file_map_ = nullptr;  // the whole file, mapped (map_file), or nullptr: parts are copied
+  std::size_t page_bytes_ = 4096;
   std::size_t parts_ = 0;  // in the file
   std::int64_t first_ts_ = 0;
   std::vector<Part> slots_;

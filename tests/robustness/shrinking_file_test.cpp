@@ -5,6 +5,7 @@
 // read of the lost pages raises SIGBUS: the reader must stop with a reason
 // instead, and every record before the cut must be its own.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -79,6 +80,37 @@ TEST_P(ShrinkingFile, ReadsUpToTheCutAndStops) {
     EXPECT_FALSE(reader.stop_reason().empty()) << "a cut record must be reported, as libpcap does";
   }
   EXPECT_GE(n, 200u);  // the first window (256 KiB) was read whole
+  ::close(fd);
+  ::unlink(path);
+}
+
+// What analyze -j N's whole-file mapping relies on (cli/split_read.cpp): a
+// guarded mapping of a file cut while mapped reads zeros past the cut instead
+// of raising SIGBUS, and says so; one mapping is guarded at a time.
+TEST(GuardedMapping, ReadsOfACutFileGiveZerosAndSaySo) {
+  constexpr std::size_t kBytes = 64 * 4096;
+  const std::vector<std::uint8_t> bytes(kBytes, 0xAB);
+  char path[] = "/tmp/rdmadiag_guarded_XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  void* m = ::mmap(nullptr, kBytes, PROT_READ, MAP_SHARED, fd, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  const auto* p = static_cast<const volatile std::uint8_t*>(m);
+  ASSERT_TRUE(capture::guard_mapping(m, kBytes));
+  EXPECT_FALSE(capture::guard_mapping(static_cast<const std::uint8_t*>(m) + 4096, 4096));  // one at a time
+  EXPECT_EQ(p[10 * 4096], 0xAB);
+  EXPECT_FALSE(capture::mapping_cut());
+  ASSERT_EQ(::ftruncate(fd, 8 * 4096), 0);
+  EXPECT_EQ(p[4096], 0xAB);             // before the cut: the file's bytes
+  EXPECT_EQ(p[40 * 4096 + 5], 0);       // past it: zeros, not SIGBUS
+  EXPECT_EQ(p[kBytes - 1], 0);
+  EXPECT_TRUE(capture::mapping_cut());
+  capture::clear_mapping_cut();
+  capture::unguard_mapping(m);
+  EXPECT_TRUE(capture::guard_mapping(m, kBytes));  // free again
+  capture::unguard_mapping(m);
+  ::munmap(m, kBytes);
   ::close(fd);
   ::unlink(path);
 }
