@@ -196,8 +196,8 @@ std::size_t window_bytes() {
 // holds it: no copy. If the file is cut while it is read, a read of a page it
 // no longer has raises SIGBUS; the handler puts zero pages there (the read
 // goes on) and says so, and the reader stops at the next record with a
-// reason. One window is mapped in the process at a time: the handler must
-// know it.
+// reason. One mapping in the process is guarded at a time (guard_mapping):
+// the handler must know it.
 
 namespace {
 
@@ -249,6 +249,7 @@ bool guard_mapping(const void* begin, std::size_t len) {
   std::uintptr_t none = 0;
   const auto b = reinterpret_cast<std::uintptr_t>(begin);
   if (!catch_bus_errors() || !g_map_begin.compare_exchange_strong(none, b)) return false;
+  g_map_cut = 0;  // (a cut of the mapping before is not this one's)
   g_map_end.store(b + len);
   return true;
 }

@@ -1,6 +1,7 @@
 // `analyze -j N` over one file without any thread walking the
-// others' records (issue 16). The file's bytes are cut into parts of
-// kPartBytes, each walked by the thread that takes it next (in part order;
+// others' records (issue 16). The file is mapped once (RDMADIAG_READ_COPY=1:
+// read into a buffer per slot instead); its bytes are cut into parts of
+// kMappedPartBytes (kPartBytes when copied), each walked by the thread that takes it next (in part order;
 // a thread that has clearly more records to analyse than its share only walks
 // a part it waits for, so that one busy shard is left to analyse):
 //  - the walk starts at the first plausible record start in the part
