@@ -9,7 +9,6 @@
 // RDMADIAG_READ_COPY=1: copy the windows into a buffer instead of mapping them.
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 
 #include "capture/file_reader.h"
 #include "decode/crc.h"
@@ -20,7 +19,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   rdmadiag::capture::FileReader reader;
-  reader.set_map_windows(std::getenv("RDMADIAG_READ_COPY") == nullptr);  // as analyze -j 1 reads
+  reader.set_map_windows(rdmadiag::capture::mapping_wanted());  // as analyze -j 1 reads
   if (!reader.open(argv[1])) {
     std::fprintf(stderr, "read_floor: %s\n", reader.error().c_str());
     return 3;

@@ -210,11 +210,6 @@ std::atomic<std::uintptr_t> g_map_begin{0}, g_map_end{0};  // the guarded mappin
 volatile std::sig_atomic_t g_map_cut = 0;                  // a read of it hit a page the file no longer has
 struct sigaction g_bus_before {};
 
-std::size_t page_bytes() {
-  static const std::size_t bytes = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  return bytes;
-}
-
 void on_bus_error(int, siginfo_t* info, void*) {
   const auto at = reinterpret_cast<std::uintptr_t>(info->si_addr);
   const std::uintptr_t begin = g_map_begin.load(std::memory_order_relaxed);
@@ -248,6 +243,7 @@ bool catch_bus_errors() {
 bool guard_mapping(const void* begin, std::size_t len) {
   std::uintptr_t none = 0;
   const auto b = reinterpret_cast<std::uintptr_t>(begin);
+  page_bytes();  // (known before the handler may need it)
   if (!catch_bus_errors() || !g_map_begin.compare_exchange_strong(none, b)) return false;
   g_map_cut = 0;  // (a cut of the mapping before is not this one's)
   g_map_end.store(b + len);
@@ -263,10 +259,31 @@ void unguard_mapping(const void* begin) {
 bool mapping_cut() { return g_map_cut != 0; }
 void clear_mapping_cut() { g_map_cut = 0; }
 
+std::size_t page_bytes() {
+  static const std::size_t bytes = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return bytes;
+}
+
+bool mapping_wanted() { return std::getenv("RDMADIAG_READ_COPY") == nullptr; }
+
+const std::uint8_t* map_guarded(int fd, std::size_t offset, std::size_t len, bool populate) {
+  void* m = ::mmap(nullptr, len, PROT_READ, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, static_cast<off_t>(offset));
+  if (m == MAP_FAILED) return nullptr;
+  if (!guard_mapping(m, len)) {
+    ::munmap(m, len);
+    return nullptr;
+  }
+  return static_cast<const std::uint8_t*>(m);
+}
+
+void unmap_guarded(const std::uint8_t* begin, std::size_t len) {
+  unguard_mapping(begin);
+  ::munmap(const_cast<std::uint8_t*>(begin), len);
+}
+
 void FileReader::unmap() {
   if (mapped_base_) {
-    unguard_mapping(mapped_base_);
-    ::munmap(mapped_base_, mapped_len_);
+    unmap_guarded(mapped_base_, mapped_len_);
     mapped_base_ = nullptr;
   }
   map_ = nullptr;
@@ -278,16 +295,11 @@ bool FileReader::map_file_window(std::size_t pos) {
   const std::size_t start = pos - pos % page_bytes();
   const std::size_t len =
       std::min(std::max(kMapWindowBytes, max_record_len(layout_) + page_bytes()), layout_.file_size - start);
-  void* m = ::mmap(nullptr, len, PROT_READ, MAP_SHARED | MAP_POPULATE, layout_.fd, static_cast<off_t>(start));
-  if (m == MAP_FAILED) return false;
-  if (!guard_mapping(m, len)) {
-    ::munmap(m, len);
-    return false;
-  }
-  mapped_base_ = m;
+  mapped_base_ = map_guarded(layout_.fd, start, len, true);
+  if (!mapped_base_) return false;
   mapped_len_ = len;
   ++windows_mapped_;
-  map_ = static_cast<const std::uint8_t*>(m) + (pos - start);
+  map_ = mapped_base_ + (pos - start);
   map_len_ = len - (pos - start);
   return true;
 }
@@ -378,9 +390,10 @@ bool FileReader::next_mapped(Record& rec) {
 // prefetcher, and every next header would be a miss to memory. Stays inside
 // the window.
 void FileReader::prefetch_after_record() {
-  const std::size_t until = std::min(map_pos_ + kPrefetchAhead, map_base_ + map_len_);
-  if (prefetched_ < map_pos_ || prefetched_ > until) prefetched_ = map_pos_;
-  for (; prefetched_ < until; prefetched_ += 64) decode::prefetch_line(map_ + (prefetched_ - map_base_));
+  // (offsets in the window; prefetched_ keeps the file offset)
+  std::size_t done = prefetched_ - std::min(prefetched_, map_base_);
+  decode::prefetch_ahead(map_, map_pos_ - map_base_, std::min(map_pos_ + kPrefetchAhead, map_base_ + map_len_) - map_base_, done);
+  prefetched_ = map_base_ + done;
 }
 
 // Reading on would move the window or leave it for libpcap (hold_window_):

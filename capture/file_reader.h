@@ -177,6 +177,15 @@ bool guard_mapping(const void* begin, std::size_t len);
 void unguard_mapping(const void* begin);
 bool mapping_cut();
 void clear_mapping_cut();
+// `len` bytes of the file at `offset` (page-aligned) mapped read-only and
+// guarded (MAP_POPULATE: in the page tables at once), or nullptr when they
+// cannot be (read them into a buffer then); unmap_guarded undoes it.
+const std::uint8_t* map_guarded(int fd, std::size_t offset, std::size_t len, bool populate);
+void unmap_guarded(const std::uint8_t* begin, std::size_t len);
+std::size_t page_bytes();
+// Whether analyze maps its inputs: unless RDMADIAG_READ_COPY is set (the
+// benchmarks and tests compare with the copy).
+bool mapping_wanted();
 
 class FileReader {
  public:
@@ -273,7 +282,7 @@ class FileReader {
   std::size_t buffer_len_ = 0;
   const std::uint8_t* map_ = nullptr;  // the window (in buffer_ or mapped), nullptr when none
   bool map_windows_ = false;
-  void* mapped_base_ = nullptr;  // the window's mapping (map_windows_), page-aligned
+  const std::uint8_t* mapped_base_ = nullptr;  // the window's mapping (map_windows_), page-aligned
   std::size_t mapped_len_ = 0;
   std::uint64_t windows_mapped_ = 0;
   std::size_t map_base_ = 0;     // its offset in the file

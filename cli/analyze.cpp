@@ -56,7 +56,7 @@ int analyze_serial(const AnalyzeOptions& o, AnalysisSession& session) {
     capture::FileReader reader;
     // One thread reads every record: mapped, not copied (RDMADIAG_READ_COPY=1
     // copies, for the benchmarks and tests).
-    reader.set_map_windows(std::getenv("RDMADIAG_READ_COPY") == nullptr);
+    reader.set_map_windows(capture::mapping_wanted());
     if (!reader.open(path)) {
       std::fprintf(stderr, "rdmadiag analyze: %s\n", reader.error().c_str());
       session.input_failed(path, reader.error());

@@ -60,30 +60,21 @@ SplitRead::SplitRead(std::vector<std::unique_ptr<ShardPass>>& passes, const std:
 }
 
 SplitRead::~SplitRead() {
-  if (!file_map_) return;
-  capture::unguard_mapping(file_map_);
-  ::munmap(const_cast<std::uint8_t*>(file_map_), layout_.file_size);
+  if (file_map_) capture::unmap_guarded(file_map_, layout_.file_size);
 }
 
 // The whole file, mapped once (no page tables yet: each part is populated as
 // it is taken, and dropped when its slot is taken again), unless
 // RDMADIAG_READ_COPY is set or it cannot be guarded (capture::guard_mapping).
 void SplitRead::map_file() {
-  if (std::getenv("RDMADIAG_READ_COPY") || layout_.file_size == 0) return;
-  void* m = ::mmap(nullptr, layout_.file_size, PROT_READ, MAP_SHARED, layout_.fd, 0);
-  if (m == MAP_FAILED) return;
-  if (!capture::guard_mapping(m, layout_.file_size)) {
-    ::munmap(m, layout_.file_size);
-    return;
-  }
-  file_map_ = static_cast<const std::uint8_t*>(m);
-  page_bytes_ = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  if (capture::mapping_wanted() && layout_.file_size > 0)
+    file_map_ = capture::map_guarded(layout_.fd, 0, layout_.file_size, false);
 }
 
 // A mapped part's bytes, up to one record past its end, into the page tables
 // in one call (a page fault each would cost more).
 void SplitRead::map_part(Part& part) const {
-  const std::size_t first = part.begin - part.begin % page_bytes_;
+  const std::size_t first = part.begin - part.begin % capture::page_bytes();
   part.map = file_map_ + part.begin;
   part.map_base = part.begin;
   part.map_len = std::min(layout_.file_size, part.end + capture::max_record_len(layout_)) - part.begin;
@@ -95,8 +86,9 @@ void SplitRead::map_part(Part& part) const {
 // Its last page may hold the next part's first records: it stays. A page
 // dropped that is read again is only faulted in again.
 void SplitRead::drop_part(const Part& part) const {
-  const std::size_t from = part.map_base - part.map_base % page_bytes_;
-  const std::size_t to = part.end - part.end % page_bytes_;
+  const std::size_t page = capture::page_bytes();
+  const std::size_t from = part.map_base - part.map_base % page;
+  const std::size_t to = part.end - part.end % page;
   if (to > from) ::madvise(const_cast<std::uint8_t*>(file_map_) + from, to - from, MADV_DONTNEED);
 }
 
@@ -231,9 +223,10 @@ void SplitRead::walk(Part& part, std::size_t from) const {
 
 // Mapped bytes: the kWalkPrefetch ahead of `off` into the cache, each line once.
 void SplitRead::prefetch_walk(const Part& part, std::size_t off, std::size_t& prefetched) const {
-  const std::size_t until = std::min(off + kWalkPrefetch, part.map_base + part.map_len);
-  prefetched = std::max(prefetched, off);
-  for (; prefetched < until; prefetched += 64) decode::prefetch_line(part.at(prefetched));
+  // (offsets from the part's map_base)
+  std::size_t done = prefetched - part.map_base;
+  decode::prefetch_ahead(part.map, off - part.map_base, std::min(off + kWalkPrefetch, part.map_base + part.map_len) - part.map_base, done);
+  prefetched = part.map_base + done;
 }
 
 // The length of the record (or pcapng block libpcap passes over) whose header

@@ -124,7 +124,6 @@ class SplitRead {
   std::uint32_t linktype_;
   std::size_t part_bytes_ = kPartBytes;
   const std::uint8_t* file_map_ = nullptr;  // the whole file, mapped (map_file), or nullptr: parts are copied
-  std::size_t page_bytes_ = 4096;
   std::size_t parts_ = 0;  // in the file
   std::int64_t first_ts_ = 0;
   std::vector<Part> slots_;

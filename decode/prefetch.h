@@ -1,6 +1,9 @@
 // Starting the load of a cache line a while before it is read (the flow states
 // of a many-QP capture are misses: docs/performance.md, issue 16).
 #pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 
 namespace rdmadiag::decode {
 
@@ -15,6 +18,14 @@ inline void prefetch_line(const void* p) {
 #else
   __builtin_prefetch(p);
 #endif
+}
+
+// Streams the bytes of a buffer ahead of a reader into the cache, each line
+// once: the lines from offset `pos` (or from `done`, past it) up to `until`
+// (buffer offsets); `done` keeps how far it got, for the next call.
+inline void prefetch_ahead(const std::uint8_t* base, std::size_t pos, std::size_t until, std::size_t& done) {
+  if (done < pos || done > until) done = pos;
+  for (; done < until; done += 64) prefetch_line(base + done);
 }
 
 }  // namespace rdmadiag::decode
