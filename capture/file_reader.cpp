@@ -59,6 +59,24 @@ bool plain_epb(const std::uint8_t* h, std::size_t left, const PcapLayout& layout
   return ts / (layout.usec ? 1'000'000 : 1'000'000'000) <= kMaxSeconds;
 }
 
+// The link types whose headers hold fields in the capturing host's byte order,
+// which libpcap 1.10 byte-swaps in each record of a file not in ours
+// (swap_pseudo_headers: PFLOG, Linux cooked captures with a CAN frame, Linux
+// USB, NFLOG). tshark swaps them too. Such a file is read through libpcap.
+bool libpcap_swaps_link_header(std::uint32_t dlt) {
+  switch (dlt) {
+    case DLT_PFLOG:
+    case DLT_LINUX_SLL:
+    case DLT_LINUX_SLL2:
+    case DLT_USB_LINUX:
+    case DLT_USB_LINUX_MMAPPED:
+    case DLT_NFLOG:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 bool ignorable_block(std::uint32_t type) {
@@ -160,7 +178,9 @@ bool FileReader::open(const std::string& path) {
         layout_.pcapng = true;
         layout_.first_record = pcapng_head.first_record;
       }
-      if (usec || nsec || layout_.pcapng) {
+      // libpcap turns the host-order fields of some link layers' headers into
+      // ours when the file's byte order is not ours: those records are its.
+      if ((usec || nsec || layout_.pcapng) && !(layout_.swapped && libpcap_swaps_link_header(linktype_))) {
         layout_.fd = fileno(f);
         layout_.file_size = static_cast<std::size_t>(st.st_size);
         // A record longer than the file's snap length is read whole, as tshark
