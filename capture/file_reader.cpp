@@ -59,19 +59,23 @@ bool plain_epb(const std::uint8_t* h, std::size_t left, const PcapLayout& layout
   return ts / (layout.usec ? 1'000'000 : 1'000'000'000) <= kMaxSeconds;
 }
 
-// The link types whose headers hold fields in the capturing host's byte order,
-// which libpcap 1.10 byte-swaps in each record of a file not in ours
-// (swap_pseudo_headers: PFLOG, Linux cooked captures with a CAN frame, Linux
-// USB, NFLOG). tshark swaps them too. Such a file is read through libpcap.
-bool libpcap_swaps_link_header(std::uint32_t dlt) {
+// Whether libpcap 1.10 changes the records of a file of link type `dlt` as it
+// reads them (pcap_post_process), so that they are read through it, not in
+// place. In a file not in our byte order it byte-swaps the fields some link
+// layers' headers hold in the capturing host's order (swap_pseudo_headers:
+// PFLOG, a Linux cooked capture's CAN ID, Linux USB, NFLOG); in any file it
+// mends the length on the wire of some Linux USB isochronous completions
+// (fixup_pcap_pkthdr). tshark does both too.
+bool libpcap_rewrites_records(std::uint32_t dlt, bool swapped) {
   switch (dlt) {
+    case DLT_USB_LINUX_MMAPPED:
+      return true;
     case DLT_PFLOG:
     case DLT_LINUX_SLL:
     case DLT_LINUX_SLL2:
     case DLT_USB_LINUX:
-    case DLT_USB_LINUX_MMAPPED:
     case DLT_NFLOG:
-      return true;
+      return swapped;
     default:
       return false;
   }
@@ -178,9 +182,7 @@ bool FileReader::open(const std::string& path) {
         layout_.pcapng = true;
         layout_.first_record = pcapng_head.first_record;
       }
-      // libpcap turns the host-order fields of some link layers' headers into
-      // ours when the file's byte order is not ours: those records are its.
-      if ((usec || nsec || layout_.pcapng) && !(layout_.swapped && libpcap_swaps_link_header(linktype_))) {
+      if ((usec || nsec || layout_.pcapng) && !libpcap_rewrites_records(linktype_, layout_.swapped)) {
         layout_.fd = fileno(f);
         layout_.file_size = static_cast<std::size_t>(st.st_size);
         // A record longer than the file's snap length is read whole, as tshark

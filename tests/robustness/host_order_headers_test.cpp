@@ -1,13 +1,17 @@
-// Link layers whose headers hold fields in the capturing host's byte order
-// (Linux cooked capture of a CAN frame: the CAN ID; Linux USB; NFLOG; PFLOG):
-// libpcap byte-swaps those fields in each record of a file written in the
-// other byte order, and tshark does the same. FileReader must hand out
-// libpcap's records, so such a file is not read in place. The oracle is
-// libpcap itself (pcap_next_ex), read next to FileReader; the files are built
-// here from the formats' text (classic pcap header magic 0xa1b2c3d4; pcapng
-// section 0x0A0D0D0A, interface 1, enhanced packet 6), big-endian.
-// Regression: the file reader fuzzer found a big-endian pcapng of Linux cooked
-// CAN frames read in place with the CAN ID unswapped (session 38).
+// Records libpcap changes as it reads them, which FileReader must hand out as
+// libpcap does (so it does not read such files in place):
+// - link layers whose headers hold fields in the capturing host's byte order
+//   (Linux cooked capture of a CAN frame: the CAN ID; Linux USB; NFLOG;
+//   PFLOG): libpcap byte-swaps them in a file written in the other byte order;
+// - Linux USB (memory-mapped) isochronous completions: libpcap mends their
+//   length on the wire, in any file.
+// tshark does the same. The oracle is libpcap itself (pcap_next_ex), read next
+// to FileReader; the files are built here from the formats' text (classic pcap
+// header magic 0xa1b2c3d4; pcapng section 0x0A0D0D0A, interface 1, enhanced
+// packet 6; the USB header of Linux's usbmon, 64 bytes, and its 16-byte
+// isochronous descriptors). Regressions: the file reader fuzzer found a
+// big-endian pcapng of Linux cooked CAN frames read in place with the CAN ID
+// unswapped (session 38); the USB case was found reading libpcap after it.
 #include <gtest/gtest.h>
 #include <pcap/pcap.h>
 #include <unistd.h>
@@ -22,17 +26,25 @@ using namespace rdmadiag;
 
 namespace {
 
-struct BigEndian {
+struct Bytes {
+  bool big = true;
   std::vector<std::uint8_t> out;
-  void u16(std::uint16_t v) { out.insert(out.end(), {std::uint8_t(v >> 8), std::uint8_t(v)}); }
-  void u32(std::uint32_t v) { u16(std::uint16_t(v >> 16)), u16(std::uint16_t(v)); }
+  void u8(std::uint8_t v) { out.push_back(v); }
+  void u16(std::uint16_t v) {
+    const std::uint8_t hi = std::uint8_t(v >> 8), lo = std::uint8_t(v);
+    out.insert(out.end(), big ? std::initializer_list<std::uint8_t>{hi, lo} : std::initializer_list<std::uint8_t>{lo, hi});
+  }
+  void u32(std::uint32_t v) {
+    const std::uint16_t hi = std::uint16_t(v >> 16), lo = std::uint16_t(v);
+    big ? (u16(hi), u16(lo)) : (u16(lo), u16(hi));
+  }
   void bytes(const std::vector<std::uint8_t>& b) { out.insert(out.end(), b.begin(), b.end()); }
 };
 
 // A Linux cooked capture (SLL) header of protocol 0x000C (CAN), then the CAN
 // frame whose first 4 bytes, the CAN ID, are in the host's byte order.
 std::vector<std::uint8_t> sll_can_frame() {
-  BigEndian f;
+  Bytes f;
   f.u16(0), f.u16(280), f.u16(0);          // packet type, ARPHRD_CAN, address length
   f.bytes(std::vector<std::uint8_t>(8));   // address
   f.u16(0x000C);                           // protocol: CAN
@@ -40,33 +52,53 @@ std::vector<std::uint8_t> sll_can_frame() {
   return f.out;
 }
 
-std::vector<std::uint8_t> classic_file(std::uint32_t linktype, const std::vector<std::uint8_t>& frame) {
-  BigEndian f;
+// A Linux USB (memory-mapped) completion of an incoming isochronous transfer
+// with one descriptor of 10 bytes, in this (little-endian) machine's order;
+// its URB length is 100, so its length on the wire as written, header +
+// descriptor + URB length, is 180, and libpcap mends it to 64 + 16 + 10.
+constexpr std::uint32_t kUsbWritten = 64 + 16 + 100, kUsbMended = 64 + 16 + 10;
+std::vector<std::uint8_t> usb_iso_completion() {
+  Bytes f{false, {}};
+  f.u32(0), f.u32(0);                           // URB id
+  f.u8('C'), f.u8(0), f.u8(0x81), f.u8(1);      // complete, isochronous, endpoint 1 in, device 1
+  f.u16(1), f.u8(0), f.u8(0);                   // bus, setup flag, data flag (0: data present)
+  f.u32(0), f.u32(0), f.u32(0), f.u32(0);       // time stamp, status
+  f.u32(100), f.u32(0);                         // URB length, data length
+  f.u32(0), f.u32(1), f.u32(0), f.u32(0);       // error count, descriptors, interval, start frame
+  f.u32(0), f.u32(1);                           // transfer flags, descriptors
+  f.u32(0), f.u32(0), f.u32(10), f.u32(0);      // descriptor: status, offset, length, padding
+  return f.out;
+}
+
+std::vector<std::uint8_t> classic_file(std::uint32_t linktype, const std::vector<std::uint8_t>& frame,
+                                       std::uint32_t wirelen, bool big = true) {
+  Bytes f{big, {}};
   f.u32(0xa1b2c3d4), f.u16(2), f.u16(4), f.u32(0), f.u32(0), f.u32(65535), f.u32(linktype);
   for (std::uint32_t i = 0; i < 3; ++i) {
-    f.u32(1'700'000'000 + i), f.u32(i), f.u32(std::uint32_t(frame.size())), f.u32(std::uint32_t(frame.size()));
+    f.u32(1'700'000'000 + i), f.u32(i), f.u32(std::uint32_t(frame.size())), f.u32(wirelen);
     f.bytes(frame);
   }
   return f.out;
 }
 
-void block(BigEndian& f, std::uint32_t type, const std::vector<std::uint8_t>& body) {
+void block(Bytes& f, std::uint32_t type, const std::vector<std::uint8_t>& body) {
   const std::uint32_t len = std::uint32_t(12 + (body.size() + 3) / 4 * 4);
   f.u32(type), f.u32(len), f.bytes(body);
   f.bytes(std::vector<std::uint8_t>((4 - body.size() % 4) % 4));
   f.u32(len);
 }
 
-std::vector<std::uint8_t> pcapng_file(std::uint16_t linktype, const std::vector<std::uint8_t>& frame) {
-  BigEndian f, shb, idb;
+std::vector<std::uint8_t> pcapng_file(std::uint16_t linktype, const std::vector<std::uint8_t>& frame,
+                                      std::uint32_t wirelen, bool big = true) {
+  Bytes f{big, {}}, shb{big, {}}, idb{big, {}};
   shb.u32(0x1A2B3C4D), shb.u16(1), shb.u16(0), shb.u32(0xffffffff), shb.u32(0xffffffff);
   idb.u16(linktype), idb.u16(0), idb.u32(0);
   block(f, 0x0A0D0D0A, shb.out);
   block(f, 1, idb.out);
   for (std::uint32_t i = 0; i < 3; ++i) {
-    BigEndian epb;
-    epb.u32(0), epb.u32(0), epb.u32(1'000'000 + i), epb.u32(std::uint32_t(frame.size())),
-        epb.u32(std::uint32_t(frame.size())), epb.bytes(frame);
+    Bytes epb{big, {}};
+    epb.u32(0), epb.u32(0), epb.u32(1'000'000 + i), epb.u32(std::uint32_t(frame.size())), epb.u32(wirelen),
+        epb.bytes(frame);
     block(f, 6, epb.out);
   }
   return f.out;
@@ -85,14 +117,19 @@ struct TempFile {
   ~TempFile() { ::unlink(path.c_str()); }
 };
 
-std::vector<std::vector<std::uint8_t>> libpcap_records(const std::string& path) {
+struct Packet {
+  std::uint32_t caplen = 0, wirelen = 0;
+  std::vector<std::uint8_t> data;
+};
+
+std::vector<Packet> libpcap_records(const std::string& path) {
   char err[PCAP_ERRBUF_SIZE] = {};
   pcap_t* p = pcap_open_offline(path.c_str(), err);
   EXPECT_NE(p, nullptr) << err;
-  std::vector<std::vector<std::uint8_t>> out;
+  std::vector<Packet> out;
   pcap_pkthdr* h = nullptr;
   const u_char* d = nullptr;
-  while (p && pcap_next_ex(p, &h, &d) == 1) out.emplace_back(d, d + h->caplen);
+  while (p && pcap_next_ex(p, &h, &d) == 1) out.push_back({h->caplen, h->len, {d, d + h->caplen}});
   if (p) pcap_close(p);
   return out;
 }
@@ -108,27 +145,42 @@ void expect_libpcaps_records(const std::vector<std::uint8_t>& file, bool in_plac
   capture::Record rec;
   for (const auto& want : expected) {
     ASSERT_TRUE(reader.next(rec)) << reader.stop_reason();
-    EXPECT_EQ(std::vector<std::uint8_t>(rec.data.begin(), rec.data.end()), want);
+    EXPECT_EQ(rec.caplen, want.caplen);
+    EXPECT_EQ(rec.wirelen, want.wirelen);
+    EXPECT_EQ(std::vector<std::uint8_t>(rec.data.begin(), rec.data.end()), want.data);
   }
   EXPECT_FALSE(reader.next(rec));
 }
 
 TEST(HostOrderHeaders, SwappedFilesOfSuchLinkTypesAreLibpcaps) {
   const auto frame = sll_can_frame();
-  expect_libpcaps_records(classic_file(113, frame), false);
-  expect_libpcaps_records(pcapng_file(113, frame), false);
+  const auto len = std::uint32_t(frame.size());
+  expect_libpcaps_records(classic_file(113, frame, len), false);
+  expect_libpcaps_records(pcapng_file(113, frame, len), false);
   // libpcap put the CAN ID in this (little-endian) machine's order: the swap is real.
-  const TempFile tmp(pcapng_file(113, frame));
+  const TempFile tmp(pcapng_file(113, frame, len));
   const auto records = libpcap_records(tmp.path);
   ASSERT_FALSE(records.empty());
-  EXPECT_EQ(std::vector<std::uint8_t>(records[0].begin() + 16, records[0].begin() + 20),
+  EXPECT_EQ(std::vector<std::uint8_t>(records[0].data.begin() + 16, records[0].data.begin() + 20),
             (std::vector<std::uint8_t>{0x04, 0x03, 0x02, 0x01}));
 }
 
 TEST(HostOrderHeaders, SwappedEthernetFilesAreStillReadInPlace) {
   const auto frame = sll_can_frame();  // (bytes only: Ethernet has no host-order field)
-  expect_libpcaps_records(classic_file(1, frame), true);
-  expect_libpcaps_records(pcapng_file(1, frame), true);
+  const auto len = std::uint32_t(frame.size());
+  expect_libpcaps_records(classic_file(1, frame, len), true);
+  expect_libpcaps_records(pcapng_file(1, frame, len), true);
+}
+
+TEST(HostOrderHeaders, UsbIsochronousLengthsAreLibpcapsInAnyByteOrder) {
+  const auto frame = usb_iso_completion();
+  expect_libpcaps_records(classic_file(220, frame, kUsbWritten, false), false);
+  expect_libpcaps_records(pcapng_file(220, frame, kUsbWritten, false), false);
+  // The mend is real (tshark reads 90 too).
+  const TempFile tmp(classic_file(220, frame, kUsbWritten, false));
+  const auto records = libpcap_records(tmp.path);
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records[0].wirelen, kUsbMended);
 }
 
 }  // namespace
