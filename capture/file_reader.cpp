@@ -156,7 +156,8 @@ bool FileReader::open(const std::string& path) {
   }
   linktype_ = static_cast<std::uint32_t>(pcap_datalink(handle_));
   snaplen_ = static_cast<std::uint32_t>(pcap_snapshot(handle_));
-  classic_pcap_ = pcap_major_version(handle_) == 2;  // pcapng's section header says 1
+  // pcapng's section header says 1; libpcap refuses a classic pcap below 2 as archaic.
+  classic_pcap_ = pcap_major_version(handle_) != 1;
   PcapLayout pcapng_head;  // (pcapng set: the file's packets can be read in place)
   if (!classic_pcap_ && path != "-" && probe_pcapng(path, pcapng_head)) return true;
   if (path != "-" && read_in_place_) {
@@ -169,7 +170,11 @@ bool FileReader::open(const std::string& path) {
       const std::uint32_t magic = load32(head, false);
       const bool usec = magic == kMagicUsec || magic == __builtin_bswap32(kMagicUsec);
       const bool nsec = magic == kMagicNsec || magic == __builtin_bswap32(kMagicNsec);
-      if (usec || nsec) {
+      // libpcap swaps the captured and original lengths of classic pcap
+      // versions before 2.4 (all of them, or where the captured one is the
+      // larger: 2.3), and of the "modified" version 543: read through it.
+      const bool classic = (usec || nsec) && pcap_major_version(handle_) == 2 && pcap_minor_version(handle_) >= 4;
+      if (classic) {
         layout_.swapped = magic != kMagicUsec && magic != kMagicNsec;
         layout_.usec = usec;
         layout_.first_record = kPcapFileHeaderLen;
@@ -182,7 +187,7 @@ bool FileReader::open(const std::string& path) {
         layout_.pcapng = true;
         layout_.first_record = pcapng_head.first_record;
       }
-      if ((usec || nsec || layout_.pcapng) && !libpcap_rewrites_records(linktype_, layout_.swapped)) {
+      if ((classic || layout_.pcapng) && !libpcap_rewrites_records(linktype_, layout_.swapped)) {
         layout_.fd = fileno(f);
         layout_.file_size = static_cast<std::size_t>(st.st_size);
         // A record longer than the file's snap length is read whole, as tshark
@@ -526,7 +531,9 @@ bool FileReader::probe_pcapng(const std::string& path, PcapLayout& in_place) {
 // from its start, passes over the records libpcap handed out and goes on from
 // there. A file by name only: standard input cannot be read again.
 bool FileReader::take_over_pcapng(const std::string& refusal) {
-  if (path_ == "-" || !(refuses_mixed_interfaces(refusal) || refuses_long_packet(refusal))) return false;
+  // (libpcap refuses a classic pcap's oversized packet in the same words)
+  if (classic_pcap_ || path_ == "-" || !(refuses_mixed_interfaces(refusal) || refuses_long_packet(refusal)))
+    return false;
   auto own = std::make_unique<PcapngReader>();
   if (!own->open(path_)) return false;
   Record skipped;

@@ -12,7 +12,9 @@
 // record that is not plainly well-formed (pcapng: any block but an Enhanced
 // Packet Block of that interface and the blocks libpcap passes over), so
 // damaged files get libpcap's own verdict. Other pcapng files, standard input
-// and live capture use libpcap.
+// and live capture use libpcap, and so do files whose records libpcap changes
+// as it reads them (classic pcap before version 2.4, whose lengths it may swap;
+// link types whose headers it byte-swaps or mends: libpcap_rewrites_records).
 //
 // libpcap 1.10 keeps one link type (and snap length) per file and refuses a
 // pcapng file whose interfaces differ in them, though pcapng allows it. Such a

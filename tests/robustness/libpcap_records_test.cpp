@@ -1,17 +1,22 @@
 // Records libpcap changes as it reads them, which FileReader must hand out as
-// libpcap does (so it does not read such files in place):
+// libpcap does (so it does not read such files in place), and its refusals:
 // - link layers whose headers hold fields in the capturing host's byte order
 //   (Linux cooked capture of a CAN frame: the CAN ID; Linux USB; NFLOG;
 //   PFLOG): libpcap byte-swaps them in a file written in the other byte order;
 // - Linux USB (memory-mapped) isochronous completions: libpcap mends their
-//   length on the wire, in any file.
+//   length on the wire, in any file;
+// - classic pcap before version 2.4: libpcap swaps the captured and original
+//   lengths (2.0-2.2 always, 2.3 where the captured one is the larger);
+// - a classic pcap packet longer than libpcap takes: its refusal, not
+//   PcapngReader's (which reads only pcapng).
 // tshark does the same. The oracle is libpcap itself (pcap_next_ex), read next
 // to FileReader; the files are built here from the formats' text (classic pcap
 // header magic 0xa1b2c3d4; pcapng section 0x0A0D0D0A, interface 1, enhanced
 // packet 6; the USB header of Linux's usbmon, 64 bytes, and its 16-byte
 // isochronous descriptors). Regressions: the file reader fuzzer found a
 // big-endian pcapng of Linux cooked CAN frames read in place with the CAN ID
-// unswapped (session 38); the USB case was found reading libpcap after it.
+// unswapped (session 38); the USB case was found reading libpcap after it; the
+// classic cases when the fuzz target's oracle was extended to classic pcap.
 #include <gtest/gtest.h>
 #include <pcap/pcap.h>
 #include <unistd.h>
@@ -71,11 +76,14 @@ std::vector<std::uint8_t> usb_iso_completion() {
 }
 
 std::vector<std::uint8_t> classic_file(std::uint32_t linktype, const std::vector<std::uint8_t>& frame,
-                                       std::uint32_t wirelen, bool big = true) {
+                                       std::uint32_t wirelen, bool big = true, std::uint16_t minor = 4,
+                                       bool lengths_swapped = false) {
   Bytes f{big, {}};
-  f.u32(0xa1b2c3d4), f.u16(2), f.u16(4), f.u32(0), f.u32(0), f.u32(65535), f.u32(linktype);
+  f.u32(0xa1b2c3d4), f.u16(2), f.u16(minor), f.u32(0), f.u32(0), f.u32(65535), f.u32(linktype);
   for (std::uint32_t i = 0; i < 3; ++i) {
-    f.u32(1'700'000'000 + i), f.u32(i), f.u32(std::uint32_t(frame.size())), f.u32(wirelen);
+    const std::uint32_t caplen = std::uint32_t(frame.size());
+    f.u32(1'700'000'000 + i), f.u32(i);
+    lengths_swapped ? (f.u32(wirelen), f.u32(caplen)) : (f.u32(caplen), f.u32(wirelen));
     f.bytes(frame);
   }
   return f.out;
@@ -135,13 +143,13 @@ std::vector<Packet> libpcap_records(const std::string& path) {
 }
 
 // FileReader's records are libpcap's; `in_place` whether it read them in place.
-void expect_libpcaps_records(const std::vector<std::uint8_t>& file, bool in_place) {
+void expect_libpcaps_records(const std::vector<std::uint8_t>& file, bool in_place, std::size_t records = 3) {
   const TempFile tmp(file);
   capture::FileReader reader;
   ASSERT_TRUE(reader.open(tmp.path)) << reader.error();
   EXPECT_EQ(reader.mapped_layout().has_value(), in_place);
   const auto expected = libpcap_records(tmp.path);
-  ASSERT_EQ(expected.size(), 3u);
+  ASSERT_EQ(expected.size(), records);
   capture::Record rec;
   for (const auto& want : expected) {
     ASSERT_TRUE(reader.next(rec)) << reader.stop_reason();
@@ -181,6 +189,37 @@ TEST(HostOrderHeaders, UsbIsochronousLengthsAreLibpcapsInAnyByteOrder) {
   const auto records = libpcap_records(tmp.path);
   ASSERT_FALSE(records.empty());
   EXPECT_EQ(records[0].wirelen, kUsbMended);
+}
+
+TEST(OldClassicVersions, LengthsAreLibpcaps) {
+  // 60 bytes captured of 100 sent; before 2.4 the record header may hold the
+  // two lengths the other way round (as old libpcap wrote them).
+  const std::vector<std::uint8_t> frame(60, 0xab);
+  for (bool big : {false, true}) {
+    expect_libpcaps_records(classic_file(1, frame, 100, big, 4), true);
+    expect_libpcaps_records(classic_file(1, frame, 100, big, 2, true), false);  // 2.2: always swapped
+    expect_libpcaps_records(classic_file(1, frame, 100, big, 3, true), false);  // 2.3: captured the larger
+    expect_libpcaps_records(classic_file(1, frame, 100, big, 3), false);        // 2.3: as written
+  }
+  // The swap is real: libpcap reads 60 captured of 100 from the 2.2 file.
+  const TempFile tmp(classic_file(1, frame, 100, false, 2, true));
+  const auto records = libpcap_records(tmp.path);
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0].caplen, 60u);
+  EXPECT_EQ(records[0].wirelen, 100u);
+}
+
+TEST(ClassicOversize, TheStopReasonIsLibpcaps) {
+  // A first record of 300,000 captured bytes, above what libpcap takes for Ethernet.
+  Bytes f{false, {}};
+  f.u32(0xa1b2c3d4), f.u16(2), f.u16(4), f.u32(0), f.u32(0), f.u32(65535), f.u32(1);
+  f.u32(1), f.u32(0), f.u32(300'000), f.u32(300'000), f.bytes(std::vector<std::uint8_t>(300'000));
+  const TempFile tmp(f.out);
+  capture::FileReader reader;
+  ASSERT_TRUE(reader.open(tmp.path)) << reader.error();
+  capture::Record rec;
+  EXPECT_FALSE(reader.next(rec));
+  EXPECT_EQ(reader.stop_reason(), "stopped after record 0: invalid packet capture length 300000, bigger than snaplen of 65535");
 }
 
 }  // namespace
