@@ -173,8 +173,8 @@ bool FileReader::open(const std::string& path) {
       // libpcap swaps the captured and original lengths of classic pcap
       // versions before 2.4 (all of them, or where the captured one is the
       // larger: 2.3), and of the "modified" version 543: read through it.
-      const bool classic = (usec || nsec) && pcap_major_version(handle_) == 2 && pcap_minor_version(handle_) >= 4;
-      if (classic) {
+      const bool classic_in_place = (usec || nsec) && pcap_major_version(handle_) == 2 && pcap_minor_version(handle_) >= 4;
+      if (classic_in_place) {
         layout_.swapped = magic != kMagicUsec && magic != kMagicNsec;
         layout_.usec = usec;
         layout_.first_record = kPcapFileHeaderLen;
@@ -187,7 +187,7 @@ bool FileReader::open(const std::string& path) {
         layout_.pcapng = true;
         layout_.first_record = pcapng_head.first_record;
       }
-      if ((classic || layout_.pcapng) && !libpcap_rewrites_records(linktype_, layout_.swapped)) {
+      if ((classic_in_place || layout_.pcapng) && !libpcap_rewrites_records(linktype_, layout_.swapped)) {
         layout_.fd = fileno(f);
         layout_.file_size = static_cast<std::size_t>(st.st_size);
         // A record longer than the file's snap length is read whole, as tshark

@@ -19,37 +19,25 @@
 // classic cases when the fuzz target's oracle was extended to classic pcap.
 #include <gtest/gtest.h>
 #include <pcap/pcap.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "capture/file_reader.h"
+#include "tests/robustness/capture_bytes.h"
 
 using namespace rdmadiag;
 
 namespace {
 
-struct Bytes {
-  bool big = true;
-  std::vector<std::uint8_t> out;
-  void u8(std::uint8_t v) { out.push_back(v); }
-  void u16(std::uint16_t v) {
-    const std::uint8_t hi = std::uint8_t(v >> 8), lo = std::uint8_t(v);
-    out.insert(out.end(), big ? std::initializer_list<std::uint8_t>{hi, lo} : std::initializer_list<std::uint8_t>{lo, hi});
-  }
-  void u32(std::uint32_t v) {
-    const std::uint16_t hi = std::uint16_t(v >> 16), lo = std::uint16_t(v);
-    big ? (u16(hi), u16(lo)) : (u16(lo), u16(hi));
-  }
-  void bytes(const std::vector<std::uint8_t>& b) { out.insert(out.end(), b.begin(), b.end()); }
-};
+using Bytes = rdmadiag::testing::CaptureBytes;
+using rdmadiag::testing::TempFile;
 
 // A Linux cooked capture (SLL) header of protocol 0x000C (CAN), then the CAN
 // frame whose first 4 bytes, the CAN ID, are in the host's byte order.
 std::vector<std::uint8_t> sll_can_frame() {
-  Bytes f;
+  Bytes f{true, {}};
   f.u16(0), f.u16(280), f.u16(0);          // packet type, ARPHRD_CAN, address length
   f.bytes(std::vector<std::uint8_t>(8));   // address
   f.u16(0x000C);                           // protocol: CAN
@@ -89,41 +77,18 @@ std::vector<std::uint8_t> classic_file(std::uint32_t linktype, const std::vector
   return f.out;
 }
 
-void block(Bytes& f, std::uint32_t type, const std::vector<std::uint8_t>& body) {
-  const std::uint32_t len = std::uint32_t(12 + (body.size() + 3) / 4 * 4);
-  f.u32(type), f.u32(len), f.bytes(body);
-  f.bytes(std::vector<std::uint8_t>((4 - body.size() % 4) % 4));
-  f.u32(len);
-}
-
 std::vector<std::uint8_t> pcapng_file(std::uint16_t linktype, const std::vector<std::uint8_t>& frame,
                                       std::uint32_t wirelen, bool big = true) {
-  Bytes f{big, {}}, shb{big, {}}, idb{big, {}};
-  shb.u32(0x1A2B3C4D), shb.u16(1), shb.u16(0), shb.u32(0xffffffff), shb.u32(0xffffffff);
-  idb.u16(linktype), idb.u16(0), idb.u32(0);
-  block(f, 0x0A0D0D0A, shb.out);
-  block(f, 1, idb.out);
-  for (std::uint32_t i = 0; i < 3; ++i) {
-    Bytes epb{big, {}};
-    epb.u32(0), epb.u32(0), epb.u32(1'000'000 + i), epb.u32(std::uint32_t(frame.size())), epb.u32(wirelen),
-        epb.bytes(frame);
-    block(f, 6, epb.out);
-  }
+  Bytes f{big, {}};
+  f.block(0x0A0D0D0A, [&] { f.u32(0x1A2B3C4D), f.u16(1), f.u16(0), f.u64(~0ull); });
+  f.block(1, [&] { f.u16(linktype), f.u16(0), f.u32(0); });
+  for (std::uint32_t i = 0; i < 3; ++i)
+    f.block(6, [&] {
+      f.u32(0), f.u32(0), f.u32(1'000'000 + i), f.u32(std::uint32_t(frame.size())), f.u32(wirelen);
+      f.bytes(frame);
+    });
   return f.out;
 }
-
-struct TempFile {
-  std::string path;
-  explicit TempFile(const std::vector<std::uint8_t>& bytes) {
-    char name[] = "/tmp/rdmadiag_host_order_XXXXXX";
-    const int fd = ::mkstemp(name);
-    EXPECT_GE(fd, 0);
-    EXPECT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
-    ::close(fd);
-    path = name;
-  }
-  ~TempFile() { ::unlink(path.c_str()); }
-};
 
 struct Packet {
   std::uint32_t caplen = 0, wirelen = 0;

@@ -6,7 +6,6 @@
 // if_tsresol 9 and if_tsoffset 14; name resolution type 4; enhanced packet
 // type 6), little- and big-endian; the expected time stamps follow from it.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -15,38 +14,13 @@
 #include <vector>
 
 #include "capture/file_reader.h"
+#include "tests/robustness/capture_bytes.h"
 
 using namespace rdmadiag;
 
 namespace {
 
-struct Writer {
-  bool big = false;
-  std::vector<std::uint8_t> out;
-  void u8(std::uint8_t v) { out.push_back(v); }
-  void u16(std::uint16_t v) {
-    for (int i = 0; i < 2; ++i) u8(static_cast<std::uint8_t>(v >> (8 * (big ? 1 - i : i))));
-  }
-  void u32(std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) u8(static_cast<std::uint8_t>(v >> (8 * (big ? 3 - i : i))));
-  }
-  void u64(std::uint64_t v) {  // an option value in the section's byte order
-    for (int i = 0; i < 8; ++i) u8(static_cast<std::uint8_t>(v >> (8 * (big ? 7 - i : i))));
-  }
-  // A block of `type` around the body `fill` writes: type, length, body padded to 4, length again.
-  template <typename F>
-  void block(std::uint32_t type, F fill) {
-    const std::size_t start = out.size();
-    u32(type), u32(0);
-    fill();
-    while (out.size() % 4) u8(0);
-    const std::uint32_t len = static_cast<std::uint32_t>(out.size() - start + 4);
-    u32(len);
-    Writer patch{big, {}};
-    patch.u32(len);
-    std::copy(patch.out.begin(), patch.out.end(), out.begin() + static_cast<std::ptrdiff_t>(start + 4));
-  }
-};
+using Writer = rdmadiag::testing::CaptureBytes;
 
 struct TimeBase {
   std::optional<std::uint8_t> tsresol;
@@ -89,19 +63,14 @@ struct Read {
 };
 
 Read read_file(const std::vector<std::uint8_t>& bytes) {
-  char path[] = "/tmp/rdmadiag_pcapng_XXXXXX";
-  const int fd = ::mkstemp(path);
-  EXPECT_GE(fd, 0);
-  EXPECT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
-  ::close(fd);
+  const rdmadiag::testing::TempFile file(bytes);
   Read r;
   capture::FileReader reader;
-  EXPECT_TRUE(reader.open(path)) << reader.error();
+  EXPECT_TRUE(reader.open(file.path)) << reader.error();
   r.layout = reader.mapped_layout();
   capture::Record rec;
   while (reader.next(rec)) r.records.push_back(rec);
   EXPECT_TRUE(reader.stop_reason().empty()) << reader.stop_reason();
-  ::unlink(path);
   return r;
 }
 
