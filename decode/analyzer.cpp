@@ -54,6 +54,7 @@ void Analyzer::look_ahead(const DecodedPacket& p, FlowAhead& a, int step) const 
     return;
   }
   transport_->look_ahead(p, a, step);
+  if (step == 2 && a.on && a.slot == UINT32_MAX) summary_.prefetch_queue_pair(p);
 }
 
 void Analyzer::congestion(const DecodedPacket& p, std::uint64_t frame, std::int64_t ts_ns, PacketAnalysis& out) {

@@ -23,6 +23,10 @@ std::uint64_t queue_pair_key(const DecodedPacket& p) {
   return (h << 24) ^ p.ib.bth.dest_qp;
 }
 
+void CaptureSummary::prefetch_queue_pair(const DecodedPacket& p) const {
+  if (!qps_capped_) qps_.prefetch(queue_pair_key(p));
+}
+
 void CaptureSummary::add(const DecodedPacket& p, std::uint64_t frame, double ts, bool qp_counted) {
   if (packets == 0) {
     first_ts = earliest_ts = latest_ts = ts;

@@ -72,6 +72,9 @@ class CaptureSummary {
   // From the earliest to the latest time stamp, as capinfos: never negative,
   // however the clock stepped or interfaces interleaved.
   double duration_s() const { return packets ? latest_ts - earliest_ts : 0.0; }
+  // A frame read ahead whose flow is not made yet: its queue pair is likely new,
+  // and the line of the distinct-QP set add() will write is loaded now.
+  void prefetch_queue_pair(const DecodedPacket& p) const;
   std::size_t queue_pairs() const { return qps_.size(); }
   bool queue_pairs_capped() const { return qps_capped_; }
   // The interfaces (ifindex) LINUX_SLL2 records named as their capture points

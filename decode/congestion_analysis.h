@@ -204,6 +204,9 @@ class CongestionAnalyzer {
   // The state add() will read for the flow that remembers `slot` (its slot
   // hint), loaded ahead while the transport analysis works on the packet.
   void prefetch(std::uint32_t slot) const { flows_.prefetch(slot); }
+  // The index line a look-up of a flow with `hash` starts at (a flow the
+  // transport analysis is about to make: no slot hint to load).
+  void prefetch_index(std::uint64_t hash) const { flows_.prefetch_index(hash); }
 
   // Flows with results, in order of their first frame (after finish()).
   const std::vector<CcFlowResult>& flows() const { return results_; }

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "decode/prefetch.h"
+
 namespace rdmadiag::decode {
 
 class KeySet {
@@ -31,6 +33,11 @@ class KeySet {
     return true;
   }
 
+  // Starts loading the line where a look-up of `k` begins (a key about to be inserted).
+  void prefetch(std::uint64_t k) const {
+    if (!slots_.empty()) prefetch_line(&slots_[home(k)]);
+  }
+
   // Calls f(key) for every key (in no particular order).
   template <class F>
   void for_each(F f) const {
@@ -42,10 +49,12 @@ class KeySet {
  private:
   // The slot holding `k`, or the empty one where it belongs.
   std::uint64_t& slot_for(std::uint64_t k) {
-    std::size_t i = static_cast<std::size_t>((k * 0x9E3779B97F4A7C15ULL) >> 20) & mask_;
+    std::size_t i = home(k);
     while (slots_[i] != 0 && slots_[i] != k) i = (i + 1) & mask_;
     return slots_[i];
   }
+
+  std::size_t home(std::uint64_t k) const { return static_cast<std::size_t>((k * 0x9E3779B97F4A7C15ULL) >> 20) & mask_; }
 
   void grow() {
     const std::vector<std::uint64_t> old = std::move(slots_);

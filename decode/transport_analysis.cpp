@@ -146,17 +146,12 @@ struct TransportAnalyzer::Flow {
   std::int64_t peer_slot = -1;
   static constexpr std::uint32_t kNotIndexed = UINT32_MAX;
   std::uint32_t unpaired_bucket = kNotIndexed;  // its PSN bucket in the pairing index
-  std::uint32_t indexed_high_next = 0;          // req->high_next while indexed (index_unpaired)
   bool pkey_set = false;
   std::uint16_t pkey = 0;
   std::uint32_t cc_slot = UINT32_MAX;      // KeyedFlow::cc_slot (in the padding before the summary)
   FlowSummary s;  // its per-packet counters first: they share the key's lines
   std::unique_ptr<UnreliableState> unrel;  // UC / UD
   std::uint32_t slot = 0;
-  // What a search of the pairing index reads of each flow in a bucket's list,
-  // with unpaired_bucket and indexed_high_next above: most flows are passed
-  // over on those alone.
-  std::uint32_t bucket_next = kNotIndexed, bucket_prev = kNotIndexed;  // its neighbours in that bucket's list
   std::uint64_t host_pair = 0;
   std::uint64_t path = 0;
   RequesterState& requester() {
@@ -249,6 +244,9 @@ void TransportAnalyzer::look_ahead(const DecodedPacket& p, FlowAhead& a, int ste
   } else {
     a.slot = flows_.find(a.key, a.hash);
     if (a.slot != decltype(flows_)::kNone) prefetch_states(*flows_.at(a.slot));
+    // A flow not made yet: the congestion analysis will look its key up in its
+    // own index (same key and hash, UD aside), which nothing else has loaded.
+    else if (cc_ahead_) cc_ahead_->prefetch_index(a.hash);
   }
 }
 
@@ -722,18 +720,20 @@ void TransportAnalyzer::index_unpaired(Flow& f) {
   const bool candidate = f.started() && f.peer_slot < 0 && f.s.service != TransportService::ud &&
                          f.s.service != TransportService::uc;
   const std::uint32_t bucket = candidate ? (f.req->high_next & 0xFFFFFF) >> kPsnBucketBits : Flow::kNotIndexed;
-  if (candidate) f.indexed_high_next = f.req->high_next;
+  if (candidate) link_of(f.slot).high_next = f.req->high_next;
   if (bucket == f.unpaired_bucket) return;
   unindex_unpaired(f);
   if (bucket == Flow::kNotIndexed) return;
   const std::uint64_t key = bucket_key(f.host_pair, bucket);
   const std::uint32_t head = unpaired_by_psn_.find(key);
-  f.bucket_prev = Flow::kNotIndexed;
-  f.bucket_next = head;
+  PairLink& l = link_of(f.slot);
+  l.host_pair = f.host_pair;
+  l.prev = Flow::kNotIndexed;
+  l.next = head;
   if (head == Flow::kNotIndexed) {
     unpaired_by_psn_.insert(key, f.slot);
   } else {
-    flows_.at(head)->bucket_prev = f.slot;
+    links_[head].prev = f.slot;
     unpaired_by_psn_.assign(key, f.slot);
   }
   UnpairedEnds& e = unpaired_[f.host_pair];
@@ -745,16 +745,56 @@ void TransportAnalyzer::index_unpaired(Flow& f) {
 void TransportAnalyzer::unindex_unpaired(Flow& f) {
   if (f.unpaired_bucket == Flow::kNotIndexed) return;
   const std::uint64_t key = bucket_key(f.host_pair, f.unpaired_bucket);
-  if (f.bucket_next != Flow::kNotIndexed) flows_.at(f.bucket_next)->bucket_prev = f.bucket_prev;
-  if (f.bucket_prev != Flow::kNotIndexed) flows_.at(f.bucket_prev)->bucket_next = f.bucket_next;
-  else if (f.bucket_next != Flow::kNotIndexed) unpaired_by_psn_.assign(key, f.bucket_next);
+  PairLink& l = links_[f.slot];
+  if (l.next != Flow::kNotIndexed) links_[l.next].prev = l.prev;
+  if (l.prev != Flow::kNotIndexed) links_[l.prev].next = l.next;
+  else if (l.next != Flow::kNotIndexed) unpaired_by_psn_.assign(key, l.next);
   else unpaired_by_psn_.erase(key);
-  f.bucket_next = f.bucket_prev = Flow::kNotIndexed;
+  l.next = l.prev = Flow::kNotIndexed;
   if (auto e = unpaired_.find(f.host_pair); e != unpaired_.end()) {
     e->second.slot_xor ^= f.slot;
     if (--e->second.count == 0) unpaired_.erase(e);
   }
   f.unpaired_bucket = Flow::kNotIndexed;
+}
+
+TransportAnalyzer::PairLink& TransportAnalyzer::link_of(std::uint32_t slot) {
+  if (slot >= links_.size()) links_.resize(slot + 1);
+  return links_[slot];
+}
+
+// infer_peer's rule within one bucket, into `best`. The flows of the bucket are
+// passed over in the dense links_ (no cell read); those at or above `psn` are
+// then taken nearest first, and a flow's requester state (whether a pending
+// request holds `psn`) is read only while it could still be the nearest or tie
+// with it: whether one holds `psn` only adds to its distance.
+void TransportAnalyzer::nearest_in_bucket(const Flow& resp, std::uint64_t reverse, std::uint32_t bucket,
+                                          std::uint32_t psn, Nearest& best) {
+  contenders_.clear();
+  for (std::uint32_t n = unpaired_bucket(reverse, bucket); n != Flow::kNotIndexed; n = links_[n].next) {
+    const PairLink& l = links_[n];
+    ++pair_probes_;
+    if (n == resp.slot || l.host_pair != reverse) continue;
+    // At or above its next PSN: no request of it holds `psn` (their PSNs are all
+    // below it), and no NAK can name it. Passed over without its requester state.
+    if (const std::int32_t d = psn_diff(l.high_next, psn); d >= 0) contenders_.push_back({d, n});
+  }
+  std::sort(contenders_.begin(), contenders_.end(),
+            [](const Contender& a, const Contender& b) { return a.distance < b.distance; });
+  for (const Contender& c : contenders_) {
+    if (best.flow && c.distance > best.distance) break;  // neither nearer nor equally near, nor any after it
+    Flow* q = flows_.at(c.slot);
+    std::int32_t d = c.distance;
+    bool holds = false;
+    for (const auto& r : q->req->pending) holds |= psn_diff(psn, r.first) >= 0 && psn_diff(r.last, psn) >= 0;
+    if (!holds && d >= 65536) continue;
+    if (!holds) d += 65536;  // an outstanding request holding the PSN comes first
+    if (best.flow && d == best.distance) {
+      best.tie = true;
+    } else if (!best.flow || d < best.distance) {
+      best = Nearest{q, d, false};
+    }
+  }
 }
 
 // Candidates: the unpaired reliable requester flows in the opposite direction
@@ -772,34 +812,13 @@ TransportAnalyzer::Flow* TransportAnalyzer::infer_peer(Flow& resp, std::uint32_t
   const auto ends = unpaired_.find(reverse);
   if (ends == unpaired_.end()) return nullptr;
   const std::uint32_t candidates = ends->second.count;
-  Flow* by_psn = nullptr;
-  std::int32_t nearest = 0;
-  bool tie = false;
+  Nearest best;
   constexpr std::uint32_t kBuckets = 1u << (24 - kPsnBucketBits);
   const std::uint32_t first = (psn & 0xFFFFFF) >> kPsnBucketBits;
-  for (std::uint32_t i = 0; i <= (1u << (16 - kPsnBucketBits)) && !by_psn; ++i) {
-    for (std::uint32_t n = unpaired_bucket(reverse, (first + i) % kBuckets); n != Flow::kNotIndexed;) {
-      Flow* q = flows_.at(n);
-      ++pair_probes_;
-      n = q->bucket_next;
-      if (q == &resp || q->host_pair != reverse) continue;
-      std::int32_t d = psn_diff(q->indexed_high_next, psn);
-      // At or above its next PSN: no request of it holds `psn` (their PSNs are all
-      // below it), and no NAK can name it. Passed over without its requester state.
-      if (d < 0) continue;
-      bool holds = false;
-      for (const auto& r : q->req->pending) holds |= psn_diff(psn, r.first) >= 0 && psn_diff(r.last, psn) >= 0;
-      if (!holds && d >= 65536) continue;
-      if (!holds) d += 65536;  // an outstanding request holding the PSN comes first
-      if (by_psn && d == nearest) {
-        tie = true;
-      } else if (!by_psn || d < nearest) {
-        by_psn = q;
-        nearest = d;
-        tie = false;
-      }
-    }
-  }
+  for (std::uint32_t i = 0; i <= (1u << (16 - kPsnBucketBits)) && !best.flow; ++i)
+    nearest_in_bucket(resp, reverse, (first + i) % kBuckets, psn, best);
+  Flow* by_psn = best.flow;
+  const bool tie = best.tie;
   if (tie) return nullptr;  // two requesters equally near: no guess (a wrong pair makes false verdicts)
   Flow* only = candidates == 1 ? flows_.at(ends->second.slot_xor) : nullptr;
   if (by_psn) {

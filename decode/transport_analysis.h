@@ -211,6 +211,13 @@ class TransportAnalyzer {
   bool follows_unplaced(const Flow& f, std::uint64_t frame, bool ack) const;
   void place_corrupt_response(Flow& f, const DecodedPacket& p, const SeqPacket& sp);
   Flow* infer_peer(Flow& resp, std::uint32_t psn);
+  struct Nearest {
+    Flow* flow = nullptr;
+    std::int32_t distance = 0;
+    bool tie = false;
+  };
+  void nearest_in_bucket(const Flow& resp, std::uint64_t reverse, std::uint32_t bucket, std::uint32_t psn,
+                         Nearest& best);
   void pair(Flow& a, Flow& b, Pairing how);
   void index_unpaired(Flow& f);
   void unindex_unpaired(Flow& f);
@@ -233,9 +240,9 @@ class TransportAnalyzer {
   // kPsnBucketBits); and per (transport, source, destination) how many there are
   // and the XOR of their slots (with one, that is its slot). A response looks at
   // the buckets just above its PSN, never at the paired flows or other PSNs.
-  // A bucket is a list threaded through its flows (Flow::bucket_next/prev); the
+  // A bucket is a list threaded through its flows' links (links_, by slot); the
   // flat index holds its first flow's slot. Memory: one index entry per
-  // non-empty bucket, nothing allocated per flow.
+  // non-empty bucket and one 24-byte link per slot of the live-flow table.
   static constexpr unsigned kPsnBucketBits = 12;
   struct BucketKeyHash {
     std::size_t operator()(std::uint64_t k) const { return static_cast<std::size_t>((k ^ (k >> 29)) * 0xBF58476D1CE4E5B9ULL); }
@@ -246,6 +253,22 @@ class TransportAnalyzer {
     std::uint32_t slot_xor = 0;
   };
   std::unordered_map<std::uint64_t, UnpairedEnds> unpaired_;
+  // The buckets' lists, by slot: what a search reads of each flow in a bucket
+  // (its ends, its neighbours, req->high_next while indexed), apart from the
+  // flows' cells, so that passing over a bucket reads this dense array instead
+  // of one cold cell per flow (with many QPs between two ends, each a miss).
+  struct PairLink {
+    std::uint64_t host_pair = 0;
+    std::uint32_t next = UINT32_MAX, prev = UINT32_MAX;
+    std::uint32_t high_next = 0;
+  };
+  std::vector<PairLink> links_;  // one per slot ever indexed (at most kMaxLiveFlows)
+  PairLink& link_of(std::uint32_t slot);
+  struct Contender {
+    std::int32_t distance;
+    std::uint32_t slot;
+  };
+  std::vector<Contender> contenders_;  // nearest_in_bucket's, kept for its capacity
   std::uint64_t pair_probes_ = 0;  // candidate flows and buckets looked at while pairing (pairing_probes())
   std::vector<FlowSummary> summaries_;  // the retired flows' (after a merge: empty, the parts hold them)
   FlowList listed_;                     // after finish(): summaries_ and the live flows', in creation order

@@ -688,3 +688,44 @@ TEST(TransportAnalysis, FlowsRetiredAtTheLiveCapAreCounted) {
   below.finish();
   EXPECT_EQ(below.analyzer.transport().cap_retired_flows(), 0u);
 }
+
+// Several requester QPs between the same two hosts, their next PSNs in one
+// bucket of the pairing index: an answer pairs with the requester whose
+// outstanding request carries its PSN (IBA 9.7.5.1: an ACK carries the PSN of
+// the request it acknowledges), the nearest one when several are at or above
+// it, and with none when two are equally near (a guess could make false
+// verdicts). Outcomes from the rule, not from running the analyzer; the flows
+// are listed so that the nearest is neither first nor last in the bucket.
+TEST(TransportAnalysis, AnswersPairWithTheRequesterWhoseRequestHoldsTheirPsn) {
+  Wire w;
+  auto send = [&](bool a_to_b, std::uint8_t op, std::uint32_t qp, std::uint32_t psn) {
+    DecodedPacket p = w.base(a_to_b, op, psn);
+    p.ib.bth.dest_qp = qp;
+    p.ib.bth.ack_req = true;
+    p.ib.aeth.syndrome = 0x1F;
+    p.payload_len = a_to_b ? 8 : 0;
+    p.ib.reth.dma_len = p.payload_len;
+    return w.feed(p);
+  };
+  // A -> B requesters (to B's QPs 0x22..0x26); their answers go to A's QPs 0x12..0x16.
+  send(true, kWriteOnly, 0x22, 100);   // next PSN 101
+  send(true, kWriteOnly, 0x23, 3000);  // 3001
+  send(true, kWriteOnly, 0x24, 200);   // 201
+  send(true, kWriteOnly, 0x25, 500);   // 501, and 0x26 too: equally near for PSN 500
+  send(true, kWriteOnly, 0x26, 500);
+  send(true, kWriteOnly, 0x27, 150);   // 151
+  EXPECT_EQ(send(false, kAck, 0x13, 3000).request_frame, 2u);  // only 0x23 is at or above 3000
+  EXPECT_EQ(send(false, kAck, 0x12, 100).request_frame, 1u);   // 0x22 holds 100; 0x27, 0x24 are above it, farther
+  EXPECT_EQ(send(false, kAck, 0x15, 500).request_frame, 0u);   // 0x25 and 0x26 tie: no pair
+  EXPECT_EQ(send(false, kAck, 0x17, 150).request_frame, 6u);   // 0x27 holds 150; 0x24 (201) is farther
+  w.finish();
+  auto peer_of_answers_to = [&](std::uint32_t qp) {
+    for (const FlowSummary& f : w.analyzer.transport().flows())
+      if (f.key.dest_qp == qp) return std::pair{f.peer_qp, f.pairing};
+    return std::pair{0u, Pairing::none};
+  };
+  EXPECT_EQ(peer_of_answers_to(0x13), std::pair(0x23u, Pairing::inferred_psn));
+  EXPECT_EQ(peer_of_answers_to(0x12), std::pair(0x22u, Pairing::inferred_psn));
+  EXPECT_EQ(peer_of_answers_to(0x15), std::pair(0u, Pairing::none));
+  EXPECT_EQ(peer_of_answers_to(0x17), std::pair(0x27u, Pairing::inferred_psn));
+}
