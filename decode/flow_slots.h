@@ -210,7 +210,15 @@ class FlowSlots {
     if (by_age.empty()) return;
     const std::size_t n = std::max<std::size_t>(by_age.size() / 8, 1);
     std::nth_element(by_age.begin(), by_age.begin() + static_cast<std::ptrdiff_t>(n - 1), by_age.end());
-    for (std::size_t i = 0; i < n; ++i) retire(by_age[i].second, on_retire);
+    // Thousands of flows in no order of memory: each one's cell, then its index
+    // line (found from the key in the cell), is loaded a few flows ahead of its turn.
+    constexpr std::size_t kCellAhead = 8, kIndexAhead = 4;
+    for (std::size_t i = 0; i < std::min(n, kCellAhead); ++i) prefetch(by_age[i].second);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i + kCellAhead < n) prefetch(by_age[i + kCellAhead].second);
+      if (i + kIndexAhead < n) index_.prefetch(hash_of(cell(by_age[i + kIndexAhead].second)->key));
+      retire(by_age[i].second, on_retire);
+    }
   }
 
   std::size_t max_live_;
