@@ -98,6 +98,18 @@ rdma_event_channel* create_channel() {
   return channel;
 }
 
+// Linux soft-iWARP's passive side sends its MPA reply before it hands the socket's
+// receive path to the QP (siw_accept: siw_send_mpareqrep, then siw_qp_socket_assoc).
+// An FPDU that arrives in between stays unread in the socket until more data comes,
+// and the first exchange waits for an answer that never comes: seen in the lab under
+// emulation, the server's TCP acknowledging our 40-byte version SEND and its perftest
+// never seeing it (tests/perftest/lab.cmake, lab_perftest_siw_cm). Giving the peer
+// a moment after ESTABLISHED before the first message closes that window in practice.
+void settle_passive_side(const rdma_cm_id* id) {
+  if (id && id->verbs && id->verbs->device->transport_type == IBV_TRANSPORT_IWARP)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+}
+
 }  // namespace
 
 std::string describe_cm_failure(int event, int status, const std::string& peer) {
@@ -218,7 +230,10 @@ CmConnection CmConnection::connect(const std::string& host, int port, int timeou
         throw;
       }
     }
-    if (failure.empty()) return c;
+    if (failure.empty()) {
+      settle_passive_side(c.id_);
+      return c;
+    }
     last_failure = failure;
     if (qp_created && hooks.destroy_qp) hooks.destroy_qp();
     rdma_destroy_id(c.id_);
