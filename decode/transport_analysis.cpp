@@ -817,13 +817,11 @@ TransportAnalyzer::Flow* TransportAnalyzer::infer_peer(Flow& resp, std::uint32_t
   const std::uint32_t first = (psn & 0xFFFFFF) >> kPsnBucketBits;
   for (std::uint32_t i = 0; i <= (1u << (16 - kPsnBucketBits)) && !best.flow; ++i)
     nearest_in_bucket(resp, reverse, (first + i) % kBuckets, psn, best);
-  Flow* by_psn = best.flow;
-  const bool tie = best.tie;
-  if (tie) return nullptr;  // two requesters equally near: no guess (a wrong pair makes false verdicts)
+  if (best.tie) return nullptr;  // two requesters equally near: no guess (a wrong pair makes false verdicts)
   Flow* only = candidates == 1 ? flows_.at(ends->second.slot_xor) : nullptr;
-  if (by_psn) {
-    pair(*by_psn, resp, candidates == 1 ? Pairing::inferred_only_flow : Pairing::inferred_psn);
-    return by_psn;
+  if (best.flow) {
+    pair(*best.flow, resp, candidates == 1 ? Pairing::inferred_only_flow : Pairing::inferred_psn);
+    return best.flow;
   }
   if (only && only != &resp) {
     pair(*only, resp, Pairing::inferred_only_flow);
