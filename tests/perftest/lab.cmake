@@ -14,25 +14,18 @@ set(PT_DEV "-d $LAB_DEV -x 1")
 set(PT_LAT "-n 100")
 set(PT_BW "-n 60 -s 4096")
 
-# perftest_lab(<name> [MODE rxe|siw] [TIMEOUT s] [STEP_TIMEOUT s] STEPS "<server>|<client>" ...)
-# A step takes 2-12 s under emulation (-D 4 the longest). STEP_TIMEOUT (default 180 s) bounds
-# each command, so one side left waiting for a peer that gave up (seen once: an rdmadiag client
-# that got no version from ib_write_lat -R) costs minutes, not the whole run's TIMEOUT.
+# perftest_lab(<name> [MODE rxe|siw] [TIMEOUT s] STEPS "<server>|<client>" ...)
+# A step takes 2-12 s under emulation (-D 4 the longest); each command is bounded by
+# LAB_STEP_TIMEOUT (CMakeLists.txt), the whole run by TIMEOUT.
 function(perftest_lab name)
-  cmake_parse_arguments(P "" "TIMEOUT;MODE;STEP_TIMEOUT" "STEPS" ${ARGN})
+  cmake_parse_arguments(P "" "TIMEOUT;MODE" "STEPS" ${ARGN})
   if(NOT P_TIMEOUT)
     set(P_TIMEOUT 1200)
-  endif()
-  if(NOT P_STEP_TIMEOUT)
-    set(P_STEP_TIMEOUT 180)
-  endif()
-  if(P_STEP_TIMEOUT GREATER P_TIMEOUT)
-    set(P_STEP_TIMEOUT ${P_TIMEOUT})
   endif()
   if(NOT P_MODE)
     set(P_MODE rxe)
   endif()
-  set(args --mode ${P_MODE} --out ${PT_LAB_OUT}/${name} --replace --timeout ${P_TIMEOUT} --step-timeout ${P_STEP_TIMEOUT} -q)
+  set(args --mode ${P_MODE} --out ${PT_LAB_OUT}/${name} --replace --timeout ${P_TIMEOUT} --step-timeout ${LAB_STEP_TIMEOUT} -q)
   foreach(step IN LISTS P_STEPS)
     string(REPLACE "|" ";" pair "${step}")
     list(GET pair 0 server)
