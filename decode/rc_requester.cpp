@@ -696,8 +696,10 @@ void asked(RequesterState& q, const SeqPacket& p) {
 
 void apply(RequesterState& q, const RequesterEvent& e, const SeqPacket& p, SeqSink& sink) {
   const bool fresh = !p.corrupt && (!q.started || e.step == ReqStep::restart || !q.sent.holds(p.psn));
+  // Marked by the packet's add() (every step that takes a fresh PSN adds it), else here.
+  if (fresh) q.recent.arm_first_seen();
   apply_step(q, e, p, sink);
-  if (fresh) q.recent.mark_first_seen(p.psn, p.ip_id);
+  if (q.recent.first_seen_armed()) q.recent.mark_first_seen(p.psn, p.ip_id);
   const bool stale = p.ts - q.newest_ts > kIpIdClockSeconds;
   if (p.ip_id >= 0 && (q.newest_ip_id < 0 || stale || sent_before(q.newest_ip_id, p.ip_id))) {
     q.newest_ip_id = p.ip_id;

@@ -169,9 +169,11 @@ struct RecentCopies {
   std::unique_ptr<Copy[]> rest;  // entries 1..rest_size of the ring
   std::uint64_t pos = 0;
   void add(std::uint32_t psn, std::int32_t ip_id, double ts) {
+    const std::uint32_t first = first_seen_armed_;
+    first_seen_armed_ = 0;
     const std::size_t i = pos++ % kSize;
     if (i == 0) {
-      head = Copy{psn, 0, ip_id, ts};
+      head = Copy{psn, first, ip_id, ts};
       reframe(psn);
       return;
     }
@@ -179,14 +181,20 @@ struct RecentCopies {
     // Copied whole: GCC stores an assigned Copy's bit fields as a read-modify-write
     // of their word, a load of the entry's old bytes for every copy recorded (in
     // a new flow's ring, a miss on memory not yet read).
-    const Copy c{psn, 0, ip_id, ts};
+    const Copy c{psn, first, ip_id, ts};
     std::memcpy(&rest[i - 1], &c, sizeof c);
     const std::int32_t d = psn_diff(psn, range_ref_);
     range_lo_ = std::min(range_lo_, d);
     range_hi_ = std::max(range_hi_, d);
   }
-  // Marks the copy added last (if it is that packet) as the first of its PSN.
+  // The next add() records the first copy of its PSN: marked as it is written,
+  // not loaded again after (in a ring not in the cache, a miss per request).
+  void arm_first_seen() { first_seen_armed_ = 1; }
+  // Armed, and no add() since.
+  bool first_seen_armed() const { return first_seen_armed_ != 0; }
+  // Marks the copy added last (if it is that packet) as the first of its PSN (and disarms).
   void mark_first_seen(std::uint32_t psn, std::int32_t ip_id) {
+    first_seen_armed_ = 0;
     if (!pos) return;
     const std::size_t i = (pos - 1) % kSize;
     Copy& c = i == 0 ? head : rest[i - 1];
@@ -218,9 +226,9 @@ struct RecentCopies {
   }
  private:
   void grow() {  // only while the ring fills for the first time: entries 1..i-1 are all written
-    const std::uint32_t size = rest_size_ ? 2 * rest_size_ + 1 : kFirstBlock;  // ring sizes 8, 16, 32, 64
+    const std::uint16_t size = rest_size_ ? 2 * rest_size_ + 1 : kFirstBlock;  // ring sizes 8, 16, 32, 64
     auto bigger = std::make_unique_for_overwrite<Copy[]>(size);
-    for (std::uint32_t k = 0; k < rest_size_; ++k) bigger[k] = rest[k];
+    for (std::uint16_t k = 0; k < rest_size_; ++k) bigger[k] = rest[k];
     rest = std::move(bigger);
     rest_size_ = size;
   }
@@ -242,7 +250,8 @@ struct RecentCopies {
       range_hi_ = std::max(range_hi_, d);
     }
   }
-  std::uint32_t rest_size_ = 0;
+  std::uint16_t rest_size_ = 0;  // (at most kSize - 1)
+  std::uint8_t first_seen_armed_ = 0;
   std::uint32_t range_ref_ = 0;
   std::int32_t range_lo_ = 0, range_hi_ = -1;  // empty until the first copy
 };

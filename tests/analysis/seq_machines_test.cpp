@@ -235,6 +235,20 @@ TEST(RecentCopies, HoldsTheLast64CopiesAndNothingElse) {
   }
   r.mark_first_seen(100, 1100);
   EXPECT_TRUE(r.last()->first_seen);
+  // Armed: the next copy is written marked, and only that one; a copy added
+  // unarmed is not.
+  r.arm_first_seen();
+  r.add(101, 1101, 0.101);
+  EXPECT_FALSE(r.first_seen_armed());
+  EXPECT_TRUE(r.last()->first_seen);
+  r.add(102, 1102, 0.102);
+  EXPECT_FALSE(r.last()->first_seen);
+  for (std::uint32_t n = 103; n <= 128; ++n) r.add(n, static_cast<std::int32_t>(1000 + n), 0.001 * n);
+  r.arm_first_seen();
+  r.add(129, 1129, 0.129);  // (ring position 0: the inline head)
+  EXPECT_TRUE(r.last()->first_seen);
+  r.add(130, 1130, 0.130);
+  EXPECT_FALSE(r.last()->first_seen);
 }
 
 // has_copy() skips the scan for a PSN outside the held copies' range: checked
