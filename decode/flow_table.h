@@ -128,6 +128,8 @@ class FlowTable : public detail::ProbeTable<detail::KeyedEntry<Key>> {
 
   [[gnu::always_inline]] static std::uint64_t hash_of(const Key& k) { return static_cast<std::uint64_t>(Hash{}(k)); }
 
+  // Starts loading the line where a look-up of `k` begins.
+  void prefetch(const Key& k) const { Base::prefetch(hash_of(k)); }
   // The slot stored for `k`, or kNone.
   std::uint32_t find(const Key& k) const { return find(k, hash_of(k)); }
   // The same with `h` = hash_of(k), computed once for several tables of one key.

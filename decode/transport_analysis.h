@@ -188,6 +188,7 @@ class TransportAnalyzer {
   Flow& flow_for(const DecodedPacket& p, std::uint64_t frame, double ts, const FlowAhead* ahead);
   static TransportService flow_key(const DecodedPacket& p, FlowKey& k);
   void prefetch_states(const Flow& f) const;
+  void prefetch_pairing(const DecodedPacket& p, const FlowKey& k) const;
   Flow& create_flow(const FlowKey& k, std::uint64_t hash, TransportService service, std::uint64_t frame, double ts);
   void count_packet(Flow& f, const DecodedPacket& p, std::uint64_t frame, double ts, PacketAnalysis& out);
   void check_pkey(Flow& f, const DecodedPacket& p, std::uint64_t frame, PacketAnalysis& out);
