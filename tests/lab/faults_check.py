@@ -95,6 +95,7 @@ def frame_fact(pkt):
             udp = l4[:2] + struct.pack("!H", ROCE_PORT) + l4[4:8]
             if icrc_roce_v2(ip, udp, l4[8:-4], False) == l4[-4:]:
                 fact["icrc_ok"] = False
+                fact["flipped_port"] = dport
     if fact["proto"] == 6 and len(l4) >= 20:
         pseudo = ip[12:20] + struct.pack("!BBH", 0, 6, len(l4))
         fact["tcp_ok"] = csum16(pseudo + l4) == 0
@@ -102,21 +103,27 @@ def frame_fact(pkt):
     return fact
 
 
-def tshark_frames(pcap):
+def tshark_frames(pcap, flipped_ports=()):
+    """tshark's decode per frame. `flipped_ports`: UDP ports one bit off 4791
+    that carried RoCEv2 (wire_facts: the ICRC holds with 4791 put back), which
+    tshark is told to decode as RoCEv2 too, so that the BTH of such a frame has
+    tshark's reading like any other (the ICMP errors quoting them excepted)."""
     cmd = ["tshark", "-r", pcap, "--disable-protocol", "rpcordma", "-o", "infiniband.identify_payload:FALSE",
            "-T", "fields", "-E", "separator=\t", "-E", "occurrence=f"]
-    for f in TSHARK_FIELDS:
+    for port in sorted(set(flipped_ports)):
+        cmd += ["-d", f"udp.port=={port},infiniband"]
+    for f in TSHARK_FIELDS + ["icmp.type"]:
         cmd += ["-e", f]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if res.returncode != 0:
         raise SystemExit(f"faults_check: tshark failed: {res.stderr.strip()[:300]}")
     frames = {}
     for line in res.stdout.splitlines():
-        v = dict(zip(TSHARK_FIELDS, line.split("\t")))
+        v = dict(zip(TSHARK_FIELDS + ["icmp.type"], line.split("\t")))
         n = int(v["frame.number"])
         rec = {"frame": n, "src": v["ip.src"], "dst": v["ip.dst"],
                "ipid": int(v["ip.id"], 16) if v["ip.id"] else None}
-        if v["infiniband.bth.psn"]:
+        if v["infiniband.bth.psn"] and not v["icmp.type"]:  # (not the packet an ICMP error quotes)
             rec.update(opcode=int(v["infiniband.bth.opcode"]), qp=int(v["infiniband.bth.destqp"], 16),
                        psn=int(v["infiniband.bth.psn"]),
                        syndrome=int(v["infiniband.aeth.syndrome"], 0) if v["infiniband.aeth.syndrome"] else None,
@@ -655,7 +662,8 @@ def judge_boot(run_dir, analyzer):
     pcap = os.path.join(run_dir, "wire.pcap")
     mode = "siw" if run.get("mode") == "siw" else "rxe"
     steps = run.get("steps", [])
-    facts, frames = wire_facts(pcap), tshark_frames(pcap)
+    facts = wire_facts(pcap)
+    frames = tshark_frames(pcap, [f["flipped_port"] for f in facts.values() if "flipped_port" in f])
     bounds, unmarked = step_windows(facts, len(steps))
     report = analyze(analyzer, pcap)
     judge = Judge(frames, facts, roce_flows(frames, facts), report)
