@@ -20,6 +20,14 @@ inline void prefetch_line(const void* p) {
 #endif
 }
 
+// Starts loading every line from `first`'s through `last`'s (the part of a
+// state a step reads, wherever the allocator put it).
+inline void prefetch_lines(const void* first, const void* last) {
+  const auto to = reinterpret_cast<std::uintptr_t>(last);
+  for (auto a = reinterpret_cast<std::uintptr_t>(first) & ~std::uintptr_t{63}; a <= to; a += 64)
+    prefetch_line(reinterpret_cast<const void*>(a));
+}
+
 // Streams the bytes of a buffer ahead of a reader into the cache, each line
 // once: the lines from offset `pos` (or from `done`, past it) up to `until`
 // (buffer offsets); `done` keeps how far it got, for the next call.

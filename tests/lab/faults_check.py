@@ -42,7 +42,7 @@ IB_MTU = 1024  # rxe's path MTU on this lab (perftest's default; docs/fault-matr
 TSHARK_FIELDS = ["frame.number", "ip.src", "ip.dst", "ip.id", "infiniband.bth.opcode",
                  "infiniband.bth.destqp", "infiniband.bth.psn", "infiniband.aeth.syndrome",
                  "infiniband.reth.dmalen", "tcp.srcport", "tcp.dstport", "tcp.seq_raw", "tcp.len",
-                 "iwarp_rdma.opcode"]
+                 "iwarp_rdma.opcode", "icmp.type"]
 
 
 def psn_diff(a, b):
@@ -112,14 +112,14 @@ def tshark_frames(pcap, flipped_ports=()):
            "-T", "fields", "-E", "separator=\t", "-E", "occurrence=f"]
     for port in sorted(set(flipped_ports)):
         cmd += ["-d", f"udp.port=={port},infiniband"]
-    for f in TSHARK_FIELDS + ["icmp.type"]:
+    for f in TSHARK_FIELDS:
         cmd += ["-e", f]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if res.returncode != 0:
         raise SystemExit(f"faults_check: tshark failed: {res.stderr.strip()[:300]}")
     frames = {}
     for line in res.stdout.splitlines():
-        v = dict(zip(TSHARK_FIELDS + ["icmp.type"], line.split("\t")))
+        v = dict(zip(TSHARK_FIELDS, line.split("\t")))
         n = int(v["frame.number"])
         rec = {"frame": n, "src": v["ip.src"], "dst": v["ip.dst"],
                "ipid": int(v["ip.id"], 16) if v["ip.id"] else None}
