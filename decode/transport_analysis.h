@@ -87,6 +87,9 @@ class TransportAnalyzer {
  public:
   static constexpr std::size_t kMaxLiveFlows = 1 << 16;
   static constexpr std::size_t kMaxRetiredFlows = 1 << 17;
+  // The pairing index files unpaired requesters by PSN in buckets of
+  // 2^kPsnBucketBits PSNs (2^(24 - kPsnBucketBits) buckets per pair of ends).
+  static constexpr unsigned kPsnBucketBits = 12;
   static constexpr double kIdleRetireSeconds = 120.0;
 
   explicit TransportAnalyzer(AnomalyLog& log);
@@ -244,7 +247,6 @@ class TransportAnalyzer {
   // A bucket is a list threaded through its flows' links (links_, by slot); the
   // flat index holds its first flow's slot. Memory: one index entry per
   // non-empty bucket and one 24-byte link per slot of the live-flow table.
-  static constexpr unsigned kPsnBucketBits = 12;
   struct BucketKeyHash {
     std::size_t operator()(std::uint64_t k) const { return static_cast<std::size_t>((k ^ (k >> 29)) * 0xBF58476D1CE4E5B9ULL); }
   };
