@@ -99,9 +99,10 @@ TEST(PairingIndex, ProbesPerPacketIndependentOfQpCount) {
 // never with the QP count itself. Measured: 3.0 probes per paired connection
 // with 64 connections, 4.2 with 16K, 10.6 with 1M (docs/performance.md).
 TEST(PairingIndex, ProbesBoundedByTheLiveFlowCap) {
-  const PairingRun r = run_between_two_hosts(1u << 20, 300'000);
+  constexpr std::uint64_t kPackets = 300'000;
+  const PairingRun r = run_between_two_hosts(1u << 20, kPackets);
   ASSERT_GT(r.paired, 10'000u);
-  const double per_connection = r.probes_per_packet * 300'000 / (static_cast<double>(r.paired) / 2);
+  const double per_connection = r.probes_per_packet * kPackets / (static_cast<double>(r.paired) / 2);
   constexpr double kBucketShare = static_cast<double>(decode::TransportAnalyzer::kMaxLiveFlows) /
                                   (1u << (24 - decode::TransportAnalyzer::kPsnBucketBits));
   EXPECT_LT(per_connection, kBucketShare) << per_connection;
