@@ -418,7 +418,10 @@ class RcConnection {
   }
 
   // Emits request packets; on a loss, the responder NAKs at the first later
-  // packet and the requester resends from the lost PSN (go-back-N).
+  // packet and the requester resends from the lost PSN (go-back-N). A message's
+  // last packet lost has no later packet to draw a NAK (IBA 9.7.5.2: a
+  // responder NAKs only a PSN beyond the expected one): the requester resends it
+  // when its timer expires, so the capture point sees it once, late.
   void send_with_recovery(const std::vector<IbPacket>& pkts) {
     lost_ = false;
     std::size_t lost_at = pkts.size();
@@ -428,6 +431,10 @@ class RcConnection {
       if (!was && lost_) lost_at = i;
     }
     if (lost_at == pkts.size()) return;
+    if (lost_at + 1 == pkts.size()) {
+      request(pkts[lost_at], false);
+      return;
+    }
     IbPacket nak;
     nak.opcode = kAck;
     nak.psn = pkts[lost_at].psn;

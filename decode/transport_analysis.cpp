@@ -740,7 +740,11 @@ void TransportAnalyzer::index_unpaired(Flow& f) {
   const bool candidate = f.started() && f.peer_slot < 0 && f.s.service != TransportService::ud &&
                          f.s.service != TransportService::uc;
   const std::uint32_t bucket = candidate ? (f.req->high_next & 0xFFFFFF) >> kPsnBucketBits : Flow::kNotIndexed;
-  if (candidate) link_of(f.slot).high_next = f.req->high_next;
+  if (candidate) {
+    PairLink& l = link_of(f.slot);
+    l.high_next = f.req->high_next;
+    l.first_unanswered = f.req->pending.empty() ? f.req->high_next : f.req->pending.front().first;
+  }
   if (bucket == f.unpaired_bucket) return;
   unindex_unpaired(f);
   if (bucket == Flow::kNotIndexed) return;
@@ -783,48 +787,46 @@ TransportAnalyzer::PairLink& TransportAnalyzer::link_of(std::uint32_t slot) {
   return links_[slot];
 }
 
-// infer_peer's rule within one bucket, into `best`. The flows of the bucket are
-// passed over in the dense links_ (no cell read); those at or above `psn` are
-// then taken nearest first, and a flow's requester state (whether a pending
-// request holds `psn`) is read only while it could still be the nearest or tie
-// with it: whether one holds `psn` only adds to its distance.
-void TransportAnalyzer::nearest_in_bucket(const Flow& resp, std::uint64_t reverse, std::uint32_t bucket,
-                                          std::uint32_t psn, Nearest& best) {
-  contenders_.clear();
+// Whether `psn` may answer a request of the requester `q` (whose link is `l`):
+// `holds`, an outstanding request carries it (IBA 9.7.5.1: an ACK, NAK or READ
+// response carries the PSN of the request it answers); `unseen`, it names a
+// request the capture point did not see (a NAK names the first PSN lost before
+// it, IBA 9.7.5.2): below the requester's next PSN and above its first
+// unanswered request less kUnseenBelow. Anything farther is as likely another
+// connection's PSN. The link's copy of the range sorts out most flows of a
+// bucket without a read of their state.
+TransportAnalyzer::PsnFit TransportAnalyzer::psn_fit(const PairLink& l, std::uint32_t slot, std::uint32_t psn) {
+  if (psn_diff(l.high_next, psn) <= 0 || psn_diff(l.first_unanswered, psn) > kUnseenBelow) return PsnFit::none;
+  ++pair_probes_;
+  for (const auto& r : flows_.at(slot)->req->pending)
+    if (psn_diff(psn, r.first) >= 0 && psn_diff(r.last, psn) >= 0) return PsnFit::holds;
+  return PsnFit::unseen;
+}
+
+// infer_peer's look at one bucket, into `fits`. The flows of the bucket are
+// passed over in the dense links_; a flow's requester state is read only when
+// `psn` lies in or just below its unanswered requests.
+void TransportAnalyzer::fits_in_bucket(const Flow& resp, std::uint64_t reverse, std::uint32_t bucket,
+                                       std::uint32_t psn, Fits& fits) {
   for (std::uint32_t n = unpaired_bucket(reverse, bucket); n != Flow::kNotIndexed; n = links_[n].next) {
     const PairLink& l = links_[n];
     ++pair_probes_;
     if (n == resp.slot || l.host_pair != reverse) continue;
-    // At or above its next PSN: no request of it holds `psn` (their PSNs are all
-    // below it), and no NAK can name it. Passed over without its requester state.
-    if (const std::int32_t d = psn_diff(l.high_next, psn); d >= 0) contenders_.push_back({d, n});
-  }
-  std::sort(contenders_.begin(), contenders_.end(),
-            [](const Contender& a, const Contender& b) { return a.distance < b.distance; });
-  for (const Contender& c : contenders_) {
-    if (best.flow && c.distance > best.distance) break;  // neither nearer nor equally near, nor any after it
-    Flow* q = flows_.at(c.slot);
-    std::int32_t d = c.distance;
-    bool holds = false;
-    for (const auto& r : q->req->pending) holds |= psn_diff(psn, r.first) >= 0 && psn_diff(r.last, psn) >= 0;
-    if (!holds && d >= 65536) continue;
-    if (!holds) d += 65536;  // an outstanding request holding the PSN comes first
-    if (best.flow && d == best.distance) {
-      best.tie = true;
-    } else if (!best.flow || d < best.distance) {
-      best = Nearest{q, d, false};
+    switch (psn_fit(l, n, psn)) {
+      case PsnFit::holds: fits.holder = flows_.at(n), ++fits.holders; break;
+      case PsnFit::unseen: fits.unseen = flows_.at(n), ++fits.unseens; break;
+      case PsnFit::none: break;
     }
   }
 }
 
 // Candidates: the unpaired reliable requester flows in the opposite direction
-// between the same two ends. The one whose requests hold `psn` (an outstanding
-// request's PSNs, its next PSN (a NAK for requests lost before the capture
-// point) or the 65535 below it); when several do, the nearest below its next PSN
-// among those with an outstanding request holding it, else among the others;
-// none when two are equally near; else the only candidate. The buckets from `psn`'s
-// up to 65536 PSNs above it are looked at, nearest first, and the search stops
-// at the first bucket with a match: no flow between those ends is scanned.
+// between the same two ends. The one with an outstanding request holding `psn`;
+// else the one that missed a request at `psn` (psn_fit); none when two fit
+// alike (a wrong pair makes false verdicts: the next response tries again);
+// else the only candidate. The buckets from `psn`'s up to 65536 PSNs above it
+// are looked at, nearest first, and the search stops at the first bucket with
+// a fit: no flow between those ends is scanned.
 TransportAnalyzer::Flow* TransportAnalyzer::infer_peer(Flow& resp, std::uint32_t psn) {
   const FlowKey& k = resp.s.key;
   const std::uint64_t reverse = host_pair_hash(k.transport, k.dst, k.src, k.addr_len, k.point);
@@ -832,17 +834,18 @@ TransportAnalyzer::Flow* TransportAnalyzer::infer_peer(Flow& resp, std::uint32_t
   const auto ends = unpaired_.find(reverse);
   if (ends == unpaired_.end()) return nullptr;
   const std::uint32_t candidates = ends->second.count;
-  Nearest best;
+  Fits fits;
   constexpr std::uint32_t kBuckets = 1u << (24 - kPsnBucketBits);
   const std::uint32_t first = (psn & 0xFFFFFF) >> kPsnBucketBits;
-  for (std::uint32_t i = 0; i <= (1u << (16 - kPsnBucketBits)) && !best.flow; ++i)
-    nearest_in_bucket(resp, reverse, (first + i) % kBuckets, psn, best);
-  if (best.tie) return nullptr;  // two requesters equally near: no guess (a wrong pair makes false verdicts)
-  Flow* only = candidates == 1 ? flows_.at(ends->second.slot_xor) : nullptr;
-  if (best.flow) {
-    pair(*best.flow, resp, candidates == 1 ? Pairing::inferred_only_flow : Pairing::inferred_psn);
-    return best.flow;
+  for (std::uint32_t i = 0; i <= (1u << (16 - kPsnBucketBits)) && !fits.holders && !fits.unseens; ++i)
+    fits_in_bucket(resp, reverse, (first + i) % kBuckets, psn, fits);
+  Flow* found = fits.holders == 1 ? fits.holder : !fits.holders && fits.unseens == 1 ? fits.unseen : nullptr;
+  if (found) {
+    pair(*found, resp, candidates == 1 ? Pairing::inferred_only_flow : Pairing::inferred_psn);
+    return found;
   }
+  if (fits.holders || fits.unseens) return nullptr;  // two fit alike: no guess
+  Flow* only = candidates == 1 ? flows_.at(ends->second.slot_xor) : nullptr;
   if (only && only != &resp) {
     pair(*only, resp, Pairing::inferred_only_flow);
     return only;

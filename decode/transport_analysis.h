@@ -90,6 +90,11 @@ class TransportAnalyzer {
   // The pairing index files unpaired requesters by PSN in buckets of
   // 2^kPsnBucketBits PSNs (2^(24 - kPsnBucketBits) buckets per pair of ends).
   static constexpr unsigned kPsnBucketBits = 12;
+  // How far below a requester's first unanswered request a response's PSN may
+  // name a request the capture point missed and still pair with it (a NAK for a
+  // burst lost before the capture point). Farther, the PSN is as likely another
+  // connection's: the response waits for one that pairs surely.
+  static constexpr std::int32_t kUnseenBelow = 256;
   static constexpr double kIdleRetireSeconds = 120.0;
 
   explicit TransportAnalyzer(AnomalyLog& log);
@@ -215,13 +220,12 @@ class TransportAnalyzer {
   bool follows_unplaced(const Flow& f, std::uint64_t frame, bool ack) const;
   void place_corrupt_response(Flow& f, const DecodedPacket& p, const SeqPacket& sp);
   Flow* infer_peer(Flow& resp, std::uint32_t psn);
-  struct Nearest {
-    Flow* flow = nullptr;
-    std::int32_t distance = 0;
-    bool tie = false;
+  struct Fits {  // the candidates a response's PSN fits, by how (psn_fit)
+    Flow* holder = nullptr;
+    Flow* unseen = nullptr;
+    std::uint32_t holders = 0, unseens = 0;
   };
-  void nearest_in_bucket(const Flow& resp, std::uint64_t reverse, std::uint32_t bucket, std::uint32_t psn,
-                         Nearest& best);
+  void fits_in_bucket(const Flow& resp, std::uint64_t reverse, std::uint32_t bucket, std::uint32_t psn, Fits& fits);
   void pair(Flow& a, Flow& b, Pairing how);
   void index_unpaired(Flow& f);
   void unindex_unpaired(Flow& f);
@@ -257,21 +261,20 @@ class TransportAnalyzer {
   };
   std::unordered_map<std::uint64_t, UnpairedEnds> unpaired_;
   // The buckets' lists, by slot: what a search reads of each flow in a bucket
-  // (its ends, its neighbours, req->high_next while indexed), apart from the
-  // flows' cells, so that passing over a bucket reads this dense array instead
-  // of one cold cell per flow (with many QPs between two ends, each a miss).
+  // (its ends, its neighbours, the PSNs its unanswered requests span while
+  // indexed), apart from the flows' cells, so that passing over a bucket reads
+  // this dense array instead of one cold cell per flow (with many QPs between
+  // two ends, each a miss).
   struct PairLink {
     std::uint64_t host_pair = 0;
     std::uint32_t next = UINT32_MAX, prev = UINT32_MAX;
     std::uint32_t high_next = 0;
+    std::uint32_t first_unanswered = 0;  // the first PSN of its first pending request, or high_next
   };
   std::vector<PairLink> links_;  // one per slot ever indexed (at most kMaxLiveFlows)
   PairLink& link_of(std::uint32_t slot);
-  struct Contender {
-    std::int32_t distance;
-    std::uint32_t slot;
-  };
-  std::vector<Contender> contenders_;  // nearest_in_bucket's, kept for its capacity
+  enum class PsnFit : std::uint8_t { holds, unseen, none };
+  PsnFit psn_fit(const PairLink& l, std::uint32_t slot, std::uint32_t psn);
   std::uint64_t pair_probes_ = 0;  // candidate flows and buckets looked at while pairing (pairing_probes())
   std::vector<FlowSummary> summaries_;  // the retired flows' (after a merge: empty, the parts hold them)
   FlowList listed_;                     // after finish(): summaries_ and the live flows', in creation order

@@ -689,13 +689,20 @@ TEST(TransportAnalysis, FlowsRetiredAtTheLiveCapAreCounted) {
   EXPECT_EQ(below.analyzer.transport().cap_retired_flows(), 0u);
 }
 
+// The requester QP the answers sent to `qp` were paired with, and how.
+std::pair<std::uint32_t, Pairing> peer_of_answers_to(const Wire& w, std::uint32_t qp) {
+  for (const FlowSummary& f : w.analyzer.transport().flows())
+    if (f.key.dest_qp == qp) return {f.peer_qp, f.pairing};
+  return {0u, Pairing::none};
+}
+
 // Several requester QPs between the same two hosts, their next PSNs in one
 // bucket of the pairing index: an answer pairs with the requester whose
 // outstanding request carries its PSN (IBA 9.7.5.1: an ACK carries the PSN of
-// the request it acknowledges), the nearest one when several are at or above
-// it, and with none when two are equally near (a guess could make false
-// verdicts). Outcomes from the rule, not from running the analyzer; the flows
-// are listed so that the nearest is neither first nor last in the bucket.
+// the request it acknowledges), before any whose first request is just above
+// it, and with none when two hold it (a guess could make false verdicts).
+// Outcomes from the rule, not from running the analyzer; the flows are listed
+// so that the holder is neither first nor last in the bucket.
 TEST(TransportAnalysis, AnswersPairWithTheRequesterWhoseRequestHoldsTheirPsn) {
   Wire w;
   auto send = [&](bool a_to_b, std::uint8_t op, std::uint32_t qp, std::uint32_t psn) {
@@ -715,17 +722,49 @@ TEST(TransportAnalysis, AnswersPairWithTheRequesterWhoseRequestHoldsTheirPsn) {
   send(true, kWriteOnly, 0x26, 500);
   send(true, kWriteOnly, 0x27, 150);   // 151
   EXPECT_EQ(send(false, kAck, 0x13, 3000).request_frame, 2u);  // only 0x23 is at or above 3000
-  EXPECT_EQ(send(false, kAck, 0x12, 100).request_frame, 1u);   // 0x22 holds 100; 0x27, 0x24 are above it, farther
-  EXPECT_EQ(send(false, kAck, 0x15, 500).request_frame, 0u);   // 0x25 and 0x26 tie: no pair
-  EXPECT_EQ(send(false, kAck, 0x17, 150).request_frame, 6u);   // 0x27 holds 150; 0x24 (201) is farther
+  EXPECT_EQ(send(false, kAck, 0x12, 100).request_frame, 1u);   // 0x22 holds 100; 0x27, 0x24 only start above it
+  EXPECT_EQ(send(false, kAck, 0x15, 500).request_frame, 0u);   // 0x25 and 0x26 both hold 500: no pair
+  EXPECT_EQ(send(false, kAck, 0x17, 150).request_frame, 6u);   // 0x27 holds 150; 0x24 only starts above it
   w.finish();
-  auto peer_of_answers_to = [&](std::uint32_t qp) {
-    for (const FlowSummary& f : w.analyzer.transport().flows())
-      if (f.key.dest_qp == qp) return std::pair{f.peer_qp, f.pairing};
-    return std::pair{0u, Pairing::none};
+  EXPECT_EQ(peer_of_answers_to(w, 0x13), std::pair(0x23u, Pairing::inferred_psn));
+  EXPECT_EQ(peer_of_answers_to(w, 0x12), std::pair(0x22u, Pairing::inferred_psn));
+  EXPECT_EQ(peer_of_answers_to(w, 0x15), std::pair(0u, Pairing::none));
+  EXPECT_EQ(peer_of_answers_to(w, 0x17), std::pair(0x27u, Pairing::inferred_psn));
+}
+
+// Regressions from bench/pairing_test.cpp (1M connections between two hosts,
+// 68 of 53,578 flows mispaired by the rule before session 43): a second
+// requester holding the PSN is a tie however far above it its next PSN lies
+// (the nearest was taken: a stale request of another connection could win);
+// and a NAK names a request the capture point missed only in or just below a
+// requester's unanswered requests (kUnseenBelow), not anywhere up to 65,535
+// below its next PSN.
+TEST(TransportAnalysis, AnswersPairOnlyWhenOneRequesterFitsTheirPsn) {
+  Wire w;
+  auto send = [&](bool a_to_b, std::uint32_t qp, std::uint32_t psn, std::uint8_t syndrome = 0x1F) {
+    DecodedPacket p = w.base(a_to_b, a_to_b ? kWriteOnly : kAck, psn);
+    p.ib.bth.dest_qp = qp;
+    p.ib.bth.ack_req = true;
+    p.ib.aeth.syndrome = syndrome;
+    p.payload_len = a_to_b ? 8 : 0;
+    p.ib.reth.dma_len = p.payload_len;
+    return w.feed(p);
   };
-  EXPECT_EQ(peer_of_answers_to(0x13), std::pair(0x23u, Pairing::inferred_psn));
-  EXPECT_EQ(peer_of_answers_to(0x12), std::pair(0x22u, Pairing::inferred_psn));
-  EXPECT_EQ(peer_of_answers_to(0x15), std::pair(0u, Pairing::none));
-  EXPECT_EQ(peer_of_answers_to(0x17), std::pair(0x27u, Pairing::inferred_psn));
+  constexpr std::uint8_t kNakPsnSequence = 0x60;
+  send(true, 0x22, 1000);  // next PSN 1001
+  for (const std::uint32_t psn : {1000u, 1001u, 1002u}) send(true, 0x23, psn);  // next PSN 1003
+  EXPECT_EQ(send(false, 0x12, 1000).request_frame, 0u);  // both hold 1000, 0x22's next PSN nearer: no pair
+  send(true, 0x24, 20'000);
+  send(true, 0x25, 30'000);
+  send(false, 0x14, 19'000, kNakPsnSequence);  // 1,001 below 0x24's next PSN, 1,000 below its first request
+  send(true, 0x26, 40'000);
+  send(false, 0x16, 40'000 - TransportAnalyzer::kUnseenBelow, kNakPsnSequence);  // lost before the capture point
+  send(true, 0x27, 50'000);
+  send(true, 0x27, 50'002);
+  send(false, 0x17, 50'001, kNakPsnSequence);  // between 0x27's requests: the one the capture point missed
+  w.finish();
+  EXPECT_EQ(peer_of_answers_to(w, 0x12), std::pair(0u, Pairing::none));
+  EXPECT_EQ(peer_of_answers_to(w, 0x14), std::pair(0u, Pairing::none));
+  EXPECT_EQ(peer_of_answers_to(w, 0x16), std::pair(0x26u, Pairing::inferred_psn));
+  EXPECT_EQ(peer_of_answers_to(w, 0x17), std::pair(0x27u, Pairing::inferred_psn));
 }

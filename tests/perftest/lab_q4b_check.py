@@ -13,7 +13,8 @@ Checks, each against something rdmadiag's perftest did not compute itself:
   WRITEs went to (4 QP pairs, each both ways); the QPNs ib_write_bw printed as its own
   (local address lines) are the 4 its peer wrote to;
 * `rdmadiag analyze` on the same cut sees the same 4 requester flows each way, each paired
-  with a responder flow;
+  with the flow of its own connection: the PSN of a QP's first WRITE is the starting PSN
+  ib_write_bw printed for the sending QP (local and remote address lines), which names it;
 * bandwidth, against the wire (tshark's timestamps of the same step), not against other runs
   (TCG emulation spreads identical runs by 2x and more, and CI once saw a client's -b row at
   3.6x below both ib<->ib runs): with -b each side prints the sum of its own figure and the
@@ -129,14 +130,17 @@ def check_bandwidth(out, rows, starts, step):
     return row_c, row_s, ratio, dead
 
 
-def analyzed_requesters(rdmadiag, pcap, first, last):
+def analyzed_flows(rdmadiag, pcap, first, last):
     with tempfile.TemporaryDirectory() as tmp:
         cut = os.path.join(tmp, "step.pcap")
         subprocess.run(["editcap", "-r", pcap, cut, f"{first}-{last}"], check=True, capture_output=True)
-        report = json.loads(subprocess.run([rdmadiag, "analyze", "--json", "-", cut], check=True,
-                                           capture_output=True, text=True).stdout)
+        return json.loads(subprocess.run([rdmadiag, "analyze", "--json", "-", cut], check=True,
+                                         capture_output=True, text=True).stdout)["flows"]
+
+
+def analyzed_requesters(flows):
     requesters = {}
-    for f in report["flows"]:
+    for f in flows:
         if f.get("requests", 0) > 0:
             if f.get("peer_flow") is None:
                 fail(f"analyze: requester flow {f['src']}->{f['dst']} QP {f['dest_qp']} has no responder flow")
@@ -144,7 +148,46 @@ def analyzed_requesters(rdmadiag, pcap, first, last):
     return requesters
 
 
-def check_step(out, rdmadiag, pcap, rows, starts, step, ib_role):
+def printed_qps(text, which):
+    """{PSN: QPN} of the "local" or "remote" address lines perftest printed."""
+    pattern = which + r" address: LID \w+ QPN (0x[0-9a-f]+) PSN (0x[0-9a-f]+)"
+    return {int(psn, 16): int(qpn, 16) for qpn, psn in re.findall(pattern, text)}
+
+
+def true_pairs(text, bw_rows, first, last, ib_ip):
+    """{(src, dst, dest QP): the dest QP of its reverse flow}, from ib_write_bw's printout and the wire.
+
+    A QP's first WRITE carries the starting PSN perftest printed for it, so the PSN of the first
+    WRITE to a destination QP names the sending QP among the printed ones: that QP and the
+    destination are one connection. With WRITEs both ways each direction is read on its own, and
+    they must agree."""
+    senders = {True: printed_qps(text, "local"), False: printed_qps(text, "remote")}  # by: ib host sends?
+    firsts = {}
+    for number, _, src, dst, opcode, destqp, psn in bw_rows:
+        if first <= int(number) <= last and opcode and int(opcode) in WRITE_OPCODES:
+            firsts.setdefault((src, dst, int(destqp, 16)), int(psn))
+    pairs = {}
+    for (src, dst, destqp), psn in firsts.items():
+        sender = senders[src == ib_ip].get(psn)
+        if sender is None:
+            fail(f"the first WRITE {src}->{dst} to QP {destqp:#x} has PSN {psn:#x}, printed for no QP")
+        pairs[(src, dst, destqp)] = sender
+    for (src, dst, destqp), sender in list(pairs.items()):
+        if pairs.setdefault((dst, src, sender), destqp) != destqp:  # the answers' flow, or the other way's WRITEs
+            fail(f"{src}->{dst} QP {destqp:#x} is sent to by QP {sender:#x}, but the wire's other way disagrees")
+    return pairs
+
+
+def check_pairing(flows, truth, step):
+    """Each requester flow paired with the flow of its own connection (not only with some flow)."""
+    for f in flows:
+        key = (f["src"], f["dst"], f["dest_qp"])
+        if key in truth and f.get("peer_qp") != truth[key]:
+            fail(f"step {step}: analyze paired {key[0]}->{key[1]} QP {key[2]:#x} with QP "
+                 f"{f.get('peer_qp')}, its connection's other QP is {truth[key]:#x}")
+
+
+def check_step(out, rdmadiag, pcap, rows, bw_rows, starts, step, ib_role):
     first, last = starts[step], starts.get(step + 1, 10**9) - 1
     seen = wire_qps(rows, first, last)
     if len(seen) != 2:
@@ -159,11 +202,17 @@ def check_step(out, rdmadiag, pcap, rows, starts, step, ib_role):
     written_to_ib = next(q["write"] for (s, d), q in seen.items() if d == ib_ip)
     if ib_qpns != written_to_ib:
         fail(f"step {step}: ib_write_bw printed its QPNs {sorted(ib_qpns)}, the peer wrote to {sorted(written_to_ib)}")
-    analyzed = analyzed_requesters(rdmadiag, pcap, first, last)
+    flows = analyzed_flows(rdmadiag, pcap, first, last)
+    analyzed = analyzed_requesters(flows)
     expected = {k: v["write"] for k, v in seen.items()}
     if analyzed != expected:
         fail(f"step {step}: rdmadiag analyze's requester flows {analyzed} differ from tshark's {expected}")
-    print(f"step {step}: 4 QP pairs both ways (tshark and analyze agree; ib_write_bw's QPNs {sorted(hex(q) for q in ib_qpns)})")
+    truth = true_pairs(read(out, ib_role, step), bw_rows, first, last, ib_ip)
+    if len(truth) != 2 * QPS:
+        fail(f"step {step}: {len(truth)} flows with a first WRITE, expected {2 * QPS}")
+    check_pairing(flows, truth, step)
+    print(f"step {step}: 4 QP pairs both ways (tshark and analyze agree; ib_write_bw's QPNs "
+          f"{sorted(hex(q) for q in ib_qpns)}), each flow paired with its own connection's")
 
 
 def main():
@@ -176,10 +225,10 @@ def main():
         fail(f"step markers found for steps {sorted(starts)}, expected 1-4")
     rows = tshark(pcap, "infiniband", ["frame.number", "ip.src", "ip.dst", "infiniband.bth.opcode",
                                        "infiniband.bth.destqp"])
-    check_step(out, rdmadiag, pcap, rows, starts, 2, "server")
-    check_step(out, rdmadiag, pcap, rows, starts, 3, "client")
     bw_rows = tshark(pcap, "infiniband", ["frame.number", "frame.time_epoch", "ip.src", "ip.dst",
                                           "infiniband.bth.opcode", "infiniband.bth.destqp", "infiniband.bth.psn"])
+    check_step(out, rdmadiag, pcap, rows, bw_rows, starts, 2, "server")
+    check_step(out, rdmadiag, pcap, rows, bw_rows, starts, 3, "client")
     for step in (1, 4):
         check_bandwidth(out, bw_rows, starts, step)
     for step in (2, 3):
