@@ -250,6 +250,23 @@ add_test(NAME lab_perftest_q4b_check
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/lab_q4b_check.py ${PT_LAB_OUT}/q4b ${PT_RD})
 set_tests_properties(lab_perftest_q4b_check PROPERTIES LABELS lab FIXTURES_REQUIRED lab_perftest_q4b)
 
+# Pairing response flows with their requesters by PSN alone (no CM), 16 QPs between two hosts,
+# 3 % loss on both VMs (so NAKs, resends and connections whose first requests never reach the
+# capture point): Debian's ib_write_bw -b and ib_read_bw, one boot. lab_pairing_check.py checks
+# each flow's pair against the connection perftest's printout and the first captured request's
+# PSN name (tests/perftest/lab_pairs.py).
+add_test(NAME lab_pairing_many_qps
+  COMMAND ${PT_LAB_RUN} --mode rxe --out ${PT_LAB_OUT}/pairing --replace --timeout 300 --mark-steps -q
+          --loss 3 --netem-on both
+          --server "ib_write_bw ${PT_DEV} -F -q 16 -b -n 100 -s 1024" --client "ib_write_bw ${PT_DEV} -F -q 16 -b -n 100 -s 1024 $LAB_SERVER_IP"
+          --server "ib_read_bw ${PT_DEV} -F -q 16 -n 50 -s 4096" --client "ib_read_bw ${PT_DEV} -F -q 16 -n 50 -s 4096 $LAB_SERVER_IP")
+set_tests_properties(lab_pairing_many_qps PROPERTIES LABELS lab FIXTURES_REQUIRED lab FIXTURES_SETUP lab_pairing_many_qps
+  TIMEOUT 360 RESOURCE_LOCK lab_vms)
+add_test(NAME lab_pairing_many_qps_check
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/lab_pairing_check.py ${PT_RD} ${PT_LAB_OUT}/pairing/wire.pcap
+          ${PT_LAB_OUT}/pairing/client/step1.stdout ${PT_LAB_OUT}/pairing/client/step2.stdout)
+set_tests_properties(lab_pairing_many_qps_check PROPERTIES LABELS lab FIXTURES_REQUIRED lab_pairing_many_qps)
+
 # The option audit (issue 18): every bandwidth option set run perftest<->perftest, perftest
 # server / rdmadiag client and rdmadiag server / perftest client in one boot per stack;
 # rdmadiag's header lines, title, table columns, #bytes/#iterations and peak must be what

@@ -13,8 +13,8 @@ Checks, each against something rdmadiag's perftest did not compute itself:
   WRITEs went to (4 QP pairs, each both ways); the QPNs ib_write_bw printed as its own
   (local address lines) are the 4 its peer wrote to;
 * `rdmadiag analyze` on the same cut sees the same 4 requester flows each way, each paired
-  with the flow of its own connection: the PSN of a QP's first WRITE is the starting PSN
-  ib_write_bw printed for the sending QP (local and remote address lines), which names it;
+  with the flow of its own connection (lab_pairs.py: the PSN of a QP's first WRITE is the
+  starting PSN ib_write_bw printed for the sending QP, which names it);
 * bandwidth, against the wire (tshark's timestamps of the same step), not against other runs
   (TCG emulation spreads identical runs by 2x and more, and CI once saw a client's -b row at
   3.6x below both ib<->ib runs): with -b each side prints the sum of its own figure and the
@@ -30,13 +30,11 @@ Checks, each against something rdmadiag's perftest did not compute itself:
     scaling error (x1000, Gb/s, x4 for per-QP sums) falls outside. Steps 1 and 4
     (perftest alone) print the same ratio, for calibration.
 """
-import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 
+from lab_pairs import analyzed_flows, check_pairing, true_pairs
 from lab_wire import step_markers, tshark
 from noise_band import perftest_clock_failed
 
@@ -130,14 +128,6 @@ def check_bandwidth(out, rows, starts, step):
     return row_c, row_s, ratio, dead
 
 
-def analyzed_flows(rdmadiag, pcap, first, last):
-    with tempfile.TemporaryDirectory() as tmp:
-        cut = os.path.join(tmp, "step.pcap")
-        subprocess.run(["editcap", "-r", pcap, cut, f"{first}-{last}"], check=True, capture_output=True)
-        return json.loads(subprocess.run([rdmadiag, "analyze", "--json", "-", cut], check=True,
-                                         capture_output=True, text=True).stdout)["flows"]
-
-
 def analyzed_requesters(flows):
     requesters = {}
     for f in flows:
@@ -146,45 +136,6 @@ def analyzed_requesters(flows):
                 fail(f"analyze: requester flow {f['src']}->{f['dst']} QP {f['dest_qp']} has no responder flow")
             requesters.setdefault((f["src"], f["dst"]), set()).add(f["dest_qp"])
     return requesters
-
-
-def printed_qps(text, which):
-    """{PSN: QPN} of the "local" or "remote" address lines perftest printed."""
-    pattern = which + r" address: LID \w+ QPN (0x[0-9a-f]+) PSN (0x[0-9a-f]+)"
-    return {int(psn, 16): int(qpn, 16) for qpn, psn in re.findall(pattern, text)}
-
-
-def true_pairs(text, bw_rows, first, last, ib_ip):
-    """{(src, dst, dest QP): the dest QP of its reverse flow}, from ib_write_bw's printout and the wire.
-
-    A QP's first WRITE carries the starting PSN perftest printed for it, so the PSN of the first
-    WRITE to a destination QP names the sending QP among the printed ones: that QP and the
-    destination are one connection. With WRITEs both ways each direction is read on its own, and
-    they must agree."""
-    senders = {True: printed_qps(text, "local"), False: printed_qps(text, "remote")}  # by: ib host sends?
-    firsts = {}
-    for number, _, src, dst, opcode, destqp, psn in bw_rows:
-        if first <= int(number) <= last and opcode and int(opcode) in WRITE_OPCODES:
-            firsts.setdefault((src, dst, int(destqp, 16)), int(psn))
-    pairs = {}
-    for (src, dst, destqp), psn in firsts.items():
-        sender = senders[src == ib_ip].get(psn)
-        if sender is None:
-            fail(f"the first WRITE {src}->{dst} to QP {destqp:#x} has PSN {psn:#x}, printed for no QP")
-        pairs[(src, dst, destqp)] = sender
-    for (src, dst, destqp), sender in list(pairs.items()):
-        if pairs.setdefault((dst, src, sender), destqp) != destqp:  # the answers' flow, or the other way's WRITEs
-            fail(f"{src}->{dst} QP {destqp:#x} is sent to by QP {sender:#x}, but the wire's other way disagrees")
-    return pairs
-
-
-def check_pairing(flows, truth, step):
-    """Each requester flow paired with the flow of its own connection (not only with some flow)."""
-    for f in flows:
-        key = (f["src"], f["dst"], f["dest_qp"])
-        if key in truth and f.get("peer_qp") != truth[key]:
-            fail(f"step {step}: analyze paired {key[0]}->{key[1]} QP {key[2]:#x} with QP "
-                 f"{f.get('peer_qp')}, its connection's other QP is {truth[key]:#x}")
 
 
 def check_step(out, rdmadiag, pcap, rows, bw_rows, starts, step, ib_role):
@@ -207,10 +158,15 @@ def check_step(out, rdmadiag, pcap, rows, bw_rows, starts, step, ib_role):
     expected = {k: v["write"] for k, v in seen.items()}
     if analyzed != expected:
         fail(f"step {step}: rdmadiag analyze's requester flows {analyzed} differ from tshark's {expected}")
-    truth = true_pairs(read(out, ib_role, step), bw_rows, first, last, ib_ip)
+    try:
+        truth = true_pairs(read(out, ib_role, step), bw_rows, first, last, ib_ip)
+    except ValueError as e:
+        fail(f"step {step}: {e}")
     if len(truth) != 2 * QPS:
         fail(f"step {step}: {len(truth)} flows with a first WRITE, expected {2 * QPS}")
-    check_pairing(flows, truth, step)
+    wrong = check_pairing(flows, truth)
+    if wrong:
+        fail(f"step {step}: " + "; ".join(wrong))
     print(f"step {step}: 4 QP pairs both ways (tshark and analyze agree; ib_write_bw's QPNs "
           f"{sorted(hex(q) for q in ib_qpns)}), each flow paired with its own connection's")
 
