@@ -7,6 +7,7 @@
 #include "decode/unreliable_sequence.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -615,13 +616,30 @@ void TransportAnalyzer::note_unplaced_ack(RequesterState& q) const {
   q.corrupt_ack_psn = unplaced_psn_;
 }
 
-// The packet right after an unplaced corrupt one, between the same hosts: in the
-// same direction (it was this flow's), or the reverse for an ACK (its requester's).
+namespace {
+// Whether two keys differ in one bit of their addresses and nowhere else: a bit
+// error in a packet's IP address (or LID, GID) made it a flow of its own. The
+// ICRC covers the addresses (IBA Annex A17.3.3), so the packet is also corrupt.
+bool one_address_bit_apart(const FlowKey& a, const FlowKey& b) {
+  FlowKey same = a;
+  same.src = b.src;
+  same.dst = b.dst;
+  if (!(same == b)) return false;
+  int bits = 0;
+  for (std::size_t i = 0; i < a.src.size(); ++i)
+    bits += std::popcount(static_cast<unsigned>(a.src[i] ^ b.src[i])) + std::popcount(static_cast<unsigned>(a.dst[i] ^ b.dst[i]));
+  return bits == 1;
+}
+}  // namespace
+
+// The packet right after an unplaced corrupt one, between the same hosts (or
+// hosts one address bit from them: the bit error hit an address): in the same
+// direction (it was this flow's), or the reverse for an ACK (its requester's).
 bool TransportAnalyzer::follows_unplaced(const Flow& f, std::uint64_t frame, bool ack) const {
   if (!unplaced_frame_ || frame != unplaced_frame_ + 1 || unplaced_ack_ != ack) return false;  // (per packet: cheap first)
   FlowKey hosts = with_qps(f.s.key);
   if (ack) std::swap(hosts.src, hosts.dst);
-  return hosts == unplaced_hosts_;
+  return hosts == unplaced_hosts_ || one_address_bit_apart(hosts, unplaced_hosts_);
 }
 
 // READ response data one PSN past the next, right after an unplaced corrupt
@@ -696,7 +714,8 @@ void TransportAnalyzer::requester(Flow& f, const SeqFacts& p, SeqPacket& sp, Pac
 
 // Responses and acknowledgements (IBA 9.7.5, 9.7.6): rc_responder.h.
 void TransportAnalyzer::responder(Flow& f, const SeqFacts& p, const SeqPacket& sp, PacketAnalysis& out) {
-  Flow* qf = peer_requester(f, sp.psn);
+  const bool seq_nak = sp.aeth.kind() == AethKind::nak && sp.aeth.value() == static_cast<std::uint8_t>(NakCode::psn_sequence_error);
+  Flow* qf = peer_requester(f, sp.psn, seq_nak);
   if (opcode_info(p.opcode).full_mtu_payload() && !sp.corrupt) learn_pmtu(f, p.payload_len);
   RequesterState* q = qf ? &qf->requester() : nullptr;
   SeqSink resp(log_, f.s, &out, &link_fn_);
@@ -717,14 +736,14 @@ void TransportAnalyzer::unreliable(Flow& f, const DecodedPacket& p, const SeqPac
 }
 
 // The requester flow that a response on `resp` answers: its pair, or inferred.
-TransportAnalyzer::Flow* TransportAnalyzer::peer_requester(Flow& resp, std::uint32_t psn) {
+TransportAnalyzer::Flow* TransportAnalyzer::peer_requester(Flow& resp, std::uint32_t psn, bool seq_nak) {
   if (resp.peer_slot >= 0) {
     Flow* q = flows_.at(static_cast<std::uint32_t>(resp.peer_slot));
     if (q && q->s.index == static_cast<std::uint32_t>(resp.s.peer)) return q;
     resp.peer_slot = -1;  // its pair was retired: it may pair again, as a response or a requester
     index_unpaired(resp);
   }
-  return infer_peer(resp, psn);
+  return infer_peer(resp, psn, seq_nak);
 }
 
 // The slot of the first flow in a bucket of the pairing index, or kNotIndexed.
@@ -793,10 +812,15 @@ TransportAnalyzer::PairLink& TransportAnalyzer::link_of(std::uint32_t slot) {
 // request the capture point did not see (a NAK names the first PSN lost before
 // it, IBA 9.7.5.2): below the requester's next PSN and above its first
 // unanswered request less kUnseenBelow. Anything farther is as likely another
-// connection's PSN. The link's copy of the range sorts out most flows of a
-// bucket without a read of their state.
-TransportAnalyzer::PsnFit TransportAnalyzer::psn_fit(const PairLink& l, std::uint32_t slot, std::uint32_t psn) {
-  if (psn_diff(l.high_next, psn) <= 0 || psn_diff(l.first_unanswered, psn) > kUnseenBelow) return PsnFit::none;
+// connection's PSN. A NAK for a PSN sequence error (`seq_nak`) names the PSN
+// its responder expected when a later request came (IBA 9.7.5.2), and that
+// request passed the capture point too: a requester that sent nothing after
+// `psn` is not its addressee. The link's copy of the range sorts out most flows
+// of a bucket without a read of their state.
+TransportAnalyzer::PsnFit TransportAnalyzer::psn_fit(const PairLink& l, std::uint32_t slot, std::uint32_t psn,
+                                                     bool seq_nak) {
+  const std::int32_t sent_after = psn_diff(l.high_next, psn) - 1;  // PSNs used after `psn`
+  if (sent_after < (seq_nak ? 1 : 0) || psn_diff(l.first_unanswered, psn) > kUnseenBelow) return PsnFit::none;
   ++pair_probes_;
   for (const auto& r : flows_.at(slot)->req->pending)
     if (psn_diff(psn, r.first) >= 0 && psn_diff(r.last, psn) >= 0) return PsnFit::holds;
@@ -807,12 +831,12 @@ TransportAnalyzer::PsnFit TransportAnalyzer::psn_fit(const PairLink& l, std::uin
 // passed over in the dense links_; a flow's requester state is read only when
 // `psn` lies in or just below its unanswered requests.
 void TransportAnalyzer::fits_in_bucket(const Flow& resp, std::uint64_t reverse, std::uint32_t bucket,
-                                       std::uint32_t psn, Fits& fits) {
+                                       std::uint32_t psn, bool seq_nak, Fits& fits) {
   for (std::uint32_t n = unpaired_bucket(reverse, bucket); n != Flow::kNotIndexed; n = links_[n].next) {
     const PairLink& l = links_[n];
     ++pair_probes_;
     if (n == resp.slot || l.host_pair != reverse) continue;
-    switch (psn_fit(l, n, psn)) {
+    switch (psn_fit(l, n, psn, seq_nak)) {
       case PsnFit::holds: fits.holder = flows_.at(n), ++fits.holders; break;
       case PsnFit::unseen: fits.unseen = flows_.at(n), ++fits.unseens; break;
       case PsnFit::none: break;
@@ -827,7 +851,7 @@ void TransportAnalyzer::fits_in_bucket(const Flow& resp, std::uint64_t reverse, 
 // else the only candidate. The buckets from `psn`'s up to 65536 PSNs above it
 // are looked at, nearest first, and the search stops at the first bucket with
 // a fit: no flow between those ends is scanned.
-TransportAnalyzer::Flow* TransportAnalyzer::infer_peer(Flow& resp, std::uint32_t psn) {
+TransportAnalyzer::Flow* TransportAnalyzer::infer_peer(Flow& resp, std::uint32_t psn, bool seq_nak) {
   const FlowKey& k = resp.s.key;
   const std::uint64_t reverse = host_pair_hash(k.transport, k.dst, k.src, k.addr_len, k.point);
   ++pair_probes_;
@@ -838,7 +862,7 @@ TransportAnalyzer::Flow* TransportAnalyzer::infer_peer(Flow& resp, std::uint32_t
   constexpr std::uint32_t kBuckets = 1u << (24 - kPsnBucketBits);
   const std::uint32_t first = (psn & 0xFFFFFF) >> kPsnBucketBits;
   for (std::uint32_t i = 0; i <= (1u << (16 - kPsnBucketBits)) && !fits.holders && !fits.unseens; ++i)
-    fits_in_bucket(resp, reverse, (first + i) % kBuckets, psn, fits);
+    fits_in_bucket(resp, reverse, (first + i) % kBuckets, psn, seq_nak, fits);
   Flow* found = fits.holders == 1 ? fits.holder : !fits.holders && fits.unseens == 1 ? fits.unseen : nullptr;
   if (found) {
     pair(*found, resp, candidates == 1 ? Pairing::inferred_only_flow : Pairing::inferred_psn);

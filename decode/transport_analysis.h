@@ -215,17 +215,18 @@ class TransportAnalyzer {
   void cm_message(const CmMessage& cm, const FlowKey& ends, std::uint64_t frame, double ts, bool replayed);
   void hold_cm(IcrcOriginTracker::Direction& d, const DecodedPacket& p, std::uint64_t frame, double ts);
   void note_cm_id(std::vector<std::uint32_t>& ids, std::uint32_t id);
-  Flow* peer_requester(Flow& resp, std::uint32_t psn);
+  Flow* peer_requester(Flow& resp, std::uint32_t psn, bool seq_nak = false);
   Flow* one_bit_from(const Flow& f, const DecodedPacket& p);
   bool follows_unplaced(const Flow& f, std::uint64_t frame, bool ack) const;
   void place_corrupt_response(Flow& f, const DecodedPacket& p, const SeqPacket& sp);
-  Flow* infer_peer(Flow& resp, std::uint32_t psn);
+  Flow* infer_peer(Flow& resp, std::uint32_t psn, bool seq_nak);
   struct Fits {  // the candidates a response's PSN fits, by how (psn_fit)
     Flow* holder = nullptr;
     Flow* unseen = nullptr;
     std::uint32_t holders = 0, unseens = 0;
   };
-  void fits_in_bucket(const Flow& resp, std::uint64_t reverse, std::uint32_t bucket, std::uint32_t psn, Fits& fits);
+  void fits_in_bucket(const Flow& resp, std::uint64_t reverse, std::uint32_t bucket, std::uint32_t psn, bool seq_nak,
+                      Fits& fits);
   void pair(Flow& a, Flow& b, Pairing how);
   void index_unpaired(Flow& f);
   void unindex_unpaired(Flow& f);
@@ -274,7 +275,7 @@ class TransportAnalyzer {
   std::vector<PairLink> links_;  // one per slot ever indexed (at most kMaxLiveFlows)
   PairLink& link_of(std::uint32_t slot);
   enum class PsnFit : std::uint8_t { holds, unseen, none };
-  PsnFit psn_fit(const PairLink& l, std::uint32_t slot, std::uint32_t psn);
+  PsnFit psn_fit(const PairLink& l, std::uint32_t slot, std::uint32_t psn, bool seq_nak);
   std::uint64_t pair_probes_ = 0;  // candidate flows and buckets looked at while pairing (pairing_probes())
   std::vector<FlowSummary> summaries_;  // the retired flows' (after a merge: empty, the parts hold them)
   FlowList listed_;                     // after finish(): summaries_ and the live flows', in creation order

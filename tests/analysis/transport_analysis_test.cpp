@@ -736,9 +736,10 @@ TEST(TransportAnalysis, AnswersPairWithTheRequesterWhoseRequestHoldsTheirPsn) {
 // 68 of 53,578 flows mispaired by the rule before session 43): a second
 // requester holding the PSN is a tie however far above it its next PSN lies
 // (the nearest was taken: a stale request of another connection could win);
-// and a NAK names a request the capture point missed only in or just below a
+// a NAK names a request the capture point missed only in or just below a
 // requester's unanswered requests (kUnseenBelow), not anywhere up to 65,535
-// below its next PSN.
+// below its next PSN; and a PSN sequence NAK only a requester that sent
+// something after the PSN it names.
 TEST(TransportAnalysis, AnswersPairOnlyWhenOneRequesterFitsTheirPsn) {
   Wire w;
   auto send = [&](bool a_to_b, std::uint32_t qp, std::uint32_t psn, std::uint8_t syndrome = 0x1F) {
@@ -762,9 +763,17 @@ TEST(TransportAnalysis, AnswersPairOnlyWhenOneRequesterFitsTheirPsn) {
   send(true, 0x27, 50'000);
   send(true, 0x27, 50'002);
   send(false, 0x17, 50'001, kNakPsnSequence);  // between 0x27's requests: the one the capture point missed
+  // The one left at 1M connections: 0x28's stale last request holds the PSN a
+  // NAK names, but a PSN sequence NAK is drawn by a later request, and 0x28
+  // sent none; 0x29's first request went missing, its second drew the NAK.
+  send(true, 0x28, 60'000);
+  send(true, 0x28, 60'001);
+  send(true, 0x29, 60'002);
+  send(false, 0x19, 60'001, kNakPsnSequence);
   w.finish();
   EXPECT_EQ(peer_of_answers_to(w, 0x12), std::pair(0u, Pairing::none));
   EXPECT_EQ(peer_of_answers_to(w, 0x14), std::pair(0u, Pairing::none));
   EXPECT_EQ(peer_of_answers_to(w, 0x16), std::pair(0x26u, Pairing::inferred_psn));
   EXPECT_EQ(peer_of_answers_to(w, 0x17), std::pair(0x27u, Pairing::inferred_psn));
+  EXPECT_EQ(peer_of_answers_to(w, 0x19), std::pair(0x29u, Pairing::inferred_psn));
 }
