@@ -58,6 +58,10 @@ struct Aeth {
   std::uint32_t msn;  // 24 bits
   AethKind kind() const { return static_cast<AethKind>((syndrome >> 5) & 3); }
   std::uint8_t value() const { return syndrome & 0x1F; }  // credits, RNR timer code or NAK code
+  // A NAK for a PSN sequence error: its PSN is the one the responder expected.
+  bool psn_sequence_nak() const {
+    return kind() == AethKind::nak && value() == static_cast<std::uint8_t>(NakCode::psn_sequence_error);
+  }
   // RNR NAK: the minimum wait the responder asks for (IBA table 45), in milliseconds.
   double rnr_timer_ms() const;
   std::string_view kind_name() const;  // "ack", "rnr_nak", "nak_psn_seq_error", ...

@@ -10,9 +10,7 @@ bool psn_taken_by_answer(OpKind kind, std::uint32_t psn, const Aeth& aeth, std::
   switch (kind) {
     case OpKind::acknowledge:
       // A PSN sequence error names the PSN it expects: the one before it was taken.
-      taken = aeth.kind() == AethKind::nak && aeth.value() == static_cast<std::uint8_t>(NakCode::psn_sequence_error)
-                  ? (psn - 1) & kPsnMask
-                  : psn;
+      taken = aeth.psn_sequence_nak() ? (psn - 1) & kPsnMask : psn;
       return aeth.kind() != AethKind::reserved;
     case OpKind::atomic_acknowledge:
     case OpKind::read_response_first:

@@ -714,8 +714,7 @@ void TransportAnalyzer::requester(Flow& f, const SeqFacts& p, SeqPacket& sp, Pac
 
 // Responses and acknowledgements (IBA 9.7.5, 9.7.6): rc_responder.h.
 void TransportAnalyzer::responder(Flow& f, const SeqFacts& p, const SeqPacket& sp, PacketAnalysis& out) {
-  const bool seq_nak = sp.aeth.kind() == AethKind::nak && sp.aeth.value() == static_cast<std::uint8_t>(NakCode::psn_sequence_error);
-  Flow* qf = peer_requester(f, sp.psn, seq_nak);
+  Flow* qf = peer_requester(f, sp.psn, sp.aeth.psn_sequence_nak());
   if (opcode_info(p.opcode).full_mtu_payload() && !sp.corrupt) learn_pmtu(f, p.payload_len);
   RequesterState* q = qf ? &qf->requester() : nullptr;
   SeqSink resp(log_, f.s, &out, &link_fn_);

@@ -15,8 +15,9 @@ import re
 import subprocess
 import tempfile
 
-# RC SEND first..only/imm/inv, RDMA WRITE first..only/imm, RDMA READ request, atomics
-REQUEST_OPCODES = set(range(0, 6)) | set(range(6, 12)) | {12, 19, 20, 22, 23}
+# RC requests: SEND first..only/imm (0-5), RDMA WRITE first..only/imm (6-11), RDMA READ request
+# (12), CmpSwap and FetchAdd (19, 20), SEND last/only with invalidate (22, 23)
+REQUEST_OPCODES = set(range(0, 13)) | {19, 20, 22, 23}
 PSN_SPACE = 1 << 24
 
 
