@@ -121,8 +121,8 @@ bool analyze_parallel(const AnalyzeOptions& o, unsigned jobs, const SessionOptio
   if (!r.exact) {
     std::fprintf(stderr,
                  "rdmadiag analyze: -j %u: a frame's decoded addresses differ from its shard's, a CM exchange spans "
-                 "two shards, the shards' pause states differ, or an input changed while it was read; analysing on "
-                 "one thread\n",
+                 "two shards, a corrupt packet's address may be another shard's, the shards' pause states differ, "
+                 "or an input changed while it was read; analysing on one thread\n",
                  jobs);
     return false;
   }

@@ -209,7 +209,9 @@ ParallelAnalysis::Result ParallelAnalysis::merge(std::vector<std::unique_ptr<Sha
     r.frames_per_shard.push_back(p->frames());
   }
   decode::AnalyzerMerge::finish_shards(analyzers);
-  if (decode::AnalyzerMerge::cm_split(analyzers) || decode::AnalyzerMerge::pause_split(analyzers)) r.exact = false;
+  if (decode::AnalyzerMerge::cm_split(analyzers) || decode::AnalyzerMerge::pause_split(analyzers) ||
+      decode::AnalyzerMerge::corrupt_address_split(analyzers))
+    r.exact = false;
   r.bounds_reached = decode::AnalyzerMerge::bounds_reached(analyzers);
   r.analyzer = std::make_unique<decode::Analyzer>();
   std::vector<std::vector<std::uint32_t>> flow_index;

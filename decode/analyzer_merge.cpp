@@ -39,6 +39,13 @@ bool AnalyzerMerge::cm_split(std::span<Analyzer* const> shards) {
   return false;
 }
 
+bool AnalyzerMerge::corrupt_address_split(std::span<Analyzer* const> shards) {
+  if (shards.size() < 2) return false;
+  for (const Analyzer* a : shards)
+    if (a->transport_->unplaced_alone_on_pair()) return true;
+  return false;
+}
+
 bool AnalyzerMerge::pause_split(std::span<Analyzer* const> shards) {
   if (shards.empty()) return false;
   const PfcAnalyzer& first = *shards.front()->pfc_;

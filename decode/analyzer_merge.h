@@ -38,6 +38,11 @@ class AnalyzerMerge {
   // have paired them, the shards could not.
   static bool cm_split(std::span<Analyzer* const> shards);
 
+  // Whether a shard holds a corrupt packet alone on its address pair (a bit
+  // error in an address): one analyzer ties it to the flow of the hosts one
+  // bit away, which may be in another shard.
+  static bool corrupt_address_split(std::span<Analyzer* const> shards);
+
   // Whether the shards' pause states differ (each should have seen every MAC
   // Control frame: ShardPass); then the merged pause results would not be exact.
   static bool pause_split(std::span<Analyzer* const> shards);

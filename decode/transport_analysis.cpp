@@ -437,8 +437,12 @@ void TransportAnalyzer::add(const DecodedPacket& p, std::uint64_t frame, double 
     unreliable(f, p, sp, out);
   } else if (info.is_request()) {
     ++f.s.requests;
-    if (f.started() && follows_unplaced(f, frame, false)) f.requester().corrupt_unplaced = true;
-    if (f.started() && follows_unplaced(f, frame, true)) note_unplaced_ack(f.requester());
+    if (f.started()) {
+      // (The recent one is used up only by the flow whose PSN it carried.)
+      const bool skips = recent_unplaced_count_ && skips_unplaced_request(f, sp.psn);
+      if (skips || follows_unplaced(f, frame, false)) f.requester().corrupt_unplaced = true;
+      if (follows_unplaced(f, frame, true)) note_unplaced_ack(f.requester());
+    }
     requester(f, facts_of(p), sp, out);
     index_unpaired(f);
   } else {
@@ -470,6 +474,10 @@ void TransportAnalyzer::corrupt_packet(Flow& f, const DecodedPacket& p, SeqPacke
       unplaced_hosts_ = with_qps(f.s.key);
       unplaced_ack_ = ack;
       unplaced_psn_ = sp.psn;
+      if (info.valid && info.is_request()) remember_unplaced_request(unplaced_hosts_, sp.psn, frame);
+      // Alone on its address pair: most likely a damaged address, which a sharded
+      // analysis may have put in another shard than its flow's.
+      if (const auto ps = paths_.find(f.path); ps != paths_.end() && ps->second.flows == 1) ++unplaced_alone_;
     }
   }
   const bool reliable = info.service != TransportService::ud && info.service != TransportService::uc;
@@ -640,6 +648,32 @@ bool TransportAnalyzer::follows_unplaced(const Flow& f, std::uint64_t frame, boo
   FlowKey hosts = with_qps(f.s.key);
   if (ack) std::swap(hosts.src, hosts.dst);
   return hosts == unplaced_hosts_ || one_address_bit_apart(hosts, unplaced_hosts_);
+}
+
+void TransportAnalyzer::remember_unplaced_request(const FlowKey& hosts, std::uint32_t psn, std::uint64_t frame) {
+  UnplacedRequest& u = recent_unplaced_[recent_unplaced_next_];
+  recent_unplaced_next_ = (recent_unplaced_next_ + 1) % kRecentUnplaced;
+  if (!u.frame) ++recent_unplaced_count_;
+  u = UnplacedRequest{frame, hosts, psn};
+}
+
+// A request of `f` one PSN past the next, the skipped PSN carried by a recent
+// unplaced corrupt request between the same hosts (or hosts one address bit
+// from them), however many other flows' packets came in between: that packet
+// was this flow's, its receiver dropped it (not a loss). The PSN must match
+// exactly, so another connection's corrupt packet fits by chance once in 2^24.
+bool TransportAnalyzer::skips_unplaced_request(const Flow& f, std::uint32_t psn) {
+  const RequesterState& q = *f.req;
+  const std::uint32_t skipped = q.resending ? q.resend_next : q.high_next;
+  if (psn_diff(psn, skipped) != 1) return false;
+  const FlowKey hosts = with_qps(f.s.key);
+  for (UnplacedRequest& u : recent_unplaced_) {
+    if (!u.frame || u.psn != skipped || !(u.hosts == hosts || one_address_bit_apart(hosts, u.hosts))) continue;
+    u.frame = 0;
+    --recent_unplaced_count_;
+    return true;
+  }
+  return false;
 }
 
 // READ response data one PSN past the next, right after an unplaced corrupt

@@ -163,6 +163,10 @@ class TransportAnalyzer {
   bool cm_ids_overflow() const { return cm_ids_overflow_; }
   std::span<const std::uint32_t> cm_req_ids() const { return cm_req_ids_; }
   std::span<const std::uint32_t> cm_unmatched_reps() const { return cm_unmatched_reps_; }
+  // Corrupt packets that fitted no flow and were alone on their address pair
+  // (a bit error in an address): one analyzer places them by the hosts one bit
+  // away, a shard of a sharded analysis may not hold those hosts' flows.
+  std::uint64_t unplaced_alone_on_pair() const { return unplaced_alone_; }
 
   // How close this analyzer came to its bounds (for a sharded analysis to tell
   // whether one analyzer would have reached them).
@@ -323,6 +327,23 @@ class TransportAnalyzer {
   FlowKey unplaced_hosts_;
   bool unplaced_ack_ = false;  // it says it is an ACK or atomic ACK (what its requester would drop)
   std::uint32_t unplaced_psn_ = 0;
+  // The last kRecentUnplaced of those packets that said they were requests, for
+  // when the next packet between those hosts is another flow's (many QPs between
+  // two ends): a later request of the flow that skips exactly the PSN one of them
+  // carried is that packet's flow (a bit error in an address or QP number leaves
+  // the PSN as sent). Each is used once; the oldest is overwritten.
+  struct UnplacedRequest {
+    std::uint64_t frame = 0;  // 0: empty
+    FlowKey hosts;
+    std::uint32_t psn = 0;
+  };
+  static constexpr std::size_t kRecentUnplaced = 8;
+  std::array<UnplacedRequest, kRecentUnplaced> recent_unplaced_{};
+  std::uint32_t recent_unplaced_count_ = 0;  // entries in use (a cheap per-packet test)
+  std::uint32_t recent_unplaced_next_ = 0;   // the entry the next one overwrites
+  std::uint64_t unplaced_alone_ = 0;         // unplaced_alone_on_pair()
+  void remember_unplaced_request(const FlowKey& hosts, std::uint32_t psn, std::uint64_t frame);
+  bool skips_unplaced_request(const Flow& f, std::uint32_t psn);
   // Whether each direction's captured ICRCs are the wire's (icrc_origin.h).
   IcrcOriginTracker origin_;
   SeqSink::LinkFn link_fn_;

@@ -635,6 +635,49 @@ TEST(TransportAnalysis, CorruptedPacketIsCountedNotSequenced) {
   EXPECT_EQ(w.log().count(AnomalyKind::psn_gap), 0u);
 }
 
+// Two QPs from A to B; a WRITE of QP 0x22 is damaged by one bit error (its IPv4
+// destination or its destination QP, `damage`) so that it makes a flow of its
+// own, and another QP's packet comes next: the request of QP 0x22 that skips
+// the PSN that packet carried follows a corrupt packet, not a loss (the ICRC
+// covers addresses and QP, IBA Annex A17.3.3; the responder drops it and NAKs
+// the next, 9.7.5.2.2). `corrupt_psn`: the PSN the damaged packet says.
+namespace {
+std::uint64_t gaps_after_unplaced_corrupt(int damage, std::uint32_t corrupt_psn) {
+  Wire w;
+  auto write = [&](std::uint32_t qp, std::uint32_t psn) {
+    DecodedPacket p = w.base(true, kWriteOnly, psn);
+    p.ib.bth.dest_qp = qp;
+    p.payload_len = p.ib.reth.dma_len = 8;
+    return p;
+  };
+  w.feed(write(0x22, 1));
+  w.feed(write(0x33, 500));
+  w.feed(write(0x22, 2));
+  DecodedPacket bad = write(0x22, corrupt_psn);
+  if (damage == 0) bad.ipv4->dst[3] ^= 4;  // 10.0.0.2 -> 10.0.0.6
+  else bad.ib.bth.dest_qp ^= 0x100;
+  bad.icrc = CrcStatus::bad;
+  w.feed(bad);
+  w.feed(write(0x33, 501));  // another flow's packet next
+  w.feed(write(0x33, 502));
+  w.feed(write(0x22, 4));
+  w.ack(3, 0x60);  // NAK, PSN sequence error at 3
+  w.feed(write(0x22, 3));
+  w.feed(write(0x22, 4));
+  w.finish();
+  EXPECT_EQ(w.log().count(AnomalyKind::icrc_bad), 1u);
+  return w.log().count(AnomalyKind::psn_gap);
+}
+}  // namespace
+
+TEST(TransportAnalysis, CorruptPacketOfNoFlowWithAnotherFlowNextIsNotALoss) {
+  EXPECT_EQ(gaps_after_unplaced_corrupt(0, 3), 0u);  // IPv4 destination one bit off
+  EXPECT_EQ(gaps_after_unplaced_corrupt(1, 3), 0u);  // destination QP one bit off
+  // The damaged packet carried another PSN: it is not the skipped one, which is lost.
+  EXPECT_EQ(gaps_after_unplaced_corrupt(0, 9), 1u);
+  EXPECT_EQ(gaps_after_unplaced_corrupt(1, 9), 1u);
+}
+
 TEST(TransportAnalysis, LiveFlowsAreBounded) {
   Wire w;
   const std::size_t n = TransportAnalyzer::kMaxLiveFlows + 5000;
