@@ -60,6 +60,7 @@ check() {  # name files...
 
 n=0
 for f in "$pcaps"/*.pcap "$pcaps"/derived/*.pcap; do
+  case "$f" in *corrupt_ip_*) continue ;; esac  # -j 2 falls back on these by design (below)
   check "$(basename "$f" .pcap)" "$f"
   n=$((n + 1))
 done
@@ -214,18 +215,19 @@ if ! grep -q "analysing on one thread" "$work/bad_key.err" || ! cmp -s "$work/ba
   fail=1
 fi
 
-# A corrupt packet alone on its address pair (a bit error in its IPv4 destination;
-# the real boot tests/pcaps/faults/rxe_corrupt_ip_dst_bit): one analyzer ties it to
-# the flow of the hosts one bit away, which -j 2 may have put in another shard, so
-# -j 2 runs on one thread, says so, and prints -j 1's report (no false loss).
-tar -xJf "$pcaps/faults/rxe_corrupt_ip_dst_bit.tar.xz" -C "$work" rxe-corrupt-server/wire.pcap
-"$bin" analyze -j 2 "$work/rxe-corrupt-server/wire.pcap" > "$work/ip_bit.txt" 2> "$work/ip_bit.err"
-"$bin" analyze -j 1 "$work/rxe-corrupt-server/wire.pcap" > "$work/ip_bit.j1.txt" 2>/dev/null
-if ! grep -q "analysing on one thread" "$work/ip_bit.err" || ! cmp -s "$work/ip_bit.txt" "$work/ip_bit.j1.txt"; then
-  echo "FAIL: a corrupt packet with a damaged address did not make -j 2 fall back to one thread with -j 1's report"
-  cat "$work/ip_bit.err"
-  fail=1
-fi
+# A corrupt packet alone on its address pair (a bit error in an IPv4 address; real
+# captures: tests/pcaps/*corrupt_ip_*.pcap): one analyzer ties it to the flow of the
+# hosts one bit away, which -j 2 may have put in another shard, so -j 2 runs on one
+# thread, says so, and prints -j 1's report (no false loss).
+for f in "$pcaps"/*corrupt_ip_*.pcap; do
+  "$bin" analyze -j 2 "$f" > "$work/ip_bit.txt" 2> "$work/ip_bit.err"
+  "$bin" analyze -j 1 "$f" > "$work/ip_bit.j1.txt" 2>/dev/null
+  if ! grep -q "analysing on one thread" "$work/ip_bit.err" || ! cmp -s "$work/ip_bit.txt" "$work/ip_bit.j1.txt"; then
+    echo "FAIL $f: a corrupt packet with a damaged address did not make -j 2 fall back to one thread with -j 1's report"
+    cat "$work/ip_bit.err"
+    fail=1
+  fi
+done
 
 # And the frames were spread: every shard has some (shard 0, the reader's own,
 # a smaller share by design), each worker shard of -j 2 or -j 3 a quarter or more.
