@@ -29,6 +29,7 @@ std::string_view to_string(DiagCode code) {
     case DiagCode::pfc_reserved_bits: return "pfc_reserved_bits";
     case DiagCode::udp_port_bit_error: return "udp_port_bit_error";
     case DiagCode::ipv4_checksum_bad: return "ipv4_checksum_bad";
+    case DiagCode::ipv4_header_bit_error: return "ipv4_header_bit_error";
     case DiagCode::wire_length_below_captured: return "wire_length_below_captured";
     case DiagCode::count_: break;
   }

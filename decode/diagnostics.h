@@ -35,7 +35,8 @@ enum class DiagCode : std::uint8_t {
   bad_mac_control,        // a MAC Control frame (PAUSE/PFC) too short for its opcode's fields
   pfc_reserved_bits,      // PFC priority-enable vector with its reserved upper octet set (802.3 Annex 31D)
   udp_port_bit_error,     // RoCEv2 whose UDP destination port is 4791 with one bit flipped (ICRC holds with 4791)
-  ipv4_checksum_bad,      // an IPv4 header that says "fragment" but whose checksum fails: a damaged header
+  ipv4_checksum_bad,      // an IPv4 header that says "fragment", or carries neither UDP nor TCP, whose checksum fails: a damaged header
+  ipv4_header_bit_error,  // such a header with one bit flipped: checksum and ICRC hold with it put back, so a RoCEv2 packet
   wire_length_below_captured,  // the record's original length is less than its captured length: a damaged record header
   count_                  // keep last
 };

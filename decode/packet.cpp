@@ -193,18 +193,66 @@ class FrameDecoder {
 
   void ipv4(std::size_t off) {
     const auto st = parse_into(p_.ipv4, [&](Ipv4Header& h) { return parse_ipv4(at(off), h); });
-    if (st != ParseStatus::ok) return header_failed(st, off, DiagCode::bad_ip_header_length);
+    if (st != ParseStatus::ok) {
+      if (st == ParseStatus::malformed && damaged_roce_ipv4(off)) return;  // e.g. a header length bit
+      return header_failed(st, off, DiagCode::bad_ip_header_length);
+    }
     const Ipv4Header& h = *p_.ipv4;
     const std::size_t end = declared_end(off, h.total_length, off + 2);
     if (end > frame_.size()) p_.truncated = true;  // whatever the protocol inside, the capture cut it
-    if (h.is_fragment()) {
-      // A header with a fragment bit set is checked (only then: a RoCE packet's ICRC
-      // covers its header): a bit error there must not pass for a fragment.
-      if (ipv4_header_checksum_ok(at(off), h.ihl_bytes)) p_.diags.add(DiagCode::ip_fragment, Severity::note, off + 6);
-      else p_.diags.add(DiagCode::ipv4_checksum_bad, Severity::error, off + 10);
-      return;
+    // A header that says "fragment", or carries neither UDP nor TCP, is checked
+    // (only then: a RoCE packet's ICRC covers the rest of its header): a bit error
+    // there must not pass for a fragment or another protocol.
+    if (h.is_fragment() || (h.protocol != kIpProtoUdp && h.protocol != kIpProtoTcp)) {
+      if (ipv4_header_checksum_ok(at(off), h.ihl_bytes)) {
+        if (h.is_fragment()) return p_.diags.add(DiagCode::ip_fragment, Severity::note, off + 6);
+      } else {
+        if (damaged_roce_ipv4(off)) return;
+        p_.diags.add(DiagCode::ipv4_checksum_bad, Severity::error, off + 10);
+        if (h.is_fragment()) return;
+      }
     }
     l4(h.protocol, off, off + h.ihl_bytes, end);
+  }
+
+  // A RoCEv2 packet whose IPv4 header (20 bytes at `off`) took one bit error outside
+  // the addresses and the fields the ICRC masks (IBA Annex A17.3.3): one bit put back
+  // makes the header checksum hold (RFC 1071), the header UDP to port 4791 and
+  // unfragmented, and the ICRC hold. Decoded as that packet, with its captured
+  // (bad) ICRC, so that it is sequenced where it belongs; nothing kept otherwise.
+  bool damaged_roce_ipv4(std::size_t off) {
+    if (!r_.has(off, 20 + 8 + kBthLength + 4)) return false;
+    std::array<std::uint8_t, 20> fixed{};
+    for (std::size_t i = 0; i < fixed.size(); ++i) fixed[i] = r_.u8(off + i);
+    for (std::size_t bit = 0; bit < 80; ++bit) {
+      const std::size_t byte = bit / 8;
+      if (byte >= 10) continue;  // the checksum itself; a damaged address is another flow's (no repair)
+      const auto mask = static_cast<std::uint8_t>(0x80u >> (bit % 8));
+      fixed[byte] ^= mask;
+      if (!repaired_roce_fits(off, fixed)) {
+        fixed[byte] ^= mask;
+        continue;
+      }
+      Ipv4Header h;
+      parse_ipv4(Bytes(fixed), h);
+      p_.ipv4 = h;
+      p_.diags.add(DiagCode::ipv4_header_bit_error, Severity::error, off + byte);
+      l4(kIpProtoUdp, off, off + 20, off + h.total_length);
+      return true;
+    }
+    return false;
+  }
+
+  bool repaired_roce_fits(std::size_t off, const std::array<std::uint8_t, 20>& ip) const {
+    if (ip[0] != 0x45 || ip[9] != kIpProtoUdp || (ip[6] & 0x3F) != 0 || ip[7] != 0) return false;  // IHL 5, not a fragment
+    if (!ipv4_header_checksum_ok(Bytes(ip), 20)) return false;
+    const std::size_t total = static_cast<std::size_t>(ip[2]) << 8 | ip[3];
+    if (total < 20 + 8 + kBthLength + 4 || off + total > frame_.size()) return false;
+    if (r_.be16(off + 22) != kRoceV2UdpPort) return false;
+    const std::size_t bth = off + 28, icrc = off + total - 4;
+    const IcrcInput in{IcrcInput::Kind::roce_v2_ipv4, Bytes(ip), r_.sub(off + 20, 8), r_.sub(bth, kBthLength),
+                       r_.sub(bth + kBthLength, icrc - bth - kBthLength), {}};
+    return compute_icrc(in) == r_.le32(icrc);
   }
 
   void ipv6(std::size_t off) {

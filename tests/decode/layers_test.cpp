@@ -245,15 +245,23 @@ TEST(Ipv4, FragmentsAreNotDecodedFurther) {
 // Regression: lab_rxe_write_corrupt.pcap frame 683 (netem corrupt) is a RoCE resend
 // whose fragment offset took the bit error (flags 0x4010: DF, offset 16); tshark
 // shows it an IP fragment, its header checksum (0x3eaa) fails by RFC 1071, and the
-// receiver drops it. rdmadiag called it a fragment (a note); it is a damaged header.
+// receiver drops it. rdmadiag called it a fragment (a note); it is a damaged header,
+// and (since session 44) the RoCE packet it was: checksum and ICRC hold with the bit
+// put back, so it is decoded as that packet with its bad ICRC.
 TEST(Ipv4, AFragmentWhoseHeaderChecksumFailsIsADamagedHeader) {
   auto f = real_frames::kSendOnly;
   f[20] = 0x40;
   f[21] = 0x10;  // the bit error: offset 16, the checksum left as it was
   const auto p = decode(linktype::kEthernet, f);
-  EXPECT_FALSE(p.has_bth);
-  EXPECT_TRUE(p.diags.contains(DiagCode::ipv4_checksum_bad));
+  EXPECT_TRUE(p.has_bth);
+  EXPECT_EQ(p.icrc, CrcStatus::bad);
+  EXPECT_TRUE(p.diags.contains(DiagCode::ipv4_header_bit_error));
   EXPECT_FALSE(p.diags.contains(DiagCode::ip_fragment));
+  f[22] ^= 0x01;  // and a second bit (in the TTL): no single bit repairs it, a damaged header
+  const auto q = decode(linktype::kEthernet, f);
+  EXPECT_FALSE(q.has_bth);
+  EXPECT_TRUE(q.diags.contains(DiagCode::ipv4_checksum_bad));
+  EXPECT_FALSE(q.diags.contains(DiagCode::ip_fragment));
 }
 
 // Regression: any IPv6 Fragment header made the packet a fragment, so an atomic
@@ -310,6 +318,33 @@ TEST(RoceV2, PortHeuristicNeedsAValidIcrc) {
   decode_frame(linktype::kEthernet, f, static_cast<std::uint32_t>(f.size()), opts, p);
   EXPECT_EQ(p.transport, Transport::roce_v2);  // an explicit port decodes it, and says the ICRC is bad
   EXPECT_EQ(p.icrc, CrcStatus::bad);
+}
+
+// A bit error in a RoCEv2 packet's IPv4 header outside the addresses (protocol,
+// fragment offset, header length: fields the ICRC covers, IBA Annex A17.3.3) takes
+// it off UDP 4791. The header checksum and the ICRC both hold with the bit put back:
+// decoded as the RoCE packet it was, ICRC bad as captured. (netem corrupt made each
+// kind in session 44's 16-QP lab run: IPv4 protocol 19, fragment offsets 32, 8,
+// 4096, header length 4.)
+TEST(RoceV2, Ipv4HeaderBitErrorIsACorruptRocePacket) {
+  const auto& intact = real_frames::kSendOnly;
+  const auto good = decode(linktype::kEthernet, intact);
+  ASSERT_EQ(good.icrc, CrcStatus::ok);
+  for (const auto& [byte, mask] : {std::pair{23, 0x02}, std::pair{21, 0x20}, std::pair{20, 0x10}, std::pair{14, 0x01}}) {
+    auto f = intact;
+    f[byte] ^= mask;
+    const auto p = decode(linktype::kEthernet, f);
+    EXPECT_EQ(p.transport, Transport::roce_v2) << byte;
+    EXPECT_TRUE(p.diags.contains(DiagCode::ipv4_header_bit_error)) << byte;
+    EXPECT_EQ(p.icrc, CrcStatus::bad) << byte;
+    EXPECT_EQ(p.ib.bth.psn, good.ib.bth.psn) << byte;
+    EXPECT_EQ(p.ib.bth.dest_qp, good.ib.bth.dest_qp) << byte;
+  }
+  auto two_bits = intact;  // protocol 17 -> 18: two bits, not tried
+  two_bits[23] ^= 0x03;
+  const auto p = decode(linktype::kEthernet, two_bits);
+  EXPECT_EQ(p.transport, Transport::other);
+  EXPECT_TRUE(p.diags.contains(DiagCode::ipv4_checksum_bad));
 }
 
 // A real READ request from the fault matrix (rxe, netem corrupt) whose UDP destination
