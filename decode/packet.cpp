@@ -224,31 +224,30 @@ class FrameDecoder {
     if (!r_.has(off, 20 + 8 + kBthLength + 4)) return false;
     std::array<std::uint8_t, 20> fixed{};
     for (std::size_t i = 0; i < fixed.size(); ++i) fixed[i] = r_.u8(off + i);
+    // Bytes 0-9: the checksum itself is not tried, and a damaged address is another flow's (no repair).
     for (std::size_t bit = 0; bit < 80; ++bit) {
-      const std::size_t byte = bit / 8;
-      if (byte >= 10) continue;  // the checksum itself; a damaged address is another flow's (no repair)
       const auto mask = static_cast<std::uint8_t>(0x80u >> (bit % 8));
-      fixed[byte] ^= mask;
-      if (!repaired_roce_fits(off, fixed)) {
-        fixed[byte] ^= mask;
-        continue;
-      }
+      fixed[bit / 8] ^= mask;
       Ipv4Header h;
-      parse_ipv4(Bytes(fixed), h);
-      p_.ipv4 = h;
-      p_.diags.add(DiagCode::ipv4_header_bit_error, Severity::error, off + byte);
-      l4(kIpProtoUdp, off, off + 20, off + h.total_length);
-      return true;
+      if (repaired_roce_fits(off, fixed, h)) {
+        p_.ipv4 = h;
+        p_.diags.add(DiagCode::ipv4_header_bit_error, Severity::error, off + bit / 8);
+        l4(kIpProtoUdp, off, off + 20, off + h.total_length);
+        return true;
+      }
+      fixed[bit / 8] ^= mask;
     }
     return false;
   }
 
-  bool repaired_roce_fits(std::size_t off, const std::array<std::uint8_t, 20>& ip) const {
-    if (ip[0] != 0x45 || ip[9] != kIpProtoUdp || (ip[6] & 0x3F) != 0 || ip[7] != 0) return false;  // IHL 5, not a fragment
-    if (!ipv4_header_checksum_ok(Bytes(ip), 20)) return false;
-    const std::size_t total = static_cast<std::size_t>(ip[2]) << 8 | ip[3];
-    if (total < 20 + 8 + kBthLength + 4 || off + total > frame_.size()) return false;
-    if (r_.be16(off + 22) != kRoceV2UdpPort) return false;
+  // `ip` parses (into `h`) as an unfragmented 20-byte IPv4 header with a good checksum,
+  // carrying UDP to a RoCE port, and the packet's ICRC holds over it.
+  bool repaired_roce_fits(std::size_t off, const std::array<std::uint8_t, 20>& ip, Ipv4Header& h) const {
+    if (parse_ipv4(Bytes(ip), h) != ParseStatus::ok || h.ihl_bytes != 20 || h.protocol != kIpProtoUdp ||
+        h.is_fragment() || !ipv4_header_checksum_ok(Bytes(ip), 20))
+      return false;
+    const std::size_t total = h.total_length;
+    if (total < 20 + 8 + kBthLength + 4 || off + total > frame_.size() || !is_roce_port(r_.be16(off + 22))) return false;
     const std::size_t bth = off + 28, icrc = off + total - 4;
     const IcrcInput in{IcrcInput::Kind::roce_v2_ipv4, Bytes(ip), r_.sub(off + 20, 8), r_.sub(bth, kBthLength),
                        r_.sub(bth + kBthLength, icrc - bth - kBthLength), {}};

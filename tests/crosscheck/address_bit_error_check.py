@@ -28,7 +28,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from derive_pcaps import csum16, icrc_roce_v2, read_pcap  # noqa: E402
+from derive_pcaps import csum16, icrc_roce_v2, read_pcap, roce_ipv4_bit_restored  # noqa: E402
 
 ROCE_PORT = 4791
 PSN_MOD = 1 << 24
@@ -64,18 +64,17 @@ def damaged_address_frames(pcap):
     only with one address bit put back to an address of the intact frames."""
     frames = list(roce_frames(pcap))
     hosts = {bytes(ip[o:o + 4]) for _, ip, udp, ib in frames if icrc_holds(ip, udp, ib) for o in (12, 16)}
+    recs = read_pcap(pcap)[2]
     found = {}
     for n, ip, udp, ib in frames:
         if icrc_holds(ip, udp, ib):
             continue
-        for bit in range(64):
-            fixed = bytearray(ip)
-            fixed[12 + bit // 8] ^= 0x80 >> (bit % 8)
-            if bytes(fixed[12:16]) in hosts and bytes(fixed[16:20]) in hosts and icrc_holds(bytes(fixed), udp, ib):
-                if csum16(bytes(ip)) == 0 or csum16(bytes(fixed)) != 0:
-                    fail(f"frame {n}: its IPv4 header checksum does not tell the same address bit")
-                found[n] = (str(ipaddress.ip_address(ip[12:16])), str(ipaddress.ip_address(ip[16:20])))
-                break
+        restored = roce_ipv4_bit_restored(recs[n - 1][3], range(96, 160))  # the addresses' bits
+        if restored is None or restored[1][12:16] not in hosts or restored[1][16:20] not in hosts:
+            continue
+        if csum16(bytes(ip)) == 0:
+            fail(f"frame {n}: its IPv4 header checksum does not tell the same address bit")
+        found[n] = (str(ipaddress.ip_address(ip[12:16])), str(ipaddress.ip_address(ip[16:20])))
     return found
 
 

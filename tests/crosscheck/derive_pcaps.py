@@ -151,6 +151,27 @@ def icrc_roce_v2(l3, udp, ib, v6):
     return icrc(b"\xff" * 8 + (mask_ipv6(l3) if v6 else mask_ipv4(l3)) + mask_udp(udp) + mask_bth(ib))
 
 
+def roce_ipv4_bit_restored(pkt, bits):
+    """For an Ethernet/IPv4 frame `pkt`: the first bit of the IPv4 header among `bits` (0 = the
+    header's first bit) whose flip makes the header a 20-byte unfragmented UDP one with a good
+    RFC 1071 checksum, the UDP destination port 4791 and the RoCEv2 ICRC hold, as
+    (bit, repaired IPv4 header, UDP header, IB bytes with ICRC); None when no such bit."""
+    if len(pkt) < 14 + 20 + 8 + 12 + 4:
+        return None
+    for bit in bits:
+        ip = bytearray(pkt[14:34])
+        ip[bit // 8] ^= 0x80 >> (bit % 8)
+        total = struct.unpack("!H", ip[2:4])[0]
+        if ip[0] != 0x45 or ip[9] != 17 or struct.unpack("!H", ip[6:8])[0] & 0x3FFF or csum16(bytes(ip)) != 0:
+            continue
+        l4 = pkt[34:14 + total]
+        if len(l4) < 8 + 12 + 4 or struct.unpack("!H", l4[2:4])[0] != 4791:
+            continue
+        if icrc_roce_v2(bytes(ip), l4[:8], l4[8:-4], False) == l4[-4:]:
+            return bit, bytes(ip), l4[:8], l4[8:]
+    return None
+
+
 # ----------------------------------------------------------------- headers
 
 def csum16(data):

@@ -64,6 +64,9 @@ import struct
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from derive_pcaps import read_pcap, roce_ipv4_bit_restored  # noqa: E402
+
 # --------------------------------------------------------------------------
 # Field table: (label, tshark field, kind, extractor on our packet dict, group)
 #   kind: int | bool | bytes (hex string, any width) | crc32 | crc16
@@ -285,28 +288,15 @@ def pcap_linktype(path):
 def repaired_ipv4_header_mismatch(path, frame, ours):
     """None when one bit of the IPv4 header's bytes 0-9 put back makes this frame a RoCEv2/IPv4
     packet whose header checksum and ICRC hold and whose BTH PSN and QP are rdmadiag's; else why not."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from derive_pcaps import csum16, icrc_roce_v2, read_pcap  # noqa: E402
-    pkt = read_pcap(path)[2][frame - 1][3]
-    if len(pkt) < 14 + 20 + 8 + 12 + 4:
-        return "frame too short"
-    for bit in range(80):
-        ip = bytearray(pkt[14:34])
-        ip[bit // 8] ^= 0x80 >> (bit % 8)
-        total = struct.unpack("!H", ip[2:4])[0]
-        if ip[0] != 0x45 or ip[9] != 17 or struct.unpack("!H", ip[6:8])[0] & 0x3FFF or csum16(bytes(ip)) != 0:
-            continue
-        l4 = pkt[34:14 + total]
-        if len(l4) < 8 + 12 + 4 or struct.unpack("!H", l4[2:4])[0] != 4791:
-            continue
-        if icrc_roce_v2(bytes(ip), l4[:8], l4[8:-4], False) != l4[-4:]:
-            continue
-        psn = struct.unpack("!I", l4[16:20])[0] & 0xFFFFFF
-        qp = struct.unpack("!I", l4[12:16])[0] & 0xFFFFFF
-        if ours.get("psn") != psn or ours.get("dest_qp") != qp:
-            return "repaired BTH: PSN %d QP %d, rdmadiag %s %s" % (psn, qp, ours.get("psn"), ours.get("dest_qp"))
-        return None
-    return "no single header bit makes it a RoCEv2 packet whose checksum and ICRC hold"
+    found = roce_ipv4_bit_restored(read_pcap(path)[2][frame - 1][3], range(80))
+    if found is None:
+        return "no single header bit makes it a RoCEv2 packet whose checksum and ICRC hold"
+    ib = found[3]
+    psn = struct.unpack("!I", ib[8:12])[0] & 0xFFFFFF
+    qp = struct.unpack("!I", ib[4:8])[0] & 0xFFFFFF
+    if ours.get("psn") != psn or ours.get("dest_qp") != qp:
+        return "repaired BTH: PSN %d QP %d, rdmadiag %s %s" % (psn, qp, ours.get("psn"), ours.get("dest_qp"))
+    return None
 
 
 def run_rdmadiag(rdmadiag, path):
