@@ -112,6 +112,10 @@ class FlowSlots {
       slot = used_++;
       if ((slot & kChunkMask) == 0) chunks_.push_back(std::make_unique<Cell[]>(kChunkCells));
     }
+    // The flow made after this one takes the slot retired last: its cell starts
+    // loading now, a packet or more before it is written (a capture with more
+    // flows than the cap makes one every other packet, each a miss without this).
+    if (!free_.empty()) prefetch(free_.back());
     Cell& c = *cell(slot);
     std::construct_at(&c.state, std::forward<Args>(args)...);
     c.key = k;
