@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config python3
   libpcap-dev libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
-  libcli11-dev nlohmann-json3-dev libdeflate-dev zlib1g-dev
+  libcli11-dev nlohmann-json3-dev libisal-dev libdeflate-dev zlib1g-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   wireshark-dev tshark perftest
   tcpreplay

@@ -1,6 +1,6 @@
 #include "decode/crc.h"
 
-#include <libdeflate.h>
+#include <isa-l/crc.h>
 
 #include <algorithm>
 #include <array>
@@ -20,7 +20,7 @@ std::string_view to_string(CrcStatus s) {
 
 std::uint32_t crc32_update(std::uint32_t crc, Bytes b) {
   if (b.empty()) return crc;
-  return libdeflate_crc32(crc, b.data(), b.size());
+  return crc32_gzip_refl(crc, b.data(), b.size());
 }
 
 namespace {
@@ -64,8 +64,8 @@ std::uint16_t vcrc16(Bytes b) {
 }
 
 // The masked header regions go into one scratch buffer, back to back, so that
-// the CRC runs in two calls (headers, then the unmasked rest): short calls cost
-// libdeflate a table walk each, and a RoCE packet has four header regions.
+// the CRC runs in two calls (headers, then the unmasked rest): a short call
+// costs a library's CRC its set-up each, and a RoCE packet has four header regions.
 std::uint32_t compute_icrc(const IcrcInput& in) {
   constexpr std::size_t kNetMax = 128;  // masked part of the network header
   std::array<std::uint8_t, 8 + kNetMax + 8 + 12> hdr;

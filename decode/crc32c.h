@@ -1,7 +1,8 @@
 // CRC32c (Castagnoli, polynomial 0x1EDC6F41, reflected 0x82F63B78), as used by
 // the MPA FPDU CRC (RFC 5044 section 6.2, which takes it from iSCSI, RFC 3720
-// section 12.1 and appendix B.4). Table-driven, slice-by-8: Debian has no
-// maintained CRC32c library that is clearly better.
+// section 12.1 and appendix B.4). Computed by ISA-L (Intel's storage
+// acceleration library, Debian's libisal: the CPU's CRC32 instruction and
+// carry-less multiply), as the ICRC's CRC-32 is (crc.h).
 #pragma once
 #include <cstdint>
 

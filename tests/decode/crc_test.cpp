@@ -3,6 +3,7 @@
 // (IBA Vol 1 section 7.8; masking rules in docs/protocols.md).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -67,6 +68,20 @@ TEST(Crc32, KnownAnswer) {
   EXPECT_EQ(crc32_update(0, str("123456789")), 0xCBF43926u);
   EXPECT_EQ(crc32_update(crc32_update(0, str("1234")), str("56789")), 0xCBF43926u);  // chaining
   EXPECT_EQ(crc32_update(0, Bytes{}), 0u);
+}
+
+// The library's vector code takes other paths by length (under 16, 64, 256
+// bytes and past them, with tails): every length up to a 1,100-byte payload,
+// whole and in two calls (the ICRC's masked headers, then the rest).
+TEST(Crc32, MatchesBitwiseAtEveryLengthAndSplit) {
+  std::vector<std::uint8_t> b(1100);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::uint8_t>(i * 131 + 7);
+  for (std::size_t n = 0; n <= b.size(); ++n) {
+    const std::vector<std::uint8_t> v(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n));
+    ASSERT_EQ(crc32_update(0, Bytes(v)), crc32_bitwise(v)) << n;
+    const std::size_t head = std::min<std::size_t>(n, 48);
+    ASSERT_EQ(crc32_update(crc32_update(0, Bytes(v).first(head)), Bytes(v).subspan(head)), crc32_bitwise(v)) << n;
+  }
 }
 
 TEST(Vcrc, MatchesBitwiseDefinition) {
