@@ -52,7 +52,11 @@ struct PacketAnalysis : PacketVerdict {
   IwarpFrame iwarp;                  // iWARP: the MPA units (FPDUs, Request/Reply) that ended in this frame
   // Back to the default state: what a new PacketAnalysis holds, as far as anyone can read.
   void reset() {
-    static_cast<PacketVerdict&>(*this) = PacketVerdict{};
+    // Copied from a constant: assigning a temporary made GCC zero it on the
+    // stack in 8-byte stores and reload it in 16-byte loads, each a failed
+    // store-to-load forward (~6 % of the CPU on the 64-connection bench capture).
+    static constexpr PacketVerdict kClear{};
+    static_cast<PacketVerdict&>(*this) = kClear;
     iwarp.clear();
   }
 };
